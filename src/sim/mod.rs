@@ -1,0 +1,1 @@
+//! The OpenStack simulator: Keystone, Nova, Octavia and Neutron over HTTP.
