@@ -4,5 +4,6 @@
 #![forbid(unsafe_code)]
 
 pub mod cloud;
+pub mod crdgen;
 pub mod metrics;
 pub mod sim;

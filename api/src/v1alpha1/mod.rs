@@ -1,1 +1,35 @@
+//! Version `v1alpha1`: VirtualMachine, VirtualMachineGroup and LoadBalancer.
 
+mod init_script;
+mod rules;
+mod load_balancer;
+mod virtual_machine;
+mod virtual_machine_group;
+
+pub use init_script::{InitScript, KeySelector};
+pub use load_balancer::{
+    HealthMonitor, LoadBalancer, LoadBalancerPort, LoadBalancerSpec, LoadBalancerStatus,
+    MemberStatus, MonitorProtocol, PortStatus, Protocol, RealServers, VipType,
+};
+pub use virtual_machine::{
+    VirtualMachine, VirtualMachineAddress, VirtualMachineSpec, VirtualMachineStatus,
+};
+pub use virtual_machine_group::{
+    HaPolicy, UpdateStrategy, VirtualMachineGroup, VirtualMachineGroupSpec,
+    VirtualMachineGroupStatus,
+};
+
+/// Finalizer names as published by the Verda Resource Operator.
+pub mod finalizers {
+    pub const VIRTUAL_MACHINE: &str = "virtualmachine.verda.linecorp.com/finalizer";
+    pub const VIRTUAL_MACHINE_GROUP: &str = "virtualmachinegroup.verda.linecorp.com/finalizer";
+    pub const LOAD_BALANCER: &str = "loadbalancer.verda.linecorp.com/finalizer";
+}
+
+/// Labels the group controller puts on the VirtualMachines it owns.
+pub mod labels {
+    /// Name of the owning VirtualMachineGroup.
+    pub const GROUP: &str = "verda.linecorp.com/group";
+    /// Hash of the group template the VirtualMachine was created from.
+    pub const TEMPLATE_HASH: &str = "verda.linecorp.com/template-hash";
+}

@@ -1,0 +1,119 @@
+//! VirtualMachine: one Nova server.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::{CustomResource, KubeSchema};
+use serde::{Deserialize, Serialize};
+
+use super::init_script::InitScript;
+use super::rules::immutable_spec_field;
+
+const RECREATE: &str = "Nova cannot change it on an existing server; create a new VirtualMachine instead";
+
+/// The desired state of one OpenStack server.
+#[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, KubeSchema)]
+#[kube(
+    group = "verda.linecorp.com",
+    version = "v1alpha1",
+    kind = "VirtualMachine",
+    namespaced,
+    doc = "A Nova server declared in Kubernetes: image, flavor, networks and init script in `spec`; server ID, state and addresses in `status`.",
+    shortname = "vm",
+    category = "verda",
+    status = "VirtualMachineStatus",
+    derive = "PartialEq",
+    printcolumn = r#"{"name":"State","type":"string","jsonPath":".status.state","description":"Nova server status"}"#,
+    printcolumn = r#"{"name":"IP","type":"string","jsonPath":".status.primaryIP","description":"Primary fixed IP address"}"#,
+    printcolumn = r#"{"name":"Flavor","type":"string","jsonPath":".spec.flavor"}"#,
+    printcolumn = r#"{"name":"Image","type":"string","jsonPath":".spec.image"}"#,
+    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].reason","priority":1}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#,
+    validation = immutable_spec_field("image", RECREATE),
+    validation = immutable_spec_field("initScript", "user data is read only when the server is created; create a new VirtualMachine to run a different script"),
+    validation = immutable_spec_field("networks", RECREATE),
+    validation = immutable_spec_field("keyName", RECREATE),
+    validation = immutable_spec_field("securityGroups", RECREATE),
+    validation = immutable_spec_field("availabilityZone", RECREATE)
+)]
+#[serde(rename_all = "camelCase")]
+pub struct VirtualMachineSpec {
+    /// Image to boot from: a Glance image name or UUID. Immutable.
+    #[schemars(length(min = 1, max = 255))]
+    pub image: String,
+    /// Nova flavor: a name or ID. Changing it resizes the server (the resize is
+    /// confirmed automatically).
+    #[schemars(length(min = 1, max = 255))]
+    pub flavor: String,
+    /// Script passed to the server as user data when it is created. Immutable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_script: Option<InitScript>,
+    /// Free text shown as the server's description in OpenStack.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 255))]
+    pub description: Option<String>,
+    /// Networks to attach, by name or UUID, in order (the first gives the primary IP).
+    /// Defaults to the operator's configured networks. Immutable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 16), inner(length(min = 1, max = 255)))]
+    pub networks: Option<Vec<String>>,
+    /// Name of the Nova key pair injected into the server. Immutable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 255))]
+    pub key_name: Option<String>,
+    /// Security groups of the server's ports, by name. Immutable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 32), inner(length(min = 1, max = 255)))]
+    pub security_groups: Option<Vec<String>>,
+    /// Availability zone to place the server in. Immutable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 255))]
+    pub availability_zone: Option<String>,
+    /// Extra Nova metadata for the server. Keys starting with `verda.linecorp.com/` are
+    /// reserved for the operator. Changes are applied in place.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = kube::core::Rule::new("self.all(k, !k.startsWith('verda.linecorp.com/'))").message("metadata keys starting with verda.linecorp.com/ are reserved for the operator"))]
+    #[schemars(length(max = 64), inner(length(max = 255)))]
+    pub metadata: Option<BTreeMap<String, String>>,
+}
+
+/// The observed state of the server.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VirtualMachineStatus {
+    /// Nova server ID.
+    #[serde(default, rename = "serverID", skip_serializing_if = "Option::is_none")]
+    pub server_id: Option<String>,
+    /// Nova server status: BUILD, ACTIVE, ERROR, VERIFY_RESIZE, SHUTOFF, …
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    /// The first fixed address of the first network.
+    #[serde(default, rename = "primaryIP", skip_serializing_if = "Option::is_none")]
+    pub primary_ip: Option<String>,
+    /// Every address of the server, per network.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub addresses: Vec<VirtualMachineAddress>,
+    /// The flavor the server currently runs with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flavor: Option<String>,
+    /// Conditions: `Ready` says whether the server is ACTIVE and matches the spec.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
+    pub conditions: Vec<Condition>,
+    /// The `metadata.generation` this status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}
+
+/// One address of a server.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VirtualMachineAddress {
+    /// Network the address belongs to.
+    pub network: String,
+    /// The IP address.
+    pub address: String,
+    /// `fixed` or `floating`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+}

@@ -1,0 +1,114 @@
+//! VirtualMachineGroup: a Nova server group plus `replicas` owned VirtualMachines.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::{CustomResource, KubeSchema};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::virtual_machine::VirtualMachineSpec;
+
+/// Most replicas one group may ask for: a guard against a typo that would exhaust the
+/// project's quota, not a technical limit of Nova.
+pub const MAX_REPLICAS: i32 = 100;
+
+/// The desired state of a set of identical servers spread by an HA policy.
+#[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, KubeSchema)]
+#[kube(
+    group = "verda.linecorp.com",
+    version = "v1alpha1",
+    kind = "VirtualMachineGroup",
+    namespaced,
+    doc = "A set of identical VirtualMachines spread over hypervisors by a Nova server group; scale it with `kubectl scale`.",
+    shortname = "vmg",
+    category = "verda",
+    status = "VirtualMachineGroupStatus",
+    derive = "PartialEq",
+    scale(
+        spec_replicas_path = ".spec.replicas",
+        status_replicas_path = ".status.replicas",
+        label_selector_path = ".status.selector"
+    ),
+    printcolumn = r#"{"name":"Desired","type":"integer","jsonPath":".spec.replicas"}"#,
+    printcolumn = r#"{"name":"Ready","type":"integer","jsonPath":".status.readyReplicas"}"#,
+    printcolumn = r#"{"name":"Up-to-date","type":"integer","jsonPath":".status.updatedReplicas"}"#,
+    printcolumn = r#"{"name":"Policy","type":"string","jsonPath":".spec.haPolicy"}"#,
+    printcolumn = r#"{"name":"Server-Group","type":"string","jsonPath":".status.serverGroupID","priority":1}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct VirtualMachineGroupSpec {
+    /// Number of VirtualMachines to run (0 to 100). `kubectl scale` changes it.
+    #[schemars(range(min = 0, max = MAX_REPLICAS))]
+    pub replicas: i32,
+    /// How the servers are spread over hypervisors: `soft` (soft-anti-affinity: spread
+    /// where possible), `hard` (anti-affinity: never two on one host; servers that
+    /// cannot be placed fail with NoValidHost) or `none` (no server group). Immutable:
+    /// Nova cannot change the policy of a server group.
+    #[serde(default)]
+    #[x_kube(validation = kube::core::Rule::new("self == oldSelf").message("haPolicy is immutable: Nova cannot change a server group's policy; create a new VirtualMachineGroup"))]
+    pub ha_policy: HaPolicy,
+    /// The VirtualMachine spec every replica is created from. A change rolls out as
+    /// `updateStrategy` says.
+    pub template: VirtualMachineSpec,
+    /// Free text describing the group; also the server group's description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 255))]
+    pub description: Option<String>,
+    /// How a template change reaches existing VirtualMachines: `RollingUpdate` (default)
+    /// replaces them one at a time, the new one Ready and in every load-balancer pool
+    /// before an old one is drained and deleted; `OnDelete` leaves them alone until they
+    /// are deleted.
+    #[serde(default)]
+    pub update_strategy: UpdateStrategy,
+}
+
+/// HA policy of the group's Nova server group.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum HaPolicy {
+    /// soft-anti-affinity
+    #[default]
+    Soft,
+    /// anti-affinity
+    Hard,
+    /// No server group.
+    None,
+}
+
+/// Roll-out strategy for template changes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum UpdateStrategy {
+    /// Replace VirtualMachines one at a time.
+    #[default]
+    RollingUpdate,
+    /// Replace a VirtualMachine only when it is deleted.
+    OnDelete,
+}
+
+/// The observed state of the group.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VirtualMachineGroupStatus {
+    /// Number of VirtualMachines that exist for this group.
+    #[serde(default)]
+    pub replicas: i32,
+    /// Number of those whose `Ready` condition is True.
+    #[serde(default)]
+    pub ready_replicas: i32,
+    /// Number of those created from the current template.
+    #[serde(default)]
+    pub updated_replicas: i32,
+    /// Nova server group ID (absent with `haPolicy: none`).
+    #[serde(default, rename = "serverGroupID", skip_serializing_if = "Option::is_none")]
+    pub server_group_id: Option<String>,
+    /// Label selector of the group's VirtualMachines, for the scale subresource.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<String>,
+    /// Conditions: `Ready` says whether every replica is Ready and up to date.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
+    pub conditions: Vec<Condition>,
+    /// The `metadata.generation` this status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}
