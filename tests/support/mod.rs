@@ -1,0 +1,4 @@
+//! Support code shared by the integration tests.
+#![allow(dead_code)]
+
+pub mod crd_schema;
