@@ -4,6 +4,12 @@
 #![forbid(unsafe_code)]
 
 pub mod cloud;
+pub mod config;
+pub mod controller;
 pub mod crdgen;
+pub mod http;
+pub mod leader_election;
 pub mod metrics;
+pub mod run;
 pub mod sim;
+pub mod telemetry;

@@ -40,7 +40,10 @@ fn assert_refused(object: &Value, old: Option<&Value>, expected: &str) {
 
 fn assert_accepted(object: &Value, old: Option<&Value>) {
     let why = refusals(object, old);
-    assert!(why.is_empty(), "expected {object} to be accepted, got {why:?}");
+    assert!(
+        why.is_empty(),
+        "expected {object} to be accepted, got {why:?}"
+    );
 }
 
 /// Deserializes a manifest document into our types, as the controllers would read it.
@@ -90,7 +93,11 @@ fn samples_hold_the_published_manifests_unchanged() {
         let name = path.file_name().expect("file name");
         let ours = std::fs::read(repo_root().join("samples").join(name))
             .unwrap_or_else(|_| panic!("samples/ lacks {}", name.to_string_lossy()));
-        assert_eq!(ours, std::fs::read(&path).expect("readable"), "{name:?} differs");
+        assert_eq!(
+            ours,
+            std::fs::read(&path).expect("readable"),
+            "{name:?} differs"
+        );
     }
 }
 
@@ -114,7 +121,10 @@ fn virtual_machine_rules_refuse_bad_input_with_their_message() {
             json!({"image": "i", "flavor": "f", "metadata": {"verda.linecorp.com/uid": "x"}}),
             "metadata keys starting with verda.linecorp.com/ are reserved",
         ),
-        (json!({"image": "i", "flavor": "f", "networks": []}), "/spec/networks"),
+        (
+            json!({"image": "i", "flavor": "f", "networks": []}),
+            "/spec/networks",
+        ),
     ];
     for (spec, expected) in cases {
         assert_refused(&vm(spec), None, expected);
@@ -123,16 +133,27 @@ fn virtual_machine_rules_refuse_bad_input_with_their_message() {
 
 #[test]
 fn fields_nova_cannot_change_are_immutable_and_flavor_is_not() {
-    let old = vm(json!({"image": "centos79", "flavor": "small", "keyName": "a",
-                        "initScript": {"value": "ls"}, "description": "x"}));
+    let old = vm(
+        json!({"image": "centos79", "flavor": "small", "keyName": "a",
+                        "initScript": {"value": "ls"}, "description": "x"}),
+    );
     let changes: Vec<(Value, &str)> = vec![
         (json!({"image": "ubuntu"}), "spec.image is immutable"),
         (json!({"keyName": "b"}), "spec.keyName is immutable"),
         (json!({"keyName": null}), "spec.keyName is immutable"),
-        (json!({"initScript": {"value": "rm"}}), "spec.initScript is immutable"),
+        (
+            json!({"initScript": {"value": "rm"}}),
+            "spec.initScript is immutable",
+        ),
         (json!({"networks": ["other"]}), "spec.networks is immutable"),
-        (json!({"securityGroups": ["web"]}), "spec.securityGroups is immutable"),
-        (json!({"availabilityZone": "az2"}), "spec.availabilityZone is immutable"),
+        (
+            json!({"securityGroups": ["web"]}),
+            "spec.securityGroups is immutable",
+        ),
+        (
+            json!({"availabilityZone": "az2"}),
+            "spec.availabilityZone is immutable",
+        ),
     ];
     for (patch, expected) in changes {
         let mut new = old.clone();
@@ -140,7 +161,10 @@ fn fields_nova_cannot_change_are_immutable_and_flavor_is_not() {
         assert_refused(&new, Some(&old), expected);
     }
     let mut resized = old.clone();
-    merge(&mut resized["spec"], &json!({"flavor": "large", "description": "y", "metadata": {"a": "b"}}));
+    merge(
+        &mut resized["spec"],
+        &json!({"flavor": "large", "description": "y", "metadata": {"a": "b"}}),
+    );
     assert_accepted(&resized, Some(&old));
 }
 
@@ -149,11 +173,26 @@ fn group_rules_refuse_bad_input_with_their_message() {
     let template = json!({"image": "centos79", "flavor": "n3-1vcpu-2gb"});
     assert_accepted(&vmg(json!({"replicas": 0, "template": template})), None);
     let cases: Vec<(Value, &str)> = vec![
-        (json!({"replicas": -1, "template": template}), "/spec/replicas"),
-        (json!({"replicas": 101, "template": template}), "/spec/replicas"),
-        (json!({"replicas": 1, "haPolicy": "medium", "template": template}), "/spec/haPolicy"),
-        (json!({"replicas": 1, "template": {"image": "", "flavor": "f"}}), "/spec/template/image"),
-        (json!({"replicas": 1, "updateStrategy": "Sometimes", "template": template}), "/spec/updateStrategy"),
+        (
+            json!({"replicas": -1, "template": template}),
+            "/spec/replicas",
+        ),
+        (
+            json!({"replicas": 101, "template": template}),
+            "/spec/replicas",
+        ),
+        (
+            json!({"replicas": 1, "haPolicy": "medium", "template": template}),
+            "/spec/haPolicy",
+        ),
+        (
+            json!({"replicas": 1, "template": {"image": "", "flavor": "f"}}),
+            "/spec/template/image",
+        ),
+        (
+            json!({"replicas": 1, "updateStrategy": "Sometimes", "template": template}),
+            "/spec/updateStrategy",
+        ),
     ];
     for (spec, expected) in cases {
         assert_refused(&vmg(spec), None, expected);
@@ -172,8 +211,14 @@ fn load_balancer_rules_refuse_bad_input_with_their_message() {
     let good = lb(json!({"ports": [lb_port(80, group_servers())]}));
     assert_accepted(&good, None);
     let cases: Vec<(Value, &str)> = vec![
-        (json!({"ports": [lb_port(0, group_servers())]}), "/spec/ports/0/port"),
-        (json!({"ports": [lb_port(65536, group_servers())]}), "/spec/ports/0/port"),
+        (
+            json!({"ports": [lb_port(0, group_servers())]}),
+            "/spec/ports/0/port",
+        ),
+        (
+            json!({"ports": [lb_port(65536, group_servers())]}),
+            "/spec/ports/0/port",
+        ),
         (json!({"ports": []}), "/spec/ports"),
         (
             json!({"ports": [lb_port(80, group_servers()), lb_port(80, group_servers())]}),
@@ -183,7 +228,10 @@ fn load_balancer_rules_refuse_bad_input_with_their_message() {
             json!({"ports": [{"port": 80, "protocol": "ftp", "realServers": group_servers()}]}),
             "/spec/ports/0/protocol",
         ),
-        (json!({"vipType": "dmz", "ports": [lb_port(80, group_servers())]}), "/spec/vipType"),
+        (
+            json!({"vipType": "dmz", "ports": [lb_port(80, group_servers())]}),
+            "/spec/vipType",
+        ),
         (
             json!({"ports": [lb_port(80, json!({"protocol": "http", "port": 80}))]}),
             "realServers needs exactly one of virtualMachineGroupRef, virtualMachines or addresses",
@@ -224,7 +272,8 @@ fn load_balancer_rules_refuse_bad_input_with_their_message() {
 
 #[test]
 fn load_balancer_location_is_immutable() {
-    let old = lb(json!({"region": "tokyo1", "zone": "dev", "ports": [lb_port(80, group_servers())]}));
+    let old =
+        lb(json!({"region": "tokyo1", "zone": "dev", "ports": [lb_port(80, group_servers())]}));
     for (patch, expected) in [
         (json!({"region": "RegionOne"}), "spec.region is immutable"),
         (json!({"zone": "prod"}), "spec.zone is immutable"),
@@ -235,7 +284,10 @@ fn load_balancer_location_is_immutable() {
         assert_refused(&new, Some(&old), expected);
     }
     let mut more_ports = old.clone();
-    merge(&mut more_ports["spec"], &json!({"ports": [lb_port(80, group_servers()), lb_port(81, group_servers())]}));
+    merge(
+        &mut more_ports["spec"],
+        &json!({"ports": [lb_port(80, group_servers()), lb_port(81, group_servers())]}),
+    );
     assert_accepted(&more_ports, Some(&old));
 }
 

@@ -112,11 +112,26 @@ mod tests {
     #[test]
     fn transition_time_moves_only_when_status_flips() {
         let mut conditions = Vec::new();
-        assert!(set_condition(&mut conditions, ready(Status::False, "Provisioning"), Some(1), at(10)));
-        assert!(set_condition(&mut conditions, ready(Status::False, "ImageNotFound"), Some(1), at(20)));
+        assert!(set_condition(
+            &mut conditions,
+            ready(Status::False, "Provisioning"),
+            Some(1),
+            at(10)
+        ));
+        assert!(set_condition(
+            &mut conditions,
+            ready(Status::False, "ImageNotFound"),
+            Some(1),
+            at(20)
+        ));
         assert_eq!(conditions[0].last_transition_time, Time(at(10)));
         assert_eq!(conditions[0].reason, "ImageNotFound");
-        assert!(set_condition(&mut conditions, ready(Status::True, "Active"), Some(2), at(30)));
+        assert!(set_condition(
+            &mut conditions,
+            ready(Status::True, "Active"),
+            Some(2),
+            at(30)
+        ));
         assert_eq!(conditions[0].last_transition_time, Time(at(30)));
         assert_eq!(conditions[0].observed_generation, Some(2));
     }
@@ -124,8 +139,18 @@ mod tests {
     #[test]
     fn setting_the_same_condition_again_reports_no_change() {
         let mut conditions = Vec::new();
-        set_condition(&mut conditions, ready(Status::True, "Active"), Some(1), at(10));
-        assert!(!set_condition(&mut conditions, ready(Status::True, "Active"), Some(1), at(99)));
+        set_condition(
+            &mut conditions,
+            ready(Status::True, "Active"),
+            Some(1),
+            at(10),
+        );
+        assert!(!set_condition(
+            &mut conditions,
+            ready(Status::True, "Active"),
+            Some(1),
+            at(99)
+        ));
         assert_eq!(conditions.len(), 1);
         assert!(is_true(&conditions, READY));
         assert!(remove_condition(&mut conditions, READY));

@@ -8,7 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use super::rules::immutable_spec_field;
 
-const REPLACE: &str = "Octavia cannot move an existing load balancer; create a new LoadBalancer instead";
+const REPLACE: &str =
+    "Octavia cannot move an existing load balancer; create a new LoadBalancer instead";
 
 /// The desired state of an Octavia load balancer.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, KubeSchema)]
@@ -189,13 +190,21 @@ pub enum MonitorProtocol {
 #[serde(rename_all = "camelCase")]
 pub struct LoadBalancerStatus {
     /// Octavia load balancer ID.
-    #[serde(default, rename = "loadBalancerID", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "loadBalancerID",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub load_balancer_id: Option<String>,
     /// The VIP address.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vip: Option<String>,
     /// The floating IP associated with the VIP (`vipType: public`).
-    #[serde(default, rename = "floatingIP", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "floatingIP",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub floating_ip: Option<String>,
     /// Octavia provisioning status: ACTIVE, PENDING_CREATE, PENDING_UPDATE, ERROR, …
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -225,13 +234,21 @@ pub struct PortStatus {
     /// The listening port.
     pub port: i32,
     /// Octavia listener ID.
-    #[serde(default, rename = "listenerID", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "listenerID",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub listener_id: Option<String>,
     /// Octavia pool ID.
     #[serde(default, rename = "poolID", skip_serializing_if = "Option::is_none")]
     pub pool_id: Option<String>,
     /// Octavia health monitor ID.
-    #[serde(default, rename = "healthMonitorID", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "healthMonitorID",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub health_monitor_id: Option<String>,
     /// The pool's members.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

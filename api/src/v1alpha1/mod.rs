@@ -1,8 +1,8 @@
 //! Version `v1alpha1`: VirtualMachine, VirtualMachineGroup and LoadBalancer.
 
 mod init_script;
-mod rules;
 mod load_balancer;
+mod rules;
 mod virtual_machine;
 mod virtual_machine_group;
 

@@ -9,6 +9,8 @@ pub(crate) fn immutable_spec_field(field: &str, why: &str) -> Rule {
         "has(self.spec.{field}) == has(oldSelf.spec.{field}) && \
          (!has(self.spec.{field}) || self.spec.{field} == oldSelf.spec.{field})"
     ))
-    .message(Message::Message(format!("spec.{field} is immutable: {why}")))
+    .message(Message::Message(format!(
+        "spec.{field} is immutable: {why}"
+    )))
     .field_path(format!(".spec.{field}"))
 }

@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 use super::init_script::InitScript;
 use super::rules::immutable_spec_field;
 
-const RECREATE: &str = "Nova cannot change it on an existing server; create a new VirtualMachine instead";
+const RECREATE: &str =
+    "Nova cannot change it on an existing server; create a new VirtualMachine instead";
 
 /// The desired state of one OpenStack server.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, KubeSchema)]

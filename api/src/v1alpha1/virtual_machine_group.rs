@@ -99,7 +99,11 @@ pub struct VirtualMachineGroupStatus {
     #[serde(default)]
     pub updated_replicas: i32,
     /// Nova server group ID (absent with `haPolicy: none`).
-    #[serde(default, rename = "serverGroupID", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "serverGroupID",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub server_group_id: Option<String>,
     /// Label selector of the group's VirtualMachines, for the scale subresource.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -1,0 +1,248 @@
+//! The operator's configuration file (`--config PATH`): everything about the cloud's
+//! layout. Every key is optional; the defaults are those of the README.
+//!
+//! Only parsing and lookups live here. A name that does not exist in the cloud is not
+//! an error at start-up: the object that needs it reports it.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// The parsed configuration.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Config {
+    /// Period of the drift check of every object.
+    #[serde(deserialize_with = "duration::deserialize")]
+    pub resync_period: Duration,
+    pub defaults: Defaults,
+    pub load_balancer: LoadBalancerConfig,
+}
+
+/// Defaults for fields a VirtualMachine may leave out.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Defaults {
+    /// Networks (name or ID) of servers whose spec names none.
+    pub networks: Vec<String>,
+}
+
+/// Where load balancers go.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct LoadBalancerConfig {
+    /// VIP subnet rules; the first match wins.
+    pub vip_subnets: Vec<VipSubnetRule>,
+    /// External network for floating IPs of `vipType: public`.
+    pub floating_network: String,
+    /// serviceType → Octavia flavor name ("" = the cloud's default flavor).
+    pub flavors: BTreeMap<String, String>,
+}
+
+/// One VIP subnet rule: `"*"` matches anything.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct VipSubnetRule {
+    #[serde(default = "any")]
+    pub region: String,
+    #[serde(default = "any")]
+    pub zone: String,
+    #[serde(default = "any")]
+    pub vip_type: String,
+    pub subnet: String,
+}
+
+fn any() -> String {
+    "*".to_owned()
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            resync_period: Duration::from_secs(300),
+            defaults: Defaults::default(),
+            load_balancer: LoadBalancerConfig::default(),
+        }
+    }
+}
+
+impl Default for Defaults {
+    fn default() -> Self {
+        Self {
+            networks: vec!["private".to_owned()],
+        }
+    }
+}
+
+impl Default for LoadBalancerConfig {
+    fn default() -> Self {
+        Self {
+            vip_subnets: vec![VipSubnetRule {
+                region: any(),
+                zone: any(),
+                vip_type: "private".to_owned(),
+                subnet: "private-subnet".to_owned(),
+            }],
+            floating_network: "public".to_owned(),
+            flavors: BTreeMap::from([("generic".to_owned(), String::new())]),
+        }
+    }
+}
+
+/// Errors of reading the configuration file.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read configuration file {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("invalid configuration file {path}: {source}")]
+    Parse {
+        path: String,
+        source: serde_yaml_ng::Error,
+    },
+}
+
+impl Config {
+    /// Reads `path`, or returns the defaults when no path is given.
+    pub fn load(path: Option<&Path>) -> Result<Self, ConfigError> {
+        let Some(path) = path else {
+            return Ok(Self::default());
+        };
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: shown.clone(),
+            source,
+        })?;
+        Self::parse(&text).map_err(|source| ConfigError::Parse {
+            path: shown,
+            source,
+        })
+    }
+
+    /// Parses the YAML text of a configuration file; an empty text gives the defaults.
+    pub fn parse(text: &str) -> Result<Self, serde_yaml_ng::Error> {
+        if text.trim().is_empty() {
+            return Ok(Self::default());
+        }
+        serde_yaml_ng::from_str(text)
+    }
+}
+
+impl LoadBalancerConfig {
+    /// The VIP subnet for a load balancer in `region`/`zone` of `vip_type`.
+    pub fn vip_subnet(&self, region: &str, zone: &str, vip_type: &str) -> Option<&str> {
+        let matches = |pattern: &str, value: &str| pattern == "*" || pattern == value;
+        self.vip_subnets
+            .iter()
+            .find(|r| {
+                matches(&r.region, region)
+                    && matches(&r.zone, zone)
+                    && matches(&r.vip_type, vip_type)
+            })
+            .map(|r| r.subnet.as_str())
+    }
+}
+
+/// Durations written as `300s`, `5m`, `1h30m` or a bare number of seconds.
+pub mod duration {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, de::Error};
+
+    /// Parses a duration such as `90s`, `5m`, `1h30m` or `300`.
+    pub fn parse(text: &str) -> Result<Duration, String> {
+        let text = text.trim();
+        if let Ok(secs) = text.parse::<u64>() {
+            return Ok(Duration::from_secs(secs));
+        }
+        let mut total = 0u64;
+        let mut number = String::new();
+        for c in text.chars() {
+            if c.is_ascii_digit() {
+                number.push(c);
+                continue;
+            }
+            let unit = match c {
+                's' => 1,
+                'm' => 60,
+                'h' => 3600,
+                _ => return Err(format!("invalid duration {text:?}: unknown unit {c:?}")),
+            };
+            let n: u64 = number
+                .parse()
+                .map_err(|_| format!("invalid duration {text:?}: a unit without a number"))?;
+            total += n * unit;
+            number.clear();
+        }
+        if !number.is_empty() || total == 0 {
+            return Err(format!(
+                "invalid duration {text:?}: use a positive number with s, m or h, e.g. 5m"
+            ));
+        }
+        Ok(Duration::from_secs(total))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let text = String::deserialize(d)?;
+        parse(&text).map_err(D::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_file_gives_the_documented_defaults() {
+        let config = Config::parse("").expect("empty is fine");
+        assert_eq!(config.resync_period, Duration::from_secs(300));
+        assert_eq!(config.defaults.networks, vec!["private"]);
+        assert_eq!(config.load_balancer.floating_network, "public");
+        assert_eq!(
+            config
+                .load_balancer
+                .flavors
+                .get("generic")
+                .map(String::as_str),
+            Some("")
+        );
+        assert_eq!(
+            config.load_balancer.vip_subnet("tokyo1", "dev", "private"),
+            Some("private-subnet")
+        );
+        assert_eq!(
+            config.load_balancer.vip_subnet("tokyo1", "dev", "public"),
+            None
+        );
+    }
+
+    #[test]
+    fn the_first_matching_vip_subnet_rule_wins() {
+        let config = Config::parse(
+            "resyncPeriod: 1m30s\nloadBalancer:\n  vipSubnets:\n    - {region: tokyo1, zone: dev, subnet: dev-net}\n    - {vipType: public, subnet: dmz}\n    - {subnet: fallback}\n",
+        )
+        .expect("valid");
+        assert_eq!(config.resync_period, Duration::from_secs(90));
+        let lb = &config.load_balancer;
+        assert_eq!(lb.vip_subnet("tokyo1", "dev", "public"), Some("dev-net"));
+        assert_eq!(lb.vip_subnet("RegionOne", "dev", "public"), Some("dmz"));
+        assert_eq!(lb.vip_subnet("RegionOne", "x", "private"), Some("fallback"));
+        // Keys left out keep their defaults.
+        assert_eq!(config.defaults.networks, vec!["private"]);
+    }
+
+    #[test]
+    fn bad_input_is_refused_with_a_message_naming_it() {
+        let unknown = Config::parse("resyncPeriods: 5m").expect_err("typo refused");
+        assert!(unknown.to_string().contains("resyncPeriods"), "{unknown}");
+        let bad = Config::parse("resyncPeriod: 5 minutes").expect_err("bad duration");
+        assert!(bad.to_string().contains("invalid duration"), "{bad}");
+        assert!(duration::parse("0s").is_err());
+        assert!(duration::parse("m").is_err());
+        assert_eq!(duration::parse("2h"), Ok(Duration::from_secs(7200)));
+    }
+}

@@ -1,0 +1,166 @@
+//! `verda-operator run`: connect to Kubernetes, serve the health and metrics endpoints,
+//! and run the controllers while holding the leader lease, until SIGTERM or SIGINT.
+//!
+//! Every start-up failure is one [`RunError`] whose message is the single line the user
+//! sees; nothing here panics on bad input.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use tokio::sync::watch;
+
+use crate::config::{Config, ConfigError};
+use crate::controller::{self, Context};
+use crate::http::{self, Health};
+use crate::leader_election::{LeaderElector, run_elected};
+use crate::metrics::Metrics;
+
+/// Options of the `run` command.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// Explicit kubeconfig; otherwise `KUBECONFIG`, `~/.kube/config` or in-cluster.
+    pub kubeconfig: Option<PathBuf>,
+    /// Context of the kubeconfig to use.
+    pub context: Option<String>,
+    pub listen: SocketAddr,
+    pub config: Option<PathBuf>,
+    pub lease_namespace: String,
+    pub lease_name: String,
+    pub identity: String,
+    pub lease_duration: Duration,
+}
+
+/// Why `run` stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(
+        "no usable Kubernetes configuration ({0}); set KUBECONFIG, pass --kubeconfig, or run in a cluster"
+    )]
+    KubeConfig(String),
+    #[error("cannot reach the Kubernetes API at {url}: {reason}")]
+    KubeUnreachable { url: String, reason: String },
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("cannot install signal handlers: {0}")]
+    Signals(std::io::Error),
+}
+
+/// How long the API server has to answer the start-up check.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Runs the operator until a termination signal arrives.
+pub async fn run(options: RunOptions) -> Result<(), RunError> {
+    let config = Config::load(options.config.as_deref())?;
+    let client = connect(&options).await?;
+    let metrics = Metrics::new();
+    let health = Health::new(metrics.clone());
+    let listener = http::bind(options.listen)
+        .await
+        .map_err(|source| RunError::Listen {
+            addr: options.listen,
+            source,
+        })?;
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let server = tokio::spawn(http::serve(
+        listener,
+        health.clone(),
+        stopped(stop_rx.clone()),
+    ));
+    health.set_ready(true);
+    tracing::info!(listen = %options.listen, identity = %options.identity, "operator started");
+
+    let ctx = Arc::new(Context {
+        client: client.clone(),
+        config,
+        metrics,
+    });
+    let elector = LeaderElector::new(
+        client,
+        &options.lease_namespace,
+        &options.lease_name,
+        &options.identity,
+        options.lease_duration,
+    );
+    let signals = termination_signal()?;
+    let retry_every = options.lease_duration / 3;
+    run_elected(&elector, retry_every, signals, || {
+        tokio::spawn(controller::run_all(ctx.clone()))
+    })
+    .await;
+
+    tracing::info!("shutting down");
+    health.set_ready(false);
+    let _ = stop_tx.send(true);
+    if let Ok(Err(error)) = server.await {
+        tracing::warn!(%error, "metrics server stopped with an error");
+    }
+    Ok(())
+}
+
+/// Builds the Kubernetes client and checks that the API server answers.
+async fn connect(options: &RunOptions) -> Result<kube::Client, RunError> {
+    let kube_options = KubeConfigOptions {
+        context: options.context.clone(),
+        ..KubeConfigOptions::default()
+    };
+    let bad = |e: &dyn std::fmt::Display| RunError::KubeConfig(e.to_string());
+    let config = match &options.kubeconfig {
+        Some(path) => {
+            let kubeconfig = Kubeconfig::read_from(path).map_err(|e| {
+                RunError::KubeConfig(format!("cannot read kubeconfig {}: {e}", path.display()))
+            })?;
+            kube::Config::from_custom_kubeconfig(kubeconfig, &kube_options)
+                .await
+                .map_err(|e| bad(&e))?
+        }
+        None if options.context.is_some() => kube::Config::from_kubeconfig(&kube_options)
+            .await
+            .map_err(|e| bad(&e))?,
+        None => kube::Config::infer().await.map_err(|e| bad(&e))?,
+    };
+    let url = config.cluster_url.to_string();
+    let client = kube::Client::try_from(config).map_err(|e| RunError::KubeUnreachable {
+        url: url.clone(),
+        reason: e.to_string(),
+    })?;
+    match tokio::time::timeout(CONNECT_TIMEOUT, client.apiserver_version()).await {
+        Ok(Ok(version)) => {
+            tracing::debug!(url, version = %version.git_version, "connected to Kubernetes");
+            Ok(client)
+        }
+        Ok(Err(e)) => Err(RunError::KubeUnreachable {
+            url,
+            reason: e.to_string(),
+        }),
+        Err(_) => Err(RunError::KubeUnreachable {
+            url,
+            reason: format!("no answer within {}s", CONNECT_TIMEOUT.as_secs()),
+        }),
+    }
+}
+
+/// Resolves when the watch flips to true (or its sender is gone).
+async fn stopped(mut rx: watch::Receiver<bool>) {
+    let _ = rx.wait_for(|stop| *stop).await;
+}
+
+/// Resolves on SIGTERM or SIGINT.
+fn termination_signal() -> Result<impl Future<Output = ()>, RunError> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).map_err(RunError::Signals)?;
+    let mut int = signal(SignalKind::interrupt()).map_err(RunError::Signals)?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => tracing::info!("received SIGTERM"),
+            _ = int.recv() => tracing::info!("received SIGINT"),
+        }
+    })
+}

@@ -1,0 +1,33 @@
+//! Logging: `tracing` to stderr, as text for people or JSON for log pipelines.
+//!
+//! The filter comes from `RUST_LOG` (default `info`). Nothing here decides what is
+//! logged; call sites never log secrets, tokens or init scripts.
+
+use tracing_subscriber::EnvFilter;
+
+/// `info`, without kube's per-request error lines: the operator reports each failure
+/// once, with its context.
+const DEFAULT_FILTER: &str = "info,kube_client::client::builder=off";
+
+/// Output format of the log lines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// Installs the global subscriber. Safe to call once per process.
+pub fn init(format: LogFormat) {
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(true);
+    let result = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+    };
+    // A second initialisation (tests) keeps the first subscriber.
+    drop(result);
+}
