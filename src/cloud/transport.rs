@@ -333,7 +333,7 @@ impl Transport {
     /// `POST /v3/auth/tokens` through the same retry loop (boxed: `run` calls back here).
     fn authenticate(&self, generation: u64) -> futures::future::BoxFuture<'_, Result<Token, ErrorKind>> {
         Box::pin(async move {
-            let req = Request::new(Service::Identity, "authenticate", Method::POST, "")
+            let req = Request::new(Service::Identity, "issue_token", Method::POST, "")
                 .json(auth::token_request(&self.config))
                 .idempotent();
             let reply = self.send(None, &req).await?;
