@@ -1,0 +1,179 @@
+//! Nova verbs of [`Compute`] (image lookups are in `image.rs`). Microversion 2.64 on
+//! every call (set by the transport). `find_flavor` lists `flavors/detail` once and
+//! matches ID then name, falling back to a GET by ID only on a miss (private flavors).
+
+use std::collections::BTreeMap;
+
+use reqwest::Method;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{OpenStackClient, compute, pick_one};
+use crate::cloud::error::{CloudError, Resource};
+use crate::cloud::ids::{FlavorId, ImageId, ServerGroupId, ServerId};
+use crate::cloud::model::compute::{CreateServer, Flavor, Image, Server, ServerGroup, ServerGroupPolicy, ServerWire};
+use crate::cloud::owner::owner_tag;
+use crate::cloud::ports::{CloudFuture, Compute, MetadataMode};
+
+#[derive(Deserialize)]
+struct Created {
+    id: ServerId,
+}
+
+impl Compute for OpenStackClient {
+    fn list_flavors(&self) -> CloudFuture<'_, Vec<Flavor>> {
+        Box::pin(async move {
+            let req = compute("list_flavors", Method::GET, "/flavors/detail");
+            self.list_all(req, "flavors", "list flavors").await
+        })
+    }
+
+    fn get_flavor<'a>(&'a self, id: &'a FlavorId) -> CloudFuture<'a, Flavor> {
+        Box::pin(async move {
+            let req = compute("get_flavor", Method::GET, format!("/flavors/{id}"));
+            self.fetch(&req, "flavor", &format!("get flavor {id}")).await
+        })
+    }
+
+    fn find_flavor<'a>(&'a self, name_or_id: &'a str) -> CloudFuture<'a, Flavor> {
+        Box::pin(async move {
+            let action = format!("find flavor {name_or_id}");
+            let all = self.list_flavors().await?;
+            if let Some(f) = all.iter().find(|f| f.id.as_str() == name_or_id) {
+                return Ok(f.clone());
+            }
+            let named: Vec<Flavor> = all.into_iter().filter(|f| f.name == name_or_id).collect();
+            if named.is_empty() {
+                // Private flavors are not listed but can be fetched by ID.
+                return match self.get_flavor(&FlavorId::new(name_or_id)).await {
+                    Err(e) if e.is_not_found() => Err(CloudError::new(
+                        action,
+                        crate::cloud::error::ErrorKind::LookupNotFound {
+                            resource: Resource::Flavor,
+                            name: name_or_id.to_owned(),
+                        },
+                    )),
+                    other => other,
+                };
+            }
+            pick_one(Resource::Flavor, name_or_id, named, |f| f.id.to_string()).map_err(|k| CloudError::new(action, k))
+        })
+    }
+
+    fn create_server<'a>(&'a self, request: &'a CreateServer) -> CloudFuture<'a, ServerId> {
+        Box::pin(async move {
+            let req = compute("create_server", Method::POST, "/servers").json(request.to_wire());
+            let created: Created = self.fetch(&req, "server", &format!("create server {}", request.name)).await?;
+            Ok(created.id)
+        })
+    }
+
+    fn get_server<'a>(&'a self, id: &'a ServerId) -> CloudFuture<'a, Server> {
+        Box::pin(async move {
+            let req = compute("get_server", Method::GET, format!("/servers/{id}"));
+            let wire: ServerWire = self.fetch(&req, "server", &format!("get server {id}")).await?;
+            Ok(wire.into())
+        })
+    }
+
+    fn list_servers<'a>(&'a self, owner_uid: &'a str) -> CloudFuture<'a, Vec<Server>> {
+        Box::pin(async move {
+            let req = compute("list_servers", Method::GET, "/servers/detail").query("tags", owner_tag(owner_uid));
+            let action = format!("list servers of owner {owner_uid}");
+            let wires: Vec<ServerWire> = self.list_all(req, "servers", &action).await?;
+            Ok(wires.into_iter().map(Server::from).collect())
+        })
+    }
+
+    fn delete_server<'a>(&'a self, id: &'a ServerId) -> CloudFuture<'a, ()> {
+        Box::pin(async move {
+            let req = compute("delete_server", Method::DELETE, format!("/servers/{id}"));
+            self.execute(&req, &format!("delete server {id}")).await
+        })
+    }
+
+    fn update_server<'a>(&'a self, id: &'a ServerId, description: Option<&'a str>) -> CloudFuture<'a, Server> {
+        Box::pin(async move {
+            let req = compute("update_server", Method::PUT, format!("/servers/{id}"))
+                .json(json!({"server": {"description": description}}));
+            let wire: ServerWire = self.fetch(&req, "server", &format!("update server {id}")).await?;
+            Ok(wire.into())
+        })
+    }
+
+    fn set_server_metadata<'a>(
+        &'a self,
+        id: &'a ServerId,
+        metadata: &'a BTreeMap<String, String>,
+        mode: MetadataMode,
+    ) -> CloudFuture<'a, BTreeMap<String, String>> {
+        Box::pin(async move {
+            let method = match mode {
+                MetadataMode::Merge => Method::POST,
+                MetadataMode::Replace => Method::PUT,
+            };
+            // A merge of the same keys twice has the same effect: safe to retry.
+            let req = compute("set_server_metadata", method, format!("/servers/{id}/metadata"))
+                .json(json!({"metadata": metadata}))
+                .idempotent();
+            self.fetch(&req, "metadata", &format!("set metadata of server {id}")).await
+        })
+    }
+
+    fn resize_server<'a>(&'a self, id: &'a ServerId, flavor: &'a FlavorId) -> CloudFuture<'a, ()> {
+        Box::pin(async move {
+            let req = compute("resize_server", Method::POST, format!("/servers/{id}/action"))
+                .json(json!({"resize": {"flavorRef": flavor}}));
+            self.execute(&req, &format!("resize server {id} to flavor {flavor}")).await
+        })
+    }
+
+    fn confirm_resize<'a>(&'a self, id: &'a ServerId) -> CloudFuture<'a, ()> {
+        Box::pin(async move {
+            let req = compute("confirm_resize", Method::POST, format!("/servers/{id}/action"))
+                .json(json!({"confirmResize": null}));
+            self.execute(&req, &format!("confirm resize of server {id}")).await
+        })
+    }
+
+    fn create_server_group<'a>(&'a self, name: &'a str, policy: ServerGroupPolicy) -> CloudFuture<'a, ServerGroup> {
+        Box::pin(async move {
+            let req = compute("create_server_group", Method::POST, "/os-server-groups")
+                .json(json!({"server_group": {"name": name, "policy": policy}}));
+            self.fetch(&req, "server_group", &format!("create server group {name}")).await
+        })
+    }
+
+    fn get_server_group<'a>(&'a self, id: &'a ServerGroupId) -> CloudFuture<'a, ServerGroup> {
+        Box::pin(async move {
+            let req = compute("get_server_group", Method::GET, format!("/os-server-groups/{id}"));
+            self.fetch(&req, "server_group", &format!("get server group {id}")).await
+        })
+    }
+
+    fn list_server_groups(&self) -> CloudFuture<'_, Vec<ServerGroup>> {
+        Box::pin(async move {
+            let req = compute("list_server_groups", Method::GET, "/os-server-groups");
+            self.list_all(req, "server_groups", "list server groups").await
+        })
+    }
+
+    fn delete_server_group<'a>(&'a self, id: &'a ServerGroupId) -> CloudFuture<'a, ()> {
+        Box::pin(async move {
+            let req = compute("delete_server_group", Method::DELETE, format!("/os-server-groups/{id}"));
+            self.execute(&req, &format!("delete server group {id}")).await
+        })
+    }
+
+    fn list_images<'a>(&'a self, name: Option<&'a str>) -> CloudFuture<'a, Vec<Image>> {
+        Box::pin(self.images_list(name))
+    }
+
+    fn get_image<'a>(&'a self, id: &'a ImageId) -> CloudFuture<'a, Image> {
+        Box::pin(self.image_get(id))
+    }
+
+    fn find_image<'a>(&'a self, name_or_id: &'a str) -> CloudFuture<'a, Image> {
+        Box::pin(self.image_find(name_or_id))
+    }
+}

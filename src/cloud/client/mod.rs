@@ -1,0 +1,222 @@
+//! `OpenStackClient`: the real implementation of the three ports over the choke point.
+//!
+//! This module holds the client handle and the helpers every verb uses: send with an
+//! action for the error message, unwrap a response's wrapper key, follow pagination
+//! links, pick exactly one match for a name. The verbs live in one module per service or
+//! Octavia sub-resource. We deliberately do not use the `openstack` crate: its calls go
+//! through its own session, past our choke point (retries, metrics, concurrency cap,
+//! microversions, token renewal after 401).
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::auth::Service;
+use super::config::CloudConfig;
+use super::error::{CloudError, ErrorKind, Resource};
+use super::ports::CloudResult;
+use super::transport::{ClientOptions, Reply, Request, Transport};
+use crate::metrics::Metrics;
+
+mod compute;
+mod image;
+mod lb_listener;
+mod lb_loadbalancer;
+mod lb_member;
+mod lb_monitor;
+mod lb_pool;
+mod network;
+
+/// Pagination guard: a cloud that keeps answering with "next" cannot loop us forever.
+const MAX_PAGES: usize = 1000;
+
+/// A connection to one cloud, optionally pinned to a region. Cheap to clone; clones share
+/// the token, the concurrency cap and the metrics.
+#[derive(Clone)]
+pub struct OpenStackClient {
+    transport: Arc<Transport>,
+    region: Option<String>,
+}
+
+impl fmt::Debug for OpenStackClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenStackClient")
+            .field("cloud", &self.transport.config().name)
+            .field("region", &self.region())
+            .finish()
+    }
+}
+
+impl OpenStackClient {
+    /// No network traffic: Keystone is asked on the first call (or [`Self::authenticate`]).
+    pub fn new(config: CloudConfig, metrics: Arc<Metrics>, options: ClientOptions) -> Result<Self, CloudError> {
+        let name = config.name.clone();
+        let transport =
+            Transport::new(config, metrics, &options).map_err(|k| CloudError::new(format!("connect to cloud {name}"), k))?;
+        Ok(Self {
+            transport: Arc::new(transport),
+            region: None,
+        })
+    }
+
+    /// The same cloud, another region (a LoadBalancer's `region`).
+    pub fn with_region(&self, region: impl Into<String>) -> Self {
+        Self {
+            transport: self.transport.clone(),
+            region: Some(region.into()),
+        }
+    }
+
+    /// The region in use: the pinned one, else the cloud's `region_name`.
+    pub fn region(&self) -> Option<&str> {
+        self.region.as_deref().or(self.transport.config().region.as_deref())
+    }
+
+    pub fn cloud_name(&self) -> &str {
+        &self.transport.config().name
+    }
+
+    /// Fetch a token now, to fail fast at start-up on bad credentials.
+    pub async fn authenticate(&self) -> CloudResult<()> {
+        let action = format!("authenticate to cloud {}", self.cloud_name());
+        self.transport.ensure_token().await.map_err(|k| CloudError::new(action, k))
+    }
+
+    pub(crate) async fn send(&self, req: &Request, action: &str) -> CloudResult<Reply> {
+        self.transport.send(self.region(), req).await.map_err(|k| CloudError::new(action, k))
+    }
+
+    /// Send, then read `{"<key>": T}` from the body.
+    pub(crate) async fn fetch<T: DeserializeOwned>(&self, req: &Request, key: &str, action: &str) -> CloudResult<T> {
+        let reply = self.send(req, action).await?;
+        unwrap_key(&reply, key).map_err(|k| CloudError::new(action, k))
+    }
+
+    /// Send and ignore the body (202/204 answers).
+    pub(crate) async fn execute(&self, req: &Request, action: &str) -> CloudResult<()> {
+        self.send(req, action).await.map(|_| ())
+    }
+
+    /// Every item of a paginated list: follow `<key>_links` (Nova, Neutron, Octavia) or
+    /// Glance's `next`, re-applying only the link's query to our own endpoint (a cloud
+    /// behind a proxy may advertise another host in its links).
+    pub(crate) async fn list_all<T: DeserializeOwned>(&self, mut req: Request, key: &str, action: &str) -> CloudResult<Vec<T>> {
+        let fail = |k| CloudError::new(action, k);
+        let mut items = Vec::new();
+        for _ in 0..MAX_PAGES {
+            let reply = self.send(&req, action).await?;
+            let page: Value = reply.json().map_err(fail)?;
+            let batch: Vec<T> = match page.get(key) {
+                Some(v) => serde_json::from_value(v.clone()).map_err(|e| fail(invalid(key, e)))?,
+                None => return Err(fail(invalid(key, "missing"))),
+            };
+            let got = batch.len();
+            items.extend(batch);
+            let Some(next) = next_query(&page, key) else {
+                return Ok(items);
+            };
+            if got == 0 || next == req.query {
+                return Ok(items);
+            }
+            req.query = next;
+        }
+        Err(fail(ErrorKind::InvalidResponse {
+            message: format!("more than {MAX_PAGES} pages of {key}"),
+        }))
+    }
+}
+
+fn invalid(key: &str, e: impl fmt::Display) -> ErrorKind {
+    ErrorKind::InvalidResponse {
+        message: format!("cannot read `{key}`: {e}"),
+    }
+}
+
+pub(crate) fn unwrap_key<T: DeserializeOwned>(reply: &Reply, key: &str) -> Result<T, ErrorKind> {
+    let mut body: Value = reply.json()?;
+    let inner = body.get_mut(key).map(Value::take).ok_or_else(|| invalid(key, "missing"))?;
+    serde_json::from_value(inner).map_err(|e| invalid(key, e))
+}
+
+/// The query of the `next` link of a list page, if any.
+fn next_query(page: &Value, key: &str) -> Option<Vec<(String, String)>> {
+    let from_links = page
+        .get(format!("{key}_links"))
+        .and_then(Value::as_array)
+        .and_then(|links| links.iter().find(|l| l.get("rel").and_then(Value::as_str) == Some("next")))
+        .and_then(|l| l.get("href"))
+        .and_then(Value::as_str);
+    let href = from_links.or_else(|| page.get("next").and_then(Value::as_str))?;
+    let base = reqwest::Url::parse("http://link.invalid/").ok()?;
+    let url = base.join(href).ok()?;
+    Some(url.query_pairs().map(|(k, v)| (k.into_owned(), v.into_owned())).collect())
+}
+
+/// Exactly one of `matches`, else `LookupNotFound` / `AmbiguousName` with the candidates.
+pub(crate) fn pick_one<T>(
+    resource: Resource,
+    name: &str,
+    mut matches: Vec<T>,
+    id_of: impl Fn(&T) -> String,
+) -> Result<T, ErrorKind> {
+    match matches.len() {
+        0 => Err(ErrorKind::LookupNotFound {
+            resource,
+            name: name.to_owned(),
+        }),
+        1 => Ok(matches.remove(0)),
+        _ => Err(ErrorKind::AmbiguousName {
+            resource,
+            name: name.to_owned(),
+            candidates: matches.iter().map(id_of).collect(),
+        }),
+    }
+}
+
+pub(crate) fn compute(op: &'static str, method: reqwest::Method, path: impl Into<String>) -> Request {
+    Request::new(Service::Compute, op, method, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn next_query_reads_nova_links_and_glance_next() {
+        let nova = serde_json::json!({
+            "servers": [],
+            "servers_links": [{"rel": "next", "href": "http://127.0.0.1:8774/v2.1/servers/detail?limit=1&marker=abc&tags=verda-uid-1"}]
+        });
+        assert_eq!(
+            next_query(&nova, "servers"),
+            Some(vec![
+                ("limit".into(), "1".into()),
+                ("marker".into(), "abc".into()),
+                ("tags".into(), "verda-uid-1".into())
+            ])
+        );
+        let glance = serde_json::json!({"images": [], "next": "/v2/images?marker=x&name=centos79"});
+        assert_eq!(
+            next_query(&glance, "images"),
+            Some(vec![("marker".into(), "x".into()), ("name".into(), "centos79".into())])
+        );
+        let neutron_prev_only = serde_json::json!({"networks": [], "networks_links": [{"rel": "previous", "href": "/x?a=1"}]});
+        assert_eq!(next_query(&neutron_prev_only, "networks"), None);
+    }
+
+    #[test]
+    fn pick_one_lists_candidates_when_ambiguous() {
+        let err = pick_one(Resource::Flavor, "small", vec!["1", "2"], |s| s.to_string());
+        assert_eq!(
+            err,
+            Err(ErrorKind::AmbiguousName {
+                resource: Resource::Flavor,
+                name: "small".into(),
+                candidates: vec!["1".into(), "2".into()]
+            })
+        );
+        assert_eq!(pick_one(Resource::Image, "x", vec!["only"], |s| s.to_string()), Ok("only"));
+    }
+}

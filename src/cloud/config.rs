@@ -1,0 +1,281 @@
+//! Which cloud the operator talks to, resolved the way every OpenStack tool does it.
+//!
+//! Order: the cloud name comes from `--cloud` or `OS_CLOUD`; the `clouds.yaml` file from
+//! an explicit path, else `OS_CLIENT_CONFIG_FILE`, else the first of `./clouds.yaml`,
+//! `~/.config/openstack/clouds.yaml`, `/etc/openstack/clouds.yaml`; a `secure.yaml` next
+//! to it (or `OS_CLIENT_SECURE_FILE`) is merged in. Without a cloud name, `OS_AUTH_URL`
+//! and the other `OS_*` variables describe the cloud; else a clouds.yaml with exactly one
+//! cloud is used. Nothing of that: [`CloudSource::NotConfigured`], on which `run` starts
+//! the embedded simulator.
+//!
+//! YAML is read as untyped values and picked apart by hand so that no parse error can
+//! echo a password; every secret is a [`Secret`] whose `Debug` prints `<redacted>`.
+//! Not here: talking to Keystone (`auth.rs`).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde_yaml_ng::{Mapping, Value};
+
+mod parse;
+
+pub use parse::ConfigError;
+
+/// A password or application-credential secret. Never printed.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(s: impl Into<String>) -> Self {
+        Self(s.into())
+    }
+
+    /// The secret itself: only the Keystone request body calls this.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IdOrName {
+    Id(String),
+    Name(String),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Credentials {
+    Password {
+        user: IdOrName,
+        user_domain: Option<IdOrName>,
+        password: Secret,
+    },
+    /// By ID, or by name together with its user.
+    ApplicationCredential {
+        id: Option<String>,
+        name: Option<String>,
+        user: Option<IdOrName>,
+        user_domain: Option<IdOrName>,
+        secret: Secret,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Scope {
+    Project {
+        project: IdOrName,
+        domain: Option<IdOrName>,
+    },
+    Domain(IdOrName),
+    /// Application credentials carry their own scope.
+    Unscoped,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Interface {
+    #[default]
+    Public,
+    Internal,
+    Admin,
+}
+
+impl Interface {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Interface::Public => "public",
+            Interface::Internal => "internal",
+            Interface::Admin => "admin",
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Tls {
+    /// Extra CA bundle (PEM) trusted besides the system roots.
+    pub cacert: Option<PathBuf>,
+    /// `verify: false` / `OS_INSECURE=true`: no certificate verification at all.
+    pub insecure: bool,
+}
+
+/// One fully resolved cloud.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CloudConfig {
+    /// The clouds.yaml entry name, or `envvars` for `OS_*` variables.
+    pub name: String,
+    pub auth_url: String,
+    pub credentials: Credentials,
+    pub scope: Scope,
+    pub region: Option<String>,
+    pub interface: Interface,
+    pub tls: Tls,
+}
+
+/// What the command line asked for.
+#[derive(Clone, Debug, Default)]
+pub struct CloudSelection {
+    /// `--cloud NAME`; falls back to `OS_CLOUD`.
+    pub cloud: Option<String>,
+    /// An explicit clouds.yaml path; falls back to `OS_CLIENT_CONFIG_FILE`.
+    pub config_file: Option<PathBuf>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CloudSource {
+    Configured(CloudConfig),
+    /// No cloud name, no `OS_AUTH_URL`, no clouds.yaml anywhere.
+    NotConfigured,
+}
+
+/// The process environment as resolution sees it (a value, so tests need no globals).
+#[derive(Clone, Debug)]
+pub struct Environment {
+    vars: HashMap<String, String>,
+    cwd: PathBuf,
+    home: Option<PathBuf>,
+    system_dir: PathBuf,
+}
+
+impl Environment {
+    pub fn from_process() -> Self {
+        Self {
+            vars: std::env::vars().collect(),
+            cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+            home: std::env::var_os("HOME").map(PathBuf::from),
+            system_dir: PathBuf::from("/etc/openstack"),
+        }
+    }
+
+    /// A synthetic environment; `/etc/openstack` becomes `system_dir`.
+    pub fn new<K: Into<String>, V: Into<String>>(
+        vars: impl IntoIterator<Item = (K, V)>,
+        cwd: impl Into<PathBuf>,
+        home: Option<PathBuf>,
+        system_dir: impl Into<PathBuf>,
+    ) -> Self {
+        Self {
+            vars: vars.into_iter().map(|(k, v)| (k.into(), v.into())).collect(),
+            cwd: cwd.into(),
+            home,
+            system_dir: system_dir.into(),
+        }
+    }
+
+    pub(crate) fn var(&self, key: &str) -> Option<&str> {
+        self.vars.get(key).map(String::as_str).filter(|v| !v.is_empty())
+    }
+
+    fn search_dirs(&self) -> Vec<PathBuf> {
+        let mut dirs = vec![self.cwd.clone()];
+        if let Some(home) = &self.home {
+            dirs.push(home.join(".config/openstack"));
+        }
+        dirs.push(self.system_dir.clone());
+        dirs
+    }
+}
+
+/// Resolve the cloud to use; see the module documentation for the order.
+pub fn resolve(selection: &CloudSelection, env: &Environment) -> Result<CloudSource, ConfigError> {
+    let cloud = selection.cloud.clone().or_else(|| env.var("OS_CLOUD").map(str::to_owned));
+    let explicit = selection
+        .config_file
+        .clone()
+        .or_else(|| env.var("OS_CLIENT_CONFIG_FILE").map(PathBuf::from));
+    if cloud.is_none() && env.var("OS_AUTH_URL").is_some() {
+        return parse::from_env(env).map(CloudSource::Configured);
+    }
+    let file = match &explicit {
+        Some(path) if path.is_file() => Some(path.clone()),
+        Some(path) => return Err(ConfigError::FileMissing { path: path.clone() }),
+        None => find_file(env, "clouds.yaml"),
+    };
+    let Some(file) = file else {
+        return match cloud {
+            Some(name) => Err(ConfigError::NoCloudsFile {
+                cloud: name,
+                searched: env.search_dirs().iter().map(|d| d.join("clouds.yaml")).collect(),
+            }),
+            None => Ok(CloudSource::NotConfigured),
+        };
+    };
+    let mut clouds = read_clouds(&file)?;
+    let secure = env
+        .var("OS_CLIENT_SECURE_FILE")
+        .map(PathBuf::from)
+        .or_else(|| file.parent().map(|d| d.join("secure.yaml")))
+        .filter(|p| p.is_file());
+    if let Some(secure) = secure {
+        merge(&mut clouds, read_clouds(&secure)?);
+    }
+    let name = match cloud {
+        Some(name) => name,
+        None => single_cloud_name(&clouds, &file)?,
+    };
+    let Some(entry) = clouds.get(name.as_str()).and_then(Value::as_mapping) else {
+        return Err(ConfigError::NoSuchCloud {
+            cloud: name,
+            file,
+            available: cloud_names(&clouds),
+        });
+    };
+    parse::from_entry(&name, entry).map(CloudSource::Configured)
+}
+
+fn find_file(env: &Environment, file: &str) -> Option<PathBuf> {
+    env.search_dirs().into_iter().map(|d| d.join(file)).find(|p| p.is_file())
+}
+
+/// The `clouds:` mapping of a clouds.yaml or secure.yaml.
+fn read_clouds(path: &Path) -> Result<Mapping, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
+        path: path.to_owned(),
+        reason: e.to_string(),
+    })?;
+    // Syntax errors carry a position, never a scalar value.
+    let root: Value = serde_yaml_ng::from_str(&text).map_err(|e| ConfigError::Read {
+        path: path.to_owned(),
+        reason: e.location().map_or_else(
+            || "not valid YAML".to_owned(),
+            |l| format!("not valid YAML at line {} column {}", l.line(), l.column()),
+        ),
+    })?;
+    match root.get("clouds") {
+        Some(Value::Mapping(m)) => Ok(m.clone()),
+        _ => Err(ConfigError::Read {
+            path: path.to_owned(),
+            reason: "no `clouds:` mapping".to_owned(),
+        }),
+    }
+}
+
+fn cloud_names(clouds: &Mapping) -> Vec<String> {
+    clouds.keys().filter_map(|k| k.as_str().map(str::to_owned)).collect()
+}
+
+fn single_cloud_name(clouds: &Mapping, file: &Path) -> Result<String, ConfigError> {
+    match cloud_names(clouds).as_slice() {
+        [only] => Ok(only.clone()),
+        names => Err(ConfigError::ChooseCloud {
+            file: file.to_owned(),
+            available: names.to_vec(),
+        }),
+    }
+}
+
+/// Deep-merge `overlay` into `base` (secure.yaml over clouds.yaml).
+fn merge(base: &mut Mapping, overlay: Mapping) {
+    for (key, value) in overlay {
+        match (base.get_mut(&key), value) {
+            (Some(Value::Mapping(b)), Value::Mapping(o)) => merge(b, o),
+            (_, value) => {
+                base.insert(key, value);
+            }
+        }
+    }
+}

@@ -1,0 +1,402 @@
+//! Octavia request and response types. Requests serialize straight to Octavia's field
+//! names (absent options are omitted, so Octavia's defaults apply); responses keep the
+//! fields the operator reads.
+
+use serde::{Deserialize, Serialize};
+
+use crate::cloud::ids::{
+    HealthMonitorId, LbFlavorId, ListenerId, LoadBalancerId, MemberId, NetworkId, PoolId, PortId, SubnetId,
+};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ProvisioningStatus {
+    Active,
+    Deleted,
+    Error,
+    PendingCreate,
+    PendingUpdate,
+    PendingDelete,
+    #[serde(other)]
+    Unknown,
+}
+
+impl ProvisioningStatus {
+    /// While pending, Octavia answers writes with 409: wait, do not fail.
+    pub fn is_pending(self) -> bool {
+        matches!(self, Self::PendingCreate | Self::PendingUpdate | Self::PendingDelete)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum OperatingStatus {
+    Online,
+    Draining,
+    Offline,
+    Degraded,
+    Error,
+    NoMonitor,
+    #[serde(other)]
+    Unknown,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Protocol {
+    Http,
+    Https,
+    Tcp,
+    Udp,
+    TerminatedHttps,
+    Proxy,
+    ProxyV2,
+    Sctp,
+    #[serde(other)]
+    Unknown,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum LbAlgorithm {
+    RoundRobin,
+    LeastConnections,
+    SourceIp,
+    SourceIpPort,
+    #[serde(other)]
+    Unknown,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum MonitorType {
+    Http,
+    Https,
+    Ping,
+    Tcp,
+    TlsHello,
+    UdpConnect,
+    Sctp,
+    #[serde(other)]
+    Unknown,
+}
+
+/// `{"id": ...}` references inside Octavia objects.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct Ref<T> {
+    pub id: T,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct LoadBalancer {
+    pub id: LoadBalancerId,
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    pub provisioning_status: ProvisioningStatus,
+    pub operating_status: OperatingStatus,
+    #[serde(default)]
+    pub vip_address: Option<String>,
+    #[serde(default)]
+    pub vip_port_id: Option<PortId>,
+    #[serde(default)]
+    pub vip_subnet_id: Option<SubnetId>,
+    #[serde(default)]
+    pub vip_network_id: Option<NetworkId>,
+    #[serde(default)]
+    pub flavor_id: Option<LbFlavorId>,
+    #[serde(default)]
+    pub availability_zone: Option<String>,
+    #[serde(default)]
+    pub tags: Vec<String>,
+    #[serde(default)]
+    pub listeners: Vec<Ref<ListenerId>>,
+    #[serde(default)]
+    pub pools: Vec<Ref<PoolId>>,
+}
+
+/// `POST /v2/lbaas/loadbalancers`: one of `vip_subnet_id` / `vip_network_id` is required.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct CreateLoadBalancer {
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vip_subnet_id: Option<SubnetId>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vip_network_id: Option<NetworkId>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub availability_zone: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flavor_id: Option<LbFlavorId>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+}
+
+/// Filters of the Octavia list calls (`tags` is match-all, `name` exact).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LbFilter {
+    pub name: Option<String>,
+    pub tags: Vec<String>,
+    pub loadbalancer_id: Option<LoadBalancerId>,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct Listener {
+    pub id: ListenerId,
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    pub protocol: Protocol,
+    pub protocol_port: u16,
+    pub provisioning_status: ProvisioningStatus,
+    pub operating_status: OperatingStatus,
+    #[serde(default)]
+    pub default_pool_id: Option<PoolId>,
+    #[serde(default)]
+    pub loadbalancers: Vec<Ref<LoadBalancerId>>,
+    #[serde(default)]
+    pub tags: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CreateListener {
+    pub loadbalancer_id: LoadBalancerId,
+    pub protocol: Protocol,
+    pub protocol_port: u16,
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default_pool_id: Option<PoolId>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct UpdateListener {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default_pool_id: Option<PoolId>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tags: Option<Vec<String>>,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct Pool {
+    pub id: PoolId,
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    pub protocol: Protocol,
+    pub lb_algorithm: LbAlgorithm,
+    pub provisioning_status: ProvisioningStatus,
+    pub operating_status: OperatingStatus,
+    #[serde(default)]
+    pub healthmonitor_id: Option<HealthMonitorId>,
+    #[serde(default)]
+    pub listeners: Vec<Ref<ListenerId>>,
+    #[serde(default)]
+    pub loadbalancers: Vec<Ref<LoadBalancerId>>,
+    #[serde(default)]
+    pub members: Vec<Ref<MemberId>>,
+    #[serde(default)]
+    pub tags: Vec<String>,
+}
+
+/// `POST /v2/lbaas/pools`: attach to a listener (its default pool) or a load balancer.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CreatePool {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub listener_id: Option<ListenerId>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub loadbalancer_id: Option<LoadBalancerId>,
+    pub protocol: Protocol,
+    pub lb_algorithm: LbAlgorithm,
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct UpdatePool {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lb_algorithm: Option<LbAlgorithm>,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct HealthMonitor {
+    pub id: HealthMonitorId,
+    #[serde(default)]
+    pub name: String,
+    #[serde(rename = "type")]
+    pub kind: MonitorType,
+    pub delay: u32,
+    pub timeout: u32,
+    pub max_retries: u32,
+    #[serde(default)]
+    pub max_retries_down: Option<u32>,
+    #[serde(default)]
+    pub url_path: Option<String>,
+    #[serde(default)]
+    pub expected_codes: Option<String>,
+    #[serde(default)]
+    pub http_method: Option<String>,
+    pub provisioning_status: ProvisioningStatus,
+    pub operating_status: OperatingStatus,
+    #[serde(default)]
+    pub pools: Vec<Ref<PoolId>>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CreateHealthMonitor {
+    pub pool_id: PoolId,
+    #[serde(rename = "type")]
+    pub kind: MonitorType,
+    pub delay: u32,
+    pub timeout: u32,
+    pub max_retries: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_retries_down: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url_path: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expected_codes: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http_method: Option<String>,
+    pub name: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct UpdateHealthMonitor {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delay: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_retries: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_retries_down: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url_path: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expected_codes: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http_method: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct Member {
+    pub id: MemberId,
+    #[serde(default)]
+    pub name: String,
+    pub address: String,
+    pub protocol_port: u16,
+    #[serde(default)]
+    pub monitor_port: Option<u16>,
+    #[serde(default)]
+    pub weight: Option<u32>,
+    #[serde(default)]
+    pub subnet_id: Option<SubnetId>,
+    pub provisioning_status: ProvisioningStatus,
+    pub operating_status: OperatingStatus,
+    #[serde(default)]
+    pub tags: Vec<String>,
+}
+
+/// One entry of the desired member set (`PUT /v2/lbaas/pools/{id}/members`); Octavia
+/// matches existing members by `(address, protocol_port)`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct MemberSpec {
+    pub address: String,
+    pub protocol_port: u16,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub monitor_port: Option<u16>,
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subnet_id: Option<SubnetId>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub weight: Option<u32>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct LbFlavor {
+    pub id: LbFlavorId,
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default = "enabled")]
+    pub enabled: bool,
+}
+
+fn enabled() -> bool {
+    true
+}
+
+/// `GET /v2/lbaas/loadbalancers/{id}/status`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct StatusTree {
+    pub id: LoadBalancerId,
+    pub provisioning_status: ProvisioningStatus,
+    pub operating_status: OperatingStatus,
+    #[serde(default)]
+    pub listeners: Vec<ListenerStatus>,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct ListenerStatus {
+    pub id: ListenerId,
+    #[serde(default)]
+    pub name: String,
+    pub provisioning_status: ProvisioningStatus,
+    pub operating_status: OperatingStatus,
+    #[serde(default)]
+    pub pools: Vec<PoolStatus>,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct PoolStatus {
+    pub id: PoolId,
+    #[serde(default)]
+    pub name: String,
+    pub provisioning_status: ProvisioningStatus,
+    pub operating_status: OperatingStatus,
+    #[serde(default)]
+    pub health_monitor: Option<MonitorStatus>,
+    #[serde(default)]
+    pub members: Vec<MemberStatus>,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct MonitorStatus {
+    pub id: HealthMonitorId,
+    pub provisioning_status: ProvisioningStatus,
+    pub operating_status: OperatingStatus,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct MemberStatus {
+    pub id: MemberId,
+    #[serde(default)]
+    pub name: String,
+    pub address: String,
+    pub protocol_port: u16,
+    pub provisioning_status: ProvisioningStatus,
+    pub operating_status: OperatingStatus,
+}

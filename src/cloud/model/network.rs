@@ -1,0 +1,103 @@
+//! Neutron request and response types (networks, subnets, ports, floating IPs).
+//! Only the fields the operator reads; everything else in Neutron's bodies is ignored.
+
+use serde::Deserialize;
+
+use crate::cloud::ids::{FloatingIpId, NetworkId, PortId, SubnetId};
+
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct Network {
+    pub id: NetworkId,
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub status: String,
+    #[serde(default)]
+    pub subnets: Vec<SubnetId>,
+    #[serde(rename = "router:external", default)]
+    pub external: bool,
+    #[serde(default)]
+    pub shared: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct Subnet {
+    pub id: SubnetId,
+    #[serde(default)]
+    pub name: String,
+    pub network_id: NetworkId,
+    #[serde(default)]
+    pub cidr: String,
+    #[serde(default)]
+    pub ip_version: u8,
+    #[serde(default)]
+    pub gateway_ip: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct FixedIp {
+    pub subnet_id: SubnetId,
+    pub ip_address: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct Port {
+    pub id: PortId,
+    #[serde(default)]
+    pub name: String,
+    pub network_id: NetworkId,
+    #[serde(default)]
+    pub device_id: String,
+    #[serde(default)]
+    pub device_owner: String,
+    #[serde(default)]
+    pub fixed_ips: Vec<FixedIp>,
+    #[serde(default)]
+    pub status: String,
+}
+
+/// Filters of `GET /v2.0/subnets` (exact match; all optional).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SubnetFilter {
+    pub name: Option<String>,
+    pub network_id: Option<NetworkId>,
+}
+
+/// Filters of `GET /v2.0/ports`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PortFilter {
+    pub device_id: Option<String>,
+    pub network_id: Option<NetworkId>,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct FloatingIp {
+    pub id: FloatingIpId,
+    pub floating_ip_address: String,
+    pub floating_network_id: NetworkId,
+    #[serde(default)]
+    pub port_id: Option<PortId>,
+    #[serde(default)]
+    pub fixed_ip_address: Option<String>,
+    #[serde(default)]
+    pub status: String,
+    #[serde(default)]
+    pub description: String,
+}
+
+/// `POST /v2.0/floatingips`. Neutron refuses tags at create: record the owner in
+/// `description` ([`crate::cloud::owner::owner_tag`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CreateFloatingIp {
+    pub floating_network: NetworkId,
+    pub port: Option<PortId>,
+    pub description: Option<String>,
+}
+
+/// Filters of `GET /v2.0/floatingips`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FloatingIpFilter {
+    pub port_id: Option<PortId>,
+    pub floating_ip_address: Option<String>,
+    pub description: Option<String>,
+}

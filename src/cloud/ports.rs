@@ -1,0 +1,118 @@
+//! The three ports the controllers use: one trait per OpenStack service, one method per
+//! API call. The method names are also the metric `operation` label and the simulator's
+//! counter names.
+//!
+//! Shape: object-safe traits returning boxed futures, so controllers hold
+//! `Arc<dyn Compute>` and tests can swap the real client for a fake at run time. Native
+//! `async fn` in traits is not dyn-compatible, and `#[async_trait]` would add a macro
+//! crate for what one `Box::pin` per call does; one allocation per call is nothing next
+//! to an HTTP round trip. The `find_*` lookups are built on the list/get verbs (they do
+//! not count as calls of their own). Logic — what to create, when — lives in the
+//! controllers, never here.
+
+use std::collections::BTreeMap;
+
+use futures::future::BoxFuture;
+
+use super::error::CloudError;
+use super::ids::*;
+use super::model::compute::{CreateServer, Flavor, Image, Server, ServerGroup, ServerGroupPolicy};
+use super::model::loadbalancing::*;
+use super::model::network::{
+    self as net, CreateFloatingIp, FloatingIp, FloatingIpFilter, Port, PortFilter, Subnet, SubnetFilter,
+};
+
+pub type CloudResult<T> = Result<T, CloudError>;
+pub type CloudFuture<'a, T> = BoxFuture<'a, CloudResult<T>>;
+
+/// How `set_server_metadata` treats keys not in the request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MetadataMode {
+    /// `POST .../metadata`: add or overwrite the given keys, keep the others.
+    Merge,
+    /// `PUT .../metadata`: the given keys become the whole set.
+    Replace,
+}
+
+/// Nova (servers, flavors, server groups) and Glance image lookup.
+pub trait Compute: Send + Sync {
+    fn list_flavors(&self) -> CloudFuture<'_, Vec<Flavor>>;
+    fn get_flavor<'a>(&'a self, id: &'a FlavorId) -> CloudFuture<'a, Flavor>;
+    /// By ID or unique name; a shared name is `AmbiguousName` listing the candidates.
+    fn find_flavor<'a>(&'a self, name_or_id: &'a str) -> CloudFuture<'a, Flavor>;
+    /// Answers as soon as Nova accepted (202): the server is in BUILD.
+    fn create_server<'a>(&'a self, request: &'a CreateServer) -> CloudFuture<'a, ServerId>;
+    fn get_server<'a>(&'a self, id: &'a ServerId) -> CloudFuture<'a, Server>;
+    /// Every server tagged with this owner's UID, across all pages.
+    fn list_servers<'a>(&'a self, owner_uid: &'a str) -> CloudFuture<'a, Vec<Server>>;
+    fn delete_server<'a>(&'a self, id: &'a ServerId) -> CloudFuture<'a, ()>;
+    /// Set (or with `None` clear) the description.
+    fn update_server<'a>(&'a self, id: &'a ServerId, description: Option<&'a str>) -> CloudFuture<'a, Server>;
+    /// Returns the server's whole metadata afterwards.
+    fn set_server_metadata<'a>(
+        &'a self,
+        id: &'a ServerId,
+        metadata: &'a BTreeMap<String, String>,
+        mode: MetadataMode,
+    ) -> CloudFuture<'a, BTreeMap<String, String>>;
+    fn resize_server<'a>(&'a self, id: &'a ServerId, flavor: &'a FlavorId) -> CloudFuture<'a, ()>;
+    fn confirm_resize<'a>(&'a self, id: &'a ServerId) -> CloudFuture<'a, ()>;
+    fn create_server_group<'a>(&'a self, name: &'a str, policy: ServerGroupPolicy) -> CloudFuture<'a, ServerGroup>;
+    fn get_server_group<'a>(&'a self, id: &'a ServerGroupId) -> CloudFuture<'a, ServerGroup>;
+    fn list_server_groups(&self) -> CloudFuture<'_, Vec<ServerGroup>>;
+    fn delete_server_group<'a>(&'a self, id: &'a ServerGroupId) -> CloudFuture<'a, ()>;
+    fn list_images<'a>(&'a self, name: Option<&'a str>) -> CloudFuture<'a, Vec<Image>>;
+    fn get_image<'a>(&'a self, id: &'a ImageId) -> CloudFuture<'a, Image>;
+    fn find_image<'a>(&'a self, name_or_id: &'a str) -> CloudFuture<'a, Image>;
+}
+
+/// Neutron: network and subnet lookup, ports, floating IPs.
+pub trait Network: Send + Sync {
+    fn list_networks<'a>(&'a self, name: Option<&'a str>) -> CloudFuture<'a, Vec<net::Network>>;
+    fn get_network<'a>(&'a self, id: &'a NetworkId) -> CloudFuture<'a, net::Network>;
+    fn find_network<'a>(&'a self, name_or_id: &'a str) -> CloudFuture<'a, net::Network>;
+    fn list_subnets<'a>(&'a self, filter: &'a SubnetFilter) -> CloudFuture<'a, Vec<Subnet>>;
+    fn get_subnet<'a>(&'a self, id: &'a SubnetId) -> CloudFuture<'a, Subnet>;
+    fn find_subnet<'a>(&'a self, name_or_id: &'a str) -> CloudFuture<'a, Subnet>;
+    fn list_ports<'a>(&'a self, filter: &'a PortFilter) -> CloudFuture<'a, Vec<Port>>;
+    fn create_floating_ip<'a>(&'a self, request: &'a CreateFloatingIp) -> CloudFuture<'a, FloatingIp>;
+    fn get_floating_ip<'a>(&'a self, id: &'a FloatingIpId) -> CloudFuture<'a, FloatingIp>;
+    fn list_floating_ips<'a>(&'a self, filter: &'a FloatingIpFilter) -> CloudFuture<'a, Vec<FloatingIp>>;
+    /// Associate with `port`, or with `None` disassociate.
+    fn update_floating_ip<'a>(&'a self, id: &'a FloatingIpId, port: Option<&'a PortId>) -> CloudFuture<'a, FloatingIp>;
+    fn delete_floating_ip<'a>(&'a self, id: &'a FloatingIpId) -> CloudFuture<'a, ()>;
+}
+
+/// Octavia. Every write may answer `Conflict` (immutable) while the load balancer is
+/// `PENDING_*`: requeue, do not fail.
+pub trait LoadBalancing: Send + Sync {
+    fn create_load_balancer<'a>(&'a self, request: &'a CreateLoadBalancer) -> CloudFuture<'a, LoadBalancer>;
+    fn get_load_balancer<'a>(&'a self, id: &'a LoadBalancerId) -> CloudFuture<'a, LoadBalancer>;
+    fn list_load_balancers<'a>(&'a self, filter: &'a LbFilter) -> CloudFuture<'a, Vec<LoadBalancer>>;
+    /// Cascade: listeners, pools, monitors and members go with it.
+    fn delete_load_balancer<'a>(&'a self, id: &'a LoadBalancerId) -> CloudFuture<'a, ()>;
+    fn get_status_tree<'a>(&'a self, id: &'a LoadBalancerId) -> CloudFuture<'a, StatusTree>;
+    fn create_listener<'a>(&'a self, request: &'a CreateListener) -> CloudFuture<'a, Listener>;
+    fn list_listeners<'a>(&'a self, filter: &'a LbFilter) -> CloudFuture<'a, Vec<Listener>>;
+    fn get_listener<'a>(&'a self, id: &'a ListenerId) -> CloudFuture<'a, Listener>;
+    fn update_listener<'a>(&'a self, id: &'a ListenerId, request: &'a UpdateListener) -> CloudFuture<'a, Listener>;
+    fn delete_listener<'a>(&'a self, id: &'a ListenerId) -> CloudFuture<'a, ()>;
+    fn create_pool<'a>(&'a self, request: &'a CreatePool) -> CloudFuture<'a, Pool>;
+    fn list_pools<'a>(&'a self, filter: &'a LbFilter) -> CloudFuture<'a, Vec<Pool>>;
+    fn get_pool<'a>(&'a self, id: &'a PoolId) -> CloudFuture<'a, Pool>;
+    fn update_pool<'a>(&'a self, id: &'a PoolId, request: &'a UpdatePool) -> CloudFuture<'a, Pool>;
+    fn delete_pool<'a>(&'a self, id: &'a PoolId) -> CloudFuture<'a, ()>;
+    fn create_health_monitor<'a>(&'a self, request: &'a CreateHealthMonitor) -> CloudFuture<'a, HealthMonitor>;
+    fn get_health_monitor<'a>(&'a self, id: &'a HealthMonitorId) -> CloudFuture<'a, HealthMonitor>;
+    fn update_health_monitor<'a>(
+        &'a self,
+        id: &'a HealthMonitorId,
+        request: &'a UpdateHealthMonitor,
+    ) -> CloudFuture<'a, HealthMonitor>;
+    fn delete_health_monitor<'a>(&'a self, id: &'a HealthMonitorId) -> CloudFuture<'a, ()>;
+    fn list_members<'a>(&'a self, pool: &'a PoolId) -> CloudFuture<'a, Vec<Member>>;
+    /// The batch update: `members` becomes the pool's whole member set (202, async).
+    fn replace_members<'a>(&'a self, pool: &'a PoolId, members: &'a [MemberSpec]) -> CloudFuture<'a, ()>;
+    fn list_lb_flavors(&self) -> CloudFuture<'_, Vec<LbFlavor>>;
+    fn find_lb_flavor<'a>(&'a self, name_or_id: &'a str) -> CloudFuture<'a, LbFlavor>;
+}

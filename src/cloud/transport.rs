@@ -1,0 +1,371 @@
+//! The choke point: every HTTP request to the cloud, Keystone included, goes through
+//! [`Transport::send`]. Here and only here: the Keystone token (fetched lazily, renewed
+//! before expiry, renewed once after a 401 without failing the caller), the concurrency
+//! cap per cloud (a semaphore held only while a request is on the wire, not while backing
+//! off), retries with backoff and jitter under the rules of `retry.rs`, Retry-After, Nova
+//! microversion headers, and the Prometheus metrics (`verda_cloud_requests` per attempt
+//! with its status code, `verda_cloud_request_duration_seconds` per call, retries
+//! included).
+//!
+//! Secrets: the token travels only in a header marked sensitive; logs carry service,
+//! operation, method, path and status, never headers or bodies. Not here: what a body
+//! means (the verb modules) or how an error body reads (`error_body.rs`).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use reqwest::header::{ACCEPT, HeaderMap, HeaderValue};
+use reqwest::{Method, StatusCode};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use tokio::sync::{Mutex, RwLock, Semaphore};
+use tracing::{debug, warn};
+
+use super::auth::{self, Service, Token};
+use super::config::CloudConfig;
+use super::error::ErrorKind;
+use super::error_body;
+use super::retry::{Failure, RetryPolicy, is_retryable};
+use crate::metrics::{CloudOperationLabels, CloudRequestLabels, Metrics};
+
+/// Nova microversion for every compute call: tags filter (2.26), tags at create (2.52),
+/// server group `policy` (2.64), description (2.19).
+pub(crate) const NOVA_MICROVERSION: &str = "2.64";
+
+/// Tuning of one cloud connection.
+#[derive(Clone, Debug)]
+pub struct ClientOptions {
+    pub retry: RetryPolicy,
+    /// Requests on the wire at once, across all regions of the cloud.
+    pub max_concurrency: usize,
+    pub request_timeout: Duration,
+    pub connect_timeout: Duration,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        Self {
+            retry: RetryPolicy::default(),
+            max_concurrency: 16,
+            request_timeout: Duration::from_secs(60),
+            connect_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// One API call, as the verb modules describe it.
+#[derive(Clone, Debug)]
+pub(crate) struct Request {
+    pub service: Service,
+    pub operation: &'static str,
+    pub method: Method,
+    /// Relative to the service's versioned root, e.g. `/servers/detail`.
+    pub path: String,
+    pub query: Vec<(String, String)>,
+    pub body: Option<Value>,
+    /// A POST whose repetition is harmless (e.g. a metadata merge).
+    pub idempotent: bool,
+}
+
+impl Request {
+    pub fn new(service: Service, operation: &'static str, method: Method, path: impl Into<String>) -> Self {
+        Self {
+            service,
+            operation,
+            method,
+            path: path.into(),
+            query: Vec::new(),
+            body: None,
+            idempotent: false,
+        }
+    }
+
+    pub fn query(mut self, key: &str, value: impl Into<String>) -> Self {
+        self.query.push((key.to_owned(), value.into()));
+        self
+    }
+
+    pub fn query_opt(self, key: &str, value: Option<impl Into<String>>) -> Self {
+        match value {
+            Some(v) => self.query(key, v),
+            None => self,
+        }
+    }
+
+    pub fn json(mut self, body: Value) -> Self {
+        self.body = Some(body);
+        self
+    }
+
+    pub fn idempotent(mut self) -> Self {
+        self.idempotent = true;
+        self
+    }
+}
+
+/// A successful answer.
+#[derive(Debug)]
+pub(crate) struct Reply {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Vec<u8>,
+}
+
+impl Reply {
+    pub fn json<T: DeserializeOwned>(&self) -> Result<T, ErrorKind> {
+        serde_json::from_slice(&self.body).map_err(|e| ErrorKind::InvalidResponse {
+            message: format!("cannot parse the response body: {e}"),
+        })
+    }
+}
+
+pub(crate) struct Transport {
+    http: reqwest::Client,
+    config: CloudConfig,
+    token_url: String,
+    token: RwLock<Option<Arc<Token>>>,
+    /// Serializes renewals; holds the generation of the last token fetched.
+    renew: Mutex<u64>,
+    permits: Semaphore,
+    metrics: Arc<Metrics>,
+    retry: RetryPolicy,
+}
+
+impl Transport {
+    pub fn new(config: CloudConfig, metrics: Arc<Metrics>, options: &ClientOptions) -> Result<Self, ErrorKind> {
+        let mut builder = reqwest::Client::builder()
+            .user_agent(concat!("verda-operator/", env!("CARGO_PKG_VERSION")))
+            .timeout(options.request_timeout)
+            .connect_timeout(options.connect_timeout);
+        if let Some(path) = &config.tls.cacert {
+            let pem = std::fs::read(path).map_err(|e| ErrorKind::Config {
+                message: format!("cannot read cacert {}: {e}", path.display()),
+            })?;
+            let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|_| ErrorKind::Config {
+                message: format!("cacert {} is not a PEM certificate bundle", path.display()),
+            })?;
+            for cert in certs {
+                builder = builder.add_root_certificate(cert);
+            }
+        }
+        if config.tls.insecure {
+            warn!(cloud = %config.name, "TLS certificate verification is disabled (verify: false)");
+            builder = builder.danger_accept_invalid_certs(true);
+        }
+        let http = builder.build().map_err(|e| ErrorKind::Config {
+            message: format!("cannot build the HTTP client: {e}"),
+        })?;
+        Ok(Self {
+            http,
+            token_url: auth::token_url(&config),
+            config,
+            token: RwLock::new(None),
+            renew: Mutex::new(0),
+            permits: Semaphore::new(options.max_concurrency.max(1)),
+            metrics,
+            retry: options.retry,
+        })
+    }
+
+    pub fn config(&self) -> &CloudConfig {
+        &self.config
+    }
+
+    /// Send one call with retries; records the per-call duration.
+    pub async fn send(&self, region: Option<&str>, req: &Request) -> Result<Reply, ErrorKind> {
+        let started = Instant::now();
+        let result = self.run(region, req, started).await;
+        self.observe(req, started);
+        result
+    }
+
+    fn observe(&self, req: &Request, started: Instant) {
+        let labels = CloudOperationLabels {
+            service: req.service.label(),
+            operation: req.operation,
+        };
+        self.metrics
+            .cloud_request_duration
+            .get_or_create(&labels)
+            .observe(started.elapsed().as_secs_f64());
+    }
+
+    async fn run(&self, region: Option<&str>, req: &Request, started: Instant) -> Result<Reply, ErrorKind> {
+        let mut attempt = 0;
+        let mut reauthenticated = false;
+        loop {
+            attempt += 1;
+            let (url, token) = if req.service == Service::Identity {
+                (self.token_url.clone(), None)
+            } else {
+                let token = self.token().await?;
+                let base = token.endpoint(req.service, self.config.interface, region)?;
+                (format!("{base}{}", req.path), Some(token))
+            };
+            let (failure, kind) = match self.exchange(req, &url, token.as_deref()).await {
+                Ok(reply) if reply.status.is_success() => return Ok(reply),
+                Ok(reply) if reply.status == StatusCode::UNAUTHORIZED && !reauthenticated => {
+                    if let Some(stale) = &token {
+                        // Revoked or expired early: renew once, transparently.
+                        reauthenticated = true;
+                        attempt -= 1;
+                        self.invalidate(stale).await;
+                        continue;
+                    }
+                    let kind = error_body::classify(reply.status, &reply.headers, &reply.body);
+                    (Failure::Status(401), kind)
+                }
+                Ok(reply) => {
+                    let kind = error_body::classify(reply.status, &reply.headers, &reply.body);
+                    (Failure::Status(reply.status.as_u16()), kind)
+                }
+                Err(e) => transport_failure(&e),
+            };
+            if !is_retryable(&req.method, req.idempotent, failure) {
+                return Err(kind);
+            }
+            let retry_after = match &kind {
+                ErrorKind::RateLimited { retry_after, .. } | ErrorKind::Unavailable { retry_after, .. } => *retry_after,
+                _ => None,
+            };
+            let jitter: f64 = rand::random();
+            let Some(wait) = self.retry.next_delay(attempt, started.elapsed(), retry_after, jitter) else {
+                return Err(kind);
+            };
+            warn!(
+                service = req.service.label(),
+                operation = req.operation,
+                attempt,
+                wait_ms = wait.as_millis() as u64,
+                failure = ?failure,
+                "retrying cloud request"
+            );
+            tokio::time::sleep(wait).await;
+        }
+    }
+
+    /// One HTTP exchange under a concurrency permit; counts it in the metrics.
+    async fn exchange(&self, req: &Request, url: &str, token: Option<&Token>) -> Result<Reply, reqwest::Error> {
+        // The semaphore is never closed; without a permit we would still be correct.
+        let _permit = self.permits.acquire().await.ok();
+        let began = Instant::now();
+        let mut builder = self
+            .http
+            .request(req.method.clone(), url)
+            .header(ACCEPT, "application/json");
+        if !req.query.is_empty() {
+            builder = builder.query(&req.query);
+        }
+        if let Some(token) = token
+            && let Ok(mut value) = HeaderValue::from_str(token.value())
+        {
+            value.set_sensitive(true);
+            builder = builder.header("X-Auth-Token", value);
+        }
+        if req.service == Service::Compute {
+            builder = builder.header("OpenStack-API-Version", format!("compute {NOVA_MICROVERSION}"));
+        }
+        if let Some(body) = &req.body {
+            builder = builder.json(body);
+        }
+        let result = match builder.send().await {
+            Ok(resp) => {
+                let status = resp.status();
+                let headers = resp.headers().clone();
+                resp.bytes().await.map(|body| Reply {
+                    status,
+                    headers,
+                    body: body.to_vec(),
+                })
+            }
+            Err(e) => Err(e),
+        };
+        let code = match &result {
+            Ok(reply) => reply.status.as_u16().to_string(),
+            Err(_) => "error".to_owned(),
+        };
+        debug!(
+            service = req.service.label(),
+            operation = req.operation,
+            method = %req.method,
+            path = %req.path,
+            code = %code,
+            elapsed_ms = began.elapsed().as_millis() as u64,
+            "cloud request"
+        );
+        let labels = CloudRequestLabels {
+            service: req.service.label(),
+            operation: req.operation,
+            code,
+        };
+        self.metrics.cloud_requests.get_or_create(&labels).inc();
+        result
+    }
+
+    /// The current token, authenticating when there is none or it is about to expire.
+    async fn token(&self) -> Result<Arc<Token>, ErrorKind> {
+        if let Some(t) = self.token.read().await.as_ref()
+            && t.is_fresh(chrono::Utc::now())
+        {
+            return Ok(t.clone());
+        }
+        let mut generation = self.renew.lock().await;
+        // Someone else may have renewed while we waited for the lock.
+        if let Some(t) = self.token.read().await.as_ref()
+            && t.is_fresh(chrono::Utc::now())
+        {
+            return Ok(t.clone());
+        }
+        let token = Arc::new(self.authenticate(*generation + 1).await?);
+        *generation += 1;
+        *self.token.write().await = Some(token.clone());
+        Ok(token)
+    }
+
+    /// Forget `stale` unless another task already replaced it.
+    async fn invalidate(&self, stale: &Token) {
+        let mut current = self.token.write().await;
+        if current.as_ref().is_some_and(|t| t.generation == stale.generation) {
+            *current = None;
+        }
+    }
+
+    /// `POST /v3/auth/tokens` through the same retry loop (boxed: `run` calls back here).
+    fn authenticate(&self, generation: u64) -> futures::future::BoxFuture<'_, Result<Token, ErrorKind>> {
+        Box::pin(async move {
+            let req = Request::new(Service::Identity, "issue_token", Method::POST, "")
+                .json(auth::token_request(&self.config))
+                .idempotent();
+            let reply = self.send(None, &req).await?;
+            let subject = reply.headers.get("x-subject-token").and_then(|v| v.to_str().ok());
+            Token::from_response(subject, &reply.body, generation)
+        })
+    }
+
+    /// Authenticate now (start-up check); later calls reuse the token.
+    pub async fn ensure_token(&self) -> Result<(), ErrorKind> {
+        self.token().await.map(|_| ())
+    }
+}
+
+fn transport_failure(e: &reqwest::Error) -> (Failure, ErrorKind) {
+    let failure = if e.is_connect() { Failure::Connect } else { Failure::NoResponse };
+    let what = if e.is_connect() {
+        "cannot connect"
+    } else if e.is_timeout() {
+        "timed out"
+    } else {
+        "no complete response"
+    };
+    // Without the URL: an auth_url may carry user info.
+    let detail = std::error::Error::source(e).map(|s| s.to_string()).unwrap_or_default();
+    let message = if detail.is_empty() { what.to_owned() } else { format!("{what}: {detail}") };
+    (
+        failure,
+        ErrorKind::Unavailable {
+            status: None,
+            retry_after: None,
+            message,
+        },
+    )
+}

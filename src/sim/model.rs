@@ -1,0 +1,157 @@
+//! Records of the simulated compute, image and network resources (plain data).
+//! Octavia's records live in `octavia/model.rs`; JSON views are built by the services.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::Ipv4Addr;
+use std::time::Instant;
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+#[derive(Debug, Clone)]
+pub(crate) struct Flavor {
+    pub id: String,
+    pub name: String,
+    pub ram: u64,
+    pub disk: u64,
+    pub vcpus: u64,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Image {
+    pub id: String,
+    pub name: String,
+    pub size: u64,
+    pub created: DateTime<Utc>,
+}
+
+/// Nova `status` of a server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Status {
+    Build,
+    Active,
+    Error,
+    Resize,
+    VerifyResize,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Build => "BUILD",
+            Status::Active => "ACTIVE",
+            Status::Error => "ERROR",
+            Status::Resize => "RESIZE",
+            Status::VerifyResize => "VERIFY_RESIZE",
+        }
+    }
+}
+
+/// One fixed IP of a server (one per requested network with a subnet).
+#[derive(Debug, Clone)]
+pub(crate) struct Nic {
+    pub network_name: String,
+    pub port_id: String,
+    pub addr: Option<Ipv4Addr>,
+    pub mac: String,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Fault {
+    pub code: u16,
+    pub message: String,
+    pub created: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Server {
+    pub id: String,
+    pub seq: u64,
+    pub name: String,
+    pub status: Status,
+    /// When the current transition (build, resize, delete) completes.
+    pub until: Option<Instant>,
+    pub deleting: bool,
+    /// Decided at create time: the build ends in ERROR with this fault.
+    pub doomed: Option<String>,
+    pub created: DateTime<Utc>,
+    pub updated: DateTime<Utc>,
+    pub launched: Option<DateTime<Utc>>,
+    pub flavor_id: String,
+    pub resize_to: Option<String>,
+    pub image_id: String,
+    pub nics: Vec<Nic>,
+    pub host: Option<String>,
+    pub group: Option<String>,
+    pub metadata: BTreeMap<String, String>,
+    pub tags: BTreeSet<String>,
+    pub description: Option<String>,
+    pub key_name: Option<String>,
+    pub user_data: Option<String>,
+    pub security_groups: Vec<String>,
+    pub availability_zone: Option<String>,
+    pub fault: Option<Fault>,
+    pub scheduler_hints: Value,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct ServerGroup {
+    pub id: String,
+    pub seq: u64,
+    pub name: String,
+    pub policy: String,
+    pub max_server_per_host: Option<u64>,
+    pub members: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Network {
+    pub id: String,
+    pub name: String,
+    pub external: bool,
+    pub shared: bool,
+    pub subnets: Vec<String>,
+    pub created: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Subnet {
+    pub id: String,
+    pub name: String,
+    pub network_id: String,
+    pub cidr: String,
+    pub gateway: Ipv4Addr,
+    pub pool_start: Ipv4Addr,
+    pub pool_end: Ipv4Addr,
+    pub dhcp: bool,
+    pub created: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Port {
+    pub id: String,
+    pub seq: u64,
+    pub name: String,
+    pub network_id: String,
+    pub subnet_id: Option<String>,
+    pub ip: Option<Ipv4Addr>,
+    pub mac: String,
+    pub device_id: String,
+    pub device_owner: String,
+    pub created: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct FloatingIp {
+    pub id: String,
+    pub seq: u64,
+    pub address: Ipv4Addr,
+    pub network_id: String,
+    pub port_id: Option<String>,
+    pub fixed_ip: Option<Ipv4Addr>,
+    pub description: String,
+    pub tags: Vec<String>,
+    pub revision: u64,
+    pub created: DateTime<Utc>,
+    pub updated: DateTime<Utc>,
+}

@@ -1,0 +1,122 @@
+//! Records of the simulated Octavia objects (plain data) and their provisioning states.
+//! Transitions are in `lifecycle.rs`, JSON views in `views.rs`.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use chrono::{DateTime, Utc};
+
+/// Octavia `provisioning_status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Prov {
+    Active,
+    PendingCreate,
+    PendingUpdate,
+    PendingDelete,
+}
+
+impl Prov {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Prov::Active => "ACTIVE",
+            Prov::PendingCreate => "PENDING_CREATE",
+            Prov::PendingUpdate => "PENDING_UPDATE",
+            Prov::PendingDelete => "PENDING_DELETE",
+        }
+    }
+
+    pub fn pending(self) -> bool {
+        self != Prov::Active
+    }
+}
+
+/// Fields every Octavia object has.
+#[derive(Debug, Clone)]
+pub(crate) struct Meta {
+    pub id: String,
+    pub seq: u64,
+    pub name: String,
+    pub description: String,
+    pub prov: Prov,
+    pub admin_state_up: bool,
+    pub tags: Vec<String>,
+    pub created: DateTime<Utc>,
+    pub updated: Option<DateTime<Utc>>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct LoadBalancer {
+    pub meta: Meta,
+    /// When the pending writes on this load balancer's tree complete.
+    pub settle_at: Option<Instant>,
+    pub vip_address: String,
+    pub vip_port_id: String,
+    pub vip_subnet_id: String,
+    pub vip_network_id: String,
+    pub flavor_id: Option<String>,
+    pub availability_zone: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Listener {
+    pub meta: Meta,
+    pub lb_id: String,
+    pub protocol: String,
+    pub protocol_port: u64,
+    pub connection_limit: i64,
+    pub default_pool_id: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Member {
+    pub meta: Meta,
+    pub address: String,
+    pub protocol_port: u64,
+    pub monitor_port: Option<u64>,
+    pub monitor_address: Option<String>,
+    pub weight: u64,
+    pub backup: bool,
+    pub subnet_id: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Pool {
+    pub meta: Meta,
+    pub lb_id: String,
+    pub listener_id: Option<String>,
+    pub protocol: String,
+    pub lb_algorithm: String,
+    pub members: Vec<Member>,
+    pub monitor_id: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Monitor {
+    pub meta: Meta,
+    pub pool_id: String,
+    pub kind: String,
+    pub delay: u64,
+    pub timeout: u64,
+    pub max_retries: u64,
+    pub max_retries_down: u64,
+    pub http_method: Option<String>,
+    pub url_path: Option<String>,
+    pub expected_codes: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct LbFlavor {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+}
+
+/// All Octavia state.
+#[derive(Debug, Default)]
+pub(crate) struct Octavia {
+    pub lbs: BTreeMap<String, LoadBalancer>,
+    pub listeners: BTreeMap<String, Listener>,
+    pub pools: BTreeMap<String, Pool>,
+    pub monitors: BTreeMap<String, Monitor>,
+    pub flavors: Vec<LbFlavor>,
+}

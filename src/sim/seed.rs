@@ -1,0 +1,172 @@
+//! Seed data: what a fresh simulated cloud contains, so the published manifests and
+//! the default operator configuration (DESIGN.md) work unchanged. IDs of the recorded
+//! cloud are reused where the wire recordings show them.
+
+use std::net::Ipv4Addr;
+
+use chrono::{TimeZone, Utc};
+
+use super::config::SimCredentials;
+use super::model::{Flavor, Image, Network, Subnet};
+use super::octavia::model::LbFlavor;
+use super::state::World;
+
+pub(crate) const PROJECT_ID: &str = "4fe49c509df94ac8bb7350b83b09a91e";
+pub(crate) const ADMIN_PROJECT_ID: &str = "af7593a512c04da1afae8bd2b0af25ac";
+pub(crate) const USER_ID: &str = "ea9196a4fbbc44919a7493698ff95c7b";
+pub(crate) const USER: &str = "demo";
+pub(crate) const PASSWORD: &str = "verda-sim-password";
+pub(crate) const PROJECT: &str = "demo";
+pub(crate) const DOMAIN_ID: &str = "default";
+pub(crate) const DOMAIN: &str = "Default";
+pub(crate) const APP_CRED_ID: &str = "6d1e3a9c2b4f4d7e8a0b1c2d3e4f5a6b";
+pub(crate) const APP_CRED_NAME: &str = "verda-operator";
+pub(crate) const APP_CRED_SECRET: &str = "verda-sim-app-secret";
+pub(crate) const REGIONS: [&str; 2] = ["RegionOne", "tokyo1"];
+
+pub(crate) const PRIVATE_NET: &str = "89908bff-e0fe-45be-b92d-5828f5ddc763";
+pub(crate) const PRIVATE_SUBNET: &str = "3d5443ce-8418-4529-a819-73f717122551";
+pub(crate) const PUBLIC_NET: &str = "e2c15e32-2d6a-4d72-bbbe-819de77cd103";
+pub(crate) const PUBLIC_SUBNET: &str = "f58bb748-7770-49b2-a614-6aa5c3b7b350";
+pub(crate) const CENTOS79: &str = "244965c2-7e98-469d-b7cc-fe423698200a";
+
+pub(crate) fn credentials() -> SimCredentials {
+    SimCredentials {
+        username: USER.into(),
+        password: PASSWORD.into(),
+        user_id: USER_ID.into(),
+        project_name: PROJECT.into(),
+        project_id: PROJECT_ID.into(),
+        user_domain: DOMAIN.into(),
+        project_domain: DOMAIN.into(),
+        application_credential_id: APP_CRED_ID.into(),
+        application_credential_name: APP_CRED_NAME.into(),
+        application_credential_secret: APP_CRED_SECRET.into(),
+    }
+}
+
+fn flavor(id: &str, name: &str, vcpus: u64, ram: u64, disk: u64) -> Flavor {
+    Flavor {
+        id: id.into(),
+        name: name.into(),
+        ram,
+        disk,
+        vcpus,
+    }
+}
+
+fn image(id: &str, name: &str) -> Image {
+    let created = Utc
+        .with_ymd_and_hms(2026, 11, 21, 6, 14, 24)
+        .single()
+        .unwrap_or_default();
+    Image {
+        id: id.into(),
+        name: name.into(),
+        size: 1024,
+        created,
+    }
+}
+
+pub(crate) fn seed(w: &mut World) {
+    w.flavors = vec![
+        flavor("1", "m1.tiny", 1, 512, 1),
+        flavor("2", "m1.small", 1, 2048, 20),
+        flavor("10", "n3-1vcpu-2gb", 1, 2048, 20),
+        flavor("11", "n3-2vcpu-4gb", 2, 4096, 40),
+        flavor("12", "n3-4vcpu-8gb", 4, 8192, 80),
+        flavor("90", "dup-flavor", 1, 1024, 10),
+        flavor("91", "dup-flavor", 2, 2048, 10),
+    ];
+    w.images = vec![
+        image(CENTOS79, "centos79"),
+        image("5b0f9c61-3f7e-4f0e-9a61-0d3c8e0b7a11", "ubuntu2204"),
+        image("a1f3c2d4-1111-4c2b-8d2e-3f4a5b6c7d01", "dup-image"),
+        image("a1f3c2d4-2222-4c2b-8d2e-3f4a5b6c7d02", "dup-image"),
+    ];
+    w.keypairs = vec!["verda-key".into()];
+    w.security_groups = vec!["default".into(), "web".into()];
+    w.zones = vec!["nova".into(), "dev".into()];
+    seed_networks(w);
+    w.octavia.flavors = vec![
+        LbFlavor {
+            id: "1b1c9d5e-6a2f-4c3b-9e8d-7f6a5b4c3d21".into(),
+            name: "generic".into(),
+            description: "single amphora".into(),
+        },
+        LbFlavor {
+            id: "2c2d0e6f-7b3a-4d4c-8f9e-8a7b6c5d4e32".into(),
+            name: "ha".into(),
+            description: "active/standby".into(),
+        },
+    ];
+}
+
+fn seed_networks(w: &mut World) {
+    let created = Utc
+        .with_ymd_and_hms(2026, 11, 21, 6, 9, 52)
+        .single()
+        .unwrap_or_default();
+    let net = |id: &str, name: &str, external: bool, shared: bool, subnets: Vec<String>| Network {
+        id: id.into(),
+        name: name.into(),
+        external,
+        shared,
+        subnets,
+        created,
+    };
+    w.networks = vec![
+        net(
+            PRIVATE_NET,
+            "private",
+            false,
+            true,
+            vec![PRIVATE_SUBNET.into()],
+        ),
+        net(
+            PUBLIC_NET,
+            "public",
+            true,
+            false,
+            vec![PUBLIC_SUBNET.into()],
+        ),
+        net(
+            "c7d8e9f0-1a2b-4c3d-8e4f-5a6b7c8d9e01",
+            "dup-network",
+            false,
+            true,
+            vec![],
+        ),
+        net(
+            "c7d8e9f0-1a2b-4c3d-8e4f-5a6b7c8d9e02",
+            "dup-network",
+            false,
+            true,
+            vec![],
+        ),
+    ];
+    w.subnets = vec![
+        Subnet {
+            id: PRIVATE_SUBNET.into(),
+            name: "private-subnet".into(),
+            network_id: PRIVATE_NET.into(),
+            cidr: "10.0.0.0/16".into(),
+            gateway: Ipv4Addr::new(10, 0, 0, 1),
+            pool_start: Ipv4Addr::new(10, 0, 0, 2),
+            pool_end: Ipv4Addr::new(10, 0, 255, 254),
+            dhcp: true,
+            created,
+        },
+        Subnet {
+            id: PUBLIC_SUBNET.into(),
+            name: "public-subnet".into(),
+            network_id: PUBLIC_NET.into(),
+            cidr: "203.0.113.0/24".into(),
+            gateway: Ipv4Addr::new(203, 0, 113, 1),
+            pool_start: Ipv4Addr::new(203, 0, 113, 10),
+            pool_end: Ipv4Addr::new(203, 0, 113, 250),
+            dhcp: false,
+            created,
+        },
+    ];
+}

@@ -1,0 +1,182 @@
+//! Public, read-only snapshots of the simulator's state for tests and benchmarks
+//! (what exists in the "cloud" right now), independent of the HTTP views.
+
+use std::collections::BTreeMap;
+
+use super::state::World;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimServer {
+    pub id: String,
+    pub name: String,
+    /// Nova status: BUILD, ACTIVE, ERROR, RESIZE, VERIFY_RESIZE.
+    pub status: String,
+    pub deleting: bool,
+    pub flavor_id: String,
+    pub flavor_name: String,
+    pub image_id: String,
+    /// Fixed IPv4 addresses (empty while building or after NoValidHost).
+    pub addresses: Vec<String>,
+    pub host: Option<String>,
+    pub server_group: Option<String>,
+    pub metadata: BTreeMap<String, String>,
+    pub tags: Vec<String>,
+    pub description: Option<String>,
+    pub key_name: Option<String>,
+    pub user_data: Option<String>,
+    pub security_groups: Vec<String>,
+    pub availability_zone: Option<String>,
+    pub fault: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimServerGroup {
+    pub id: String,
+    pub name: String,
+    pub policy: String,
+    pub max_server_per_host: Option<u64>,
+    pub members: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimMember {
+    pub id: String,
+    pub name: String,
+    pub address: String,
+    pub protocol_port: u64,
+    pub monitor_port: Option<u64>,
+    pub weight: u64,
+    pub provisioning_status: String,
+    pub operating_status: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimHealthMonitor {
+    pub id: String,
+    pub kind: String,
+    pub url_path: Option<String>,
+    pub expected_codes: Option<String>,
+    pub delay: u64,
+    pub timeout: u64,
+    pub max_retries: u64,
+    pub provisioning_status: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimPool {
+    pub id: String,
+    pub name: String,
+    pub protocol: String,
+    pub lb_algorithm: String,
+    pub listener_id: Option<String>,
+    pub provisioning_status: String,
+    pub members: Vec<SimMember>,
+    pub health_monitor: Option<SimHealthMonitor>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimListener {
+    pub id: String,
+    pub name: String,
+    pub protocol: String,
+    pub protocol_port: u64,
+    pub default_pool_id: Option<String>,
+    pub provisioning_status: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimLoadBalancer {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    pub provisioning_status: String,
+    pub operating_status: String,
+    pub vip_address: String,
+    pub vip_port_id: String,
+    pub vip_subnet_id: String,
+    pub flavor_id: Option<String>,
+    pub availability_zone: Option<String>,
+    pub tags: Vec<String>,
+    pub listeners: Vec<SimListener>,
+    pub pools: Vec<SimPool>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimFloatingIp {
+    pub id: String,
+    pub address: String,
+    pub network_id: String,
+    pub port_id: Option<String>,
+    pub fixed_ip: Option<String>,
+}
+
+pub(crate) fn servers(w: &World) -> Vec<SimServer> {
+    let mut list: Vec<_> = w.servers.values().collect();
+    list.sort_by_key(|s| s.seq);
+    list.into_iter()
+        .map(|s| SimServer {
+            id: s.id.clone(),
+            name: s.name.clone(),
+            status: s.status.as_str().to_string(),
+            deleting: s.deleting,
+            flavor_id: s.flavor_id.clone(),
+            flavor_name: w
+                .flavors
+                .iter()
+                .find(|f| f.id == s.flavor_id)
+                .map(|f| f.name.clone())
+                .unwrap_or_default(),
+            image_id: s.image_id.clone(),
+            addresses: match s.status {
+                super::model::Status::Build => vec![],
+                _ => s
+                    .nics
+                    .iter()
+                    .filter_map(|n| n.addr.map(|a| a.to_string()))
+                    .collect(),
+            },
+            host: s.host.clone(),
+            server_group: s.group.clone(),
+            metadata: s.metadata.clone(),
+            tags: s.tags.iter().cloned().collect(),
+            description: s.description.clone(),
+            key_name: s.key_name.clone(),
+            user_data: s.user_data.clone(),
+            security_groups: s.security_groups.clone(),
+            availability_zone: s.availability_zone.clone(),
+            fault: s.fault.as_ref().map(|f| f.message.clone()),
+        })
+        .collect()
+}
+
+pub(crate) fn server_groups(w: &World) -> Vec<SimServerGroup> {
+    let mut list: Vec<_> = w.groups.values().collect();
+    list.sort_by_key(|g| g.seq);
+    list.into_iter()
+        .map(|g| SimServerGroup {
+            id: g.id.clone(),
+            name: g.name.clone(),
+            policy: g.policy.clone(),
+            max_server_per_host: g.max_server_per_host,
+            members: g.members.clone(),
+        })
+        .collect()
+}
+
+pub(crate) fn floating_ips(w: &World) -> Vec<SimFloatingIp> {
+    let mut list: Vec<_> = w.fips.values().collect();
+    list.sort_by_key(|f| f.seq);
+    list.into_iter()
+        .map(|f| SimFloatingIp {
+            id: f.id.clone(),
+            address: f.address.to_string(),
+            network_id: f.network_id.clone(),
+            port_id: f.port_id.clone(),
+            fixed_ip: f.fixed_ip.map(|a| a.to_string()),
+        })
+        .collect()
+}
+
+pub(crate) fn load_balancers(w: &World) -> Vec<SimLoadBalancer> {
+    super::octavia::snapshot(w)
+}
