@@ -7,6 +7,7 @@ pub mod cloud;
 pub mod config;
 pub mod controller;
 pub mod crdgen;
+pub mod embedded_cloud;
 pub mod http;
 pub mod leader_election;
 pub mod metrics;

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
+use verda_operator::cloud::CloudSelection;
 use verda_operator::{config, crdgen, run, telemetry};
 
 #[derive(Parser)]
@@ -58,6 +59,14 @@ struct RunArgs {
     /// This replica's identity in the Lease (default: the host name plus a random suffix).
     #[arg(long, env = "POD_NAME")]
     identity: Option<String>,
+    /// OpenStack cloud: the clouds.yaml entry to use (default: OS_CLOUD). With no cloud
+    /// configured anywhere, the embedded simulator is started.
+    #[arg(long, env = "OS_CLOUD")]
+    cloud: Option<String>,
+    /// clouds.yaml to read (default: OS_CLIENT_CONFIG_FILE, ./clouds.yaml,
+    /// ~/.config/openstack/clouds.yaml, /etc/openstack/clouds.yaml).
+    #[arg(long, env = "OS_CLIENT_CONFIG_FILE")]
+    clouds_file: Option<PathBuf>,
     /// How long a Lease stays valid without renewal, e.g. 15s.
     #[arg(long, default_value = "15s", value_parser = config::duration::parse)]
     lease_duration: Duration,
@@ -114,6 +123,10 @@ fn run_operator(args: RunArgs) -> Result<(), String> {
         lease_name: args.lease_name,
         identity: args.identity.unwrap_or_else(default_identity),
         lease_duration: args.lease_duration,
+        cloud: CloudSelection {
+            cloud: args.cloud,
+            config_file: args.clouds_file,
+        },
     };
     let runtime = tokio::runtime::Runtime::new()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;

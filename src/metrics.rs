@@ -3,11 +3,13 @@
 //! Call sites never build label strings themselves: every family takes a typed label
 //! set, so a metric label can never be assembled from `Debug` output or carry a secret.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
@@ -29,11 +31,49 @@ pub struct CloudOperationLabels {
     pub operation: &'static str,
 }
 
+/// Labels of one reconcile.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReconcileLabels {
+    /// `virtualmachine`, `virtualmachinegroup` or `loadbalancer`.
+    pub controller: &'static str,
+    /// `success`, `requeue` (waiting on the cloud) or the error category.
+    pub result: &'static str,
+}
+
+/// Labels of one controller.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ControllerLabels {
+    pub controller: &'static str,
+}
+
+/// Labels of a per-object gauge.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ObjectLabels {
+    pub namespace: String,
+    pub name: String,
+}
+
+/// Labels of the managed-objects gauge.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ManagedLabels {
+    pub kind: &'static str,
+    pub state: String,
+}
+
 /// Every metric family the operator exports.
 pub struct Metrics {
     registry: Registry,
     pub cloud_requests: Family<CloudRequestLabels, Counter>,
     pub cloud_request_duration: Family<CloudOperationLabels, Histogram>,
+    pub reconciles: Family<ReconcileLabels, Counter>,
+    pub reconcile_duration: Family<ControllerLabels, Histogram>,
+    /// Managed objects by kind and state (the Ready condition's reason).
+    pub managed_objects: Family<ManagedLabels, Gauge>,
+    states: Mutex<HashMap<(&'static str, String), String>>,
+    pub group_desired_replicas: Family<ObjectLabels, Gauge>,
+    pub group_ready_replicas: Family<ObjectLabels, Gauge>,
+    pub load_balancer_members: Family<ObjectLabels, Gauge>,
+    pub load_balancer_ready_members: Family<ObjectLabels, Gauge>,
 }
 
 impl Metrics {
@@ -54,11 +94,94 @@ impl Metrics {
             "Duration of OpenStack API requests, retries included",
             cloud_request_duration.clone(),
         );
+        let reconciles = Family::<ReconcileLabels, Counter>::default();
+        registry.register(
+            "reconciles",
+            "Reconciles by controller and result",
+            reconciles.clone(),
+        );
+        let reconcile_duration =
+            Family::<ControllerLabels, Histogram>::new_with_constructor(|| {
+                Histogram::new(exponential_buckets(0.001, 2.0, 14))
+            });
+        registry.register(
+            "reconcile_duration_seconds",
+            "Duration of reconciles by controller",
+            reconcile_duration.clone(),
+        );
+        let managed_objects = Family::<ManagedLabels, Gauge>::default();
+        registry.register(
+            "managed_objects",
+            "Managed objects by kind and state (the Ready condition's reason)",
+            managed_objects.clone(),
+        );
+        let group_desired_replicas = Family::<ObjectLabels, Gauge>::default();
+        registry.register(
+            "group_desired_replicas",
+            "spec.replicas of each VirtualMachineGroup",
+            group_desired_replicas.clone(),
+        );
+        let group_ready_replicas = Family::<ObjectLabels, Gauge>::default();
+        registry.register(
+            "group_ready_replicas",
+            "Ready VirtualMachines of each VirtualMachineGroup",
+            group_ready_replicas.clone(),
+        );
+        let load_balancer_members = Family::<ObjectLabels, Gauge>::default();
+        registry.register(
+            "load_balancer_members",
+            "Pool members of each LoadBalancer, every port",
+            load_balancer_members.clone(),
+        );
+        let load_balancer_ready_members = Family::<ObjectLabels, Gauge>::default();
+        registry.register(
+            "load_balancer_ready_members",
+            "ONLINE or NO_MONITOR pool members of each LoadBalancer, every port",
+            load_balancer_ready_members.clone(),
+        );
         Arc::new(Self {
             registry,
             cloud_requests,
             cloud_request_duration,
+            reconciles,
+            reconcile_duration,
+            managed_objects,
+            states: Mutex::default(),
+            group_desired_replicas,
+            group_ready_replicas,
+            load_balancer_members,
+            load_balancer_ready_members,
         })
+    }
+
+    /// Records that the object `key` (namespace/name) of `kind` is now in `state`;
+    /// `None` forgets it (deleted).
+    pub fn set_object_state(&self, kind: &'static str, key: &str, state: Option<&str>) {
+        let mut states = self.states.lock().unwrap_or_else(|e| e.into_inner());
+        let entry = (kind, key.to_owned());
+        let previous = match state {
+            Some(state) => states.insert(entry, state.to_owned()),
+            None => states.remove(&entry),
+        };
+        if previous.as_deref() == state {
+            return;
+        }
+        if let Some(previous) = previous {
+            self.managed_objects
+                .get_or_create(&ManagedLabels {
+                    kind,
+                    state: previous,
+                })
+                .dec();
+        }
+        if let Some(state) = state {
+            self.managed_objects
+                .get_or_create(&ManagedLabels {
+                    kind,
+                    state: state.to_owned(),
+                })
+                .inc();
+        }
     }
 
     /// The registry in the Prometheus text exposition format.

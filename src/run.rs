@@ -12,8 +12,10 @@ use std::time::Duration;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use tokio::sync::watch;
 
+use crate::cloud::CloudSelection;
 use crate::config::{Config, ConfigError};
-use crate::controller::{self, Context};
+use crate::controller::{self, CloudPorts, Context, Timing};
+use crate::embedded_cloud::{self, CloudSetupError};
 use crate::http::{self, Health};
 use crate::leader_election::{LeaderElector, run_elected};
 use crate::metrics::Metrics;
@@ -31,6 +33,8 @@ pub struct RunOptions {
     pub lease_name: String,
     pub identity: String,
     pub lease_duration: Duration,
+    /// Which OpenStack cloud (`--cloud`, `OS_CLOUD`, clouds.yaml path).
+    pub cloud: CloudSelection,
 }
 
 /// Why `run` stopped.
@@ -49,6 +53,8 @@ pub enum RunError {
         addr: SocketAddr,
         source: std::io::Error,
     },
+    #[error(transparent)]
+    Cloud(#[from] CloudSetupError),
     #[error("cannot install signal handlers: {0}")]
     Signals(std::io::Error),
 }
@@ -59,8 +65,10 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Runs the operator until a termination signal arrives.
 pub async fn run(options: RunOptions) -> Result<(), RunError> {
     let config = Config::load(options.config.as_deref())?;
-    let client = connect(&options).await?;
     let metrics = Metrics::new();
+    // First, so that the embedded simulator's start is the first log line.
+    let cloud = embedded_cloud::connect(&options.cloud, metrics.clone()).await?;
+    let client = connect(&options).await?;
     let health = Health::new(metrics.clone());
     let listener = http::bind(options.listen)
         .await
@@ -77,11 +85,9 @@ pub async fn run(options: RunOptions) -> Result<(), RunError> {
     health.set_ready(true);
     tracing::info!(listen = %options.listen, identity = %options.identity, "operator started");
 
-    let ctx = Arc::new(Context {
-        client: client.clone(),
-        config,
-        metrics,
-    });
+    let timing = Timing::from_config(&config);
+    let ports: Arc<dyn CloudPorts> = Arc::new(cloud.client.clone());
+    let ctx = Arc::new(Context::new(client.clone(), config, metrics, ports, timing));
     let elector = LeaderElector::new(
         client,
         &options.lease_namespace,
@@ -102,6 +108,7 @@ pub async fn run(options: RunOptions) -> Result<(), RunError> {
     if let Ok(Err(error)) = server.await {
         tracing::warn!(%error, "metrics server stopped with an error");
     }
+    drop(cloud);
     Ok(())
 }
 

@@ -1,21 +1,22 @@
 //! The controllers and what they share. Only the leader runs them.
+//!
+//! Shared frame: `context` (clients, config, timing), `driver` (finalizer, metrics,
+//! failure reporting), `error` (classified errors), `backoff` (retry delays).
+
+pub mod backoff;
+pub mod context;
+pub mod driver;
+pub mod error;
 
 use std::sync::Arc;
 
-use crate::config::Config;
-use crate::metrics::Metrics;
-
-/// What every controller needs.
-pub struct Context {
-    pub client: kube::Client,
-    pub config: Config,
-    pub metrics: Arc<Metrics>,
-}
+pub use context::{CloudPorts, Context, Timing};
+pub use error::ReconcileError;
 
 /// Runs every controller until the task is aborted.
 pub async fn run_all(ctx: Arc<Context>) {
     tracing::info!(
-        resync_period_secs = ctx.config.resync_period.as_secs(),
+        resync_period_secs = ctx.timing.resync.as_secs(),
         "controllers running"
     );
     std::future::pending::<()>().await;

@@ -1,0 +1,103 @@
+//! What every controller shares: the Kubernetes client, the cloud ports, the
+//! configuration, metrics, the event recorder and the retry bookkeeping.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::runtime::events::{Recorder, Reporter};
+
+use super::backoff::Backoff;
+use crate::cloud::{Compute, LoadBalancing, Network, OpenStackClient};
+use crate::config::Config;
+use crate::metrics::Metrics;
+
+/// The cloud, per region. VirtualMachines use the cloud's own region; a LoadBalancer
+/// may name another.
+pub trait CloudPorts: Send + Sync {
+    fn compute(&self) -> Arc<dyn Compute>;
+    fn network(&self, region: Option<&str>) -> Arc<dyn Network>;
+    fn load_balancing(&self, region: Option<&str>) -> Arc<dyn LoadBalancing>;
+}
+
+impl CloudPorts for OpenStackClient {
+    fn compute(&self) -> Arc<dyn Compute> {
+        Arc::new(self.clone())
+    }
+
+    fn network(&self, region: Option<&str>) -> Arc<dyn Network> {
+        Arc::new(in_region(self, region))
+    }
+
+    fn load_balancing(&self, region: Option<&str>) -> Arc<dyn LoadBalancing> {
+        Arc::new(in_region(self, region))
+    }
+}
+
+fn in_region(client: &OpenStackClient, region: Option<&str>) -> OpenStackClient {
+    match region {
+        Some(region) => client.with_region(region),
+        None => client.clone(),
+    }
+}
+
+/// How soon the controllers look again.
+#[derive(Clone, Copy, Debug)]
+pub struct Timing {
+    /// Drift check of an object that is converged.
+    pub resync: Duration,
+    /// While the cloud is busy (BUILD, PENDING_*, 409 immutable).
+    pub poll: Duration,
+    /// Retry period of terminal failures (ImageNotFound, QuotaExceeded, …).
+    pub terminal_retry: Duration,
+    /// Delay before replacing a server or load balancer in ERROR.
+    pub error_replace: Duration,
+    /// How long a scale-down waits for load balancers to drain a member.
+    pub drain_timeout: Duration,
+}
+
+impl Timing {
+    pub fn from_config(config: &Config) -> Self {
+        Self {
+            resync: config.resync_period,
+            poll: Duration::from_secs(2),
+            terminal_retry: Duration::from_secs(120),
+            error_replace: Duration::from_secs(30),
+            drain_timeout: Duration::from_secs(120),
+        }
+    }
+}
+
+/// Shared by every reconcile.
+pub struct Context {
+    pub client: kube::Client,
+    pub config: Config,
+    pub metrics: Arc<Metrics>,
+    pub cloud: Arc<dyn CloudPorts>,
+    pub recorder: Recorder,
+    pub backoff: Backoff,
+    pub timing: Timing,
+}
+
+impl Context {
+    pub fn new(
+        client: kube::Client,
+        config: Config,
+        metrics: Arc<Metrics>,
+        cloud: Arc<dyn CloudPorts>,
+        timing: Timing,
+    ) -> Self {
+        let reporter = Reporter {
+            controller: "verda-operator".into(),
+            instance: std::env::var("POD_NAME").ok(),
+        };
+        Self {
+            recorder: Recorder::new(client.clone(), reporter),
+            backoff: Backoff::new(timing.terminal_retry),
+            client,
+            config,
+            metrics,
+            cloud,
+            timing,
+        }
+    }
+}

@@ -1,0 +1,84 @@
+//! The error of a reconcile step, classified once: its `category()` is the condition
+//! reason, the event reason and the metric label; `is_terminal()` picks a slow retry
+//! over a jittered backoff.
+
+use std::time::Duration;
+
+use crate::cloud::CloudError;
+
+/// Why a reconcile step failed. Messages name the action and the object.
+#[derive(Debug, thiserror::Error)]
+pub enum ReconcileError {
+    #[error("failed to {action} for {object}: {source}")]
+    Cloud {
+        action: &'static str,
+        object: String,
+        source: CloudError,
+    },
+    #[error("failed to {action} for {object}: {source}")]
+    Kube {
+        action: &'static str,
+        object: String,
+        source: kube::Error,
+    },
+    /// Something the user must fix in Kubernetes (a missing ConfigMap key, …).
+    #[error("{object}: {message}")]
+    Invalid {
+        object: String,
+        reason: &'static str,
+        message: String,
+    },
+    #[error("finalizer of {object}: {message}")]
+    Finalizer { object: String, message: String },
+}
+
+impl ReconcileError {
+    pub fn cloud<'a>(
+        action: &'static str,
+        object: &'a str,
+    ) -> impl FnOnce(CloudError) -> Self + 'a {
+        move |source| Self::Cloud {
+            action,
+            object: object.to_owned(),
+            source,
+        }
+    }
+
+    pub fn kube<'a>(
+        action: &'static str,
+        object: &'a str,
+    ) -> impl FnOnce(kube::Error) -> Self + 'a {
+        move |source| Self::Kube {
+            action,
+            object: object.to_owned(),
+            source,
+        }
+    }
+
+    /// Stable CamelCase word for conditions, events and metrics.
+    pub fn category(&self) -> &'static str {
+        match self {
+            Self::Cloud { source, .. } => source.category(),
+            Self::Kube { .. } => "KubernetesApiError",
+            Self::Invalid { reason, .. } => reason,
+            Self::Finalizer { .. } => "FinalizerError",
+        }
+    }
+
+    /// Whether retrying soon cannot help (the user or the cloud's admin must act).
+    pub fn is_terminal(&self) -> bool {
+        match self {
+            Self::Cloud { source, .. } => source.is_terminal(),
+            Self::Invalid { .. } => true,
+            Self::Kube { .. } | Self::Finalizer { .. } => false,
+        }
+    }
+
+    /// The server's Retry-After, when it gave one.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            Self::Cloud { source, .. } => source.retry_after(),
+            _ => None,
+        }
+    }
+}
