@@ -7,6 +7,8 @@ pub mod backoff;
 pub mod context;
 pub mod driver;
 pub mod error;
+pub mod status_patch;
+pub mod virtual_machine;
 
 use std::sync::Arc;
 
@@ -19,5 +21,5 @@ pub async fn run_all(ctx: Arc<Context>) {
         resync_period_secs = ctx.timing.resync.as_secs(),
         "controllers running"
     );
-    std::future::pending::<()>().await;
+    virtual_machine::run(ctx).await;
 }

@@ -2,3 +2,4 @@
 #![allow(dead_code)]
 
 pub mod crd_schema;
+pub mod e2e;

@@ -26,6 +26,15 @@ pub mod finalizers {
     pub const LOAD_BALANCER: &str = "loadbalancer.verda.linecorp.com/finalizer";
 }
 
+/// Annotations the operator sets on objects it manages.
+pub mod annotations {
+    /// On a group's VirtualMachine: the Nova server group its server is scheduled into.
+    pub const SERVER_GROUP: &str = "verda.linecorp.com/server-group";
+    /// On a VirtualMachine chosen for removal: load balancers take it out of their
+    /// pools, then the group deletes it.
+    pub const DRAINING: &str = "verda.linecorp.com/draining";
+}
+
 /// Labels the group controller puts on the VirtualMachines it owns.
 pub mod labels {
     /// Name of the owning VirtualMachineGroup.

@@ -1,0 +1,191 @@
+//! The only cloud writes of the VirtualMachine controller: carry out one planned step
+//! and say what it means for status, events and the next look.
+
+use std::time::Duration;
+
+use kube::runtime::events::EventType;
+use verda_api::conditions::Status;
+use verda_api::v1alpha1::VirtualMachine;
+
+use super::plan::Step;
+use super::resolve::{self, Observed};
+use crate::cloud::ids::ServerId;
+use crate::cloud::owner::Owner;
+use crate::cloud::{Compute, MetadataMode};
+use crate::controller::{Context, ReconcileError};
+
+/// What a step did.
+pub struct Outcome {
+    /// The server status should describe (a fresh create has only an ID).
+    pub server_id: Option<ServerId>,
+    pub ready: (Status, &'static str, String),
+    pub event: Option<(EventType, &'static str, String)>,
+    pub requeue: Duration,
+}
+
+fn provisioning(id: Option<ServerId>, message: String, requeue: Duration) -> Outcome {
+    Outcome {
+        server_id: id,
+        ready: (Status::False, "Provisioning", message),
+        event: None,
+        requeue,
+    }
+}
+
+/// Carries out `step`.
+pub async fn run(
+    ctx: &Context,
+    compute: &dyn Compute,
+    vm: &VirtualMachine,
+    owner: &Owner,
+    observed: &Observed,
+    step: Step,
+) -> Result<Outcome, ReconcileError> {
+    let key = format!("{}/{}", owner.namespace, owner.name);
+    let poll = ctx.timing.poll;
+    let kept = super::plan::keeper(vm, &observed.servers).map(|s| s.id.clone());
+    let outcome = match step {
+        Step::Create => {
+            let request = resolve::create_request(ctx, compute, vm, owner).await?;
+            let id = compute
+                .create_server(&request)
+                .await
+                .map_err(ReconcileError::cloud("create server", &key))?;
+            let recorded = vm.status.as_ref().and_then(|s| s.server_id.clone());
+            let event = match recorded {
+                Some(old) => (
+                    EventType::Warning,
+                    "Recreated",
+                    format!(
+                        "server {old} no longer exists (deleted outside Kubernetes?); created server {id}"
+                    ),
+                ),
+                None => (EventType::Normal, "Created", format!("created server {id}")),
+            };
+            Outcome {
+                event: Some(event),
+                ..provisioning(
+                    Some(id.clone()),
+                    format!("server {id} is being created"),
+                    poll,
+                )
+            }
+        }
+        Step::DeleteDuplicates(ids) => {
+            for id in &ids {
+                ignore_not_found(compute.delete_server(id).await)
+                    .map_err(ReconcileError::cloud("delete a duplicate server", &key))?;
+            }
+            let list = ids
+                .iter()
+                .map(ServerId::as_str)
+                .collect::<Vec<_>>()
+                .join(", ");
+            Outcome {
+                event: Some((
+                    EventType::Warning,
+                    "DuplicateDeleted",
+                    format!("deleted duplicate servers {list}"),
+                )),
+                ..provisioning(kept, "removing duplicate servers".into(), poll)
+            }
+        }
+        Step::ReportError { reason, message } => Outcome {
+            server_id: kept,
+            ready: (Status::False, reason, message.clone()),
+            event: Some((EventType::Warning, reason, message)),
+            requeue: ctx.timing.error_replace,
+        },
+        Step::ReplaceErrored(id) => {
+            ignore_not_found(compute.delete_server(&id).await)
+                .map_err(ReconcileError::cloud("delete the failed server", &key))?;
+            Outcome {
+                event: Some((
+                    EventType::Normal,
+                    "Replacing",
+                    format!("deleted server {id} in ERROR; a new one follows"),
+                )),
+                ..provisioning(
+                    None,
+                    format!("replacing server {id}, which was in ERROR"),
+                    poll,
+                )
+            }
+        }
+        Step::Wait => provisioning(kept, "waiting for the server to become ACTIVE".into(), poll),
+        Step::Resize(id) => {
+            let flavor = compute
+                .find_flavor(&vm.spec.flavor)
+                .await
+                .map_err(ReconcileError::cloud("look up the flavor", &key))?;
+            compute
+                .resize_server(&id, &flavor.id)
+                .await
+                .map_err(ReconcileError::cloud("resize server", &key))?;
+            Outcome {
+                event: Some((
+                    EventType::Normal,
+                    "Resizing",
+                    format!("resizing server {id} to flavor {}", vm.spec.flavor),
+                )),
+                ..provisioning(
+                    Some(id),
+                    format!("resizing to flavor {}", vm.spec.flavor),
+                    poll,
+                )
+            }
+        }
+        Step::ConfirmResize(id) => {
+            compute
+                .confirm_resize(&id)
+                .await
+                .map_err(ReconcileError::cloud("confirm the resize", &key))?;
+            Outcome {
+                event: Some((
+                    EventType::Normal,
+                    "Resized",
+                    format!("server {id} now runs flavor {}", vm.spec.flavor),
+                )),
+                ..provisioning(Some(id), "confirming the resize".into(), poll)
+            }
+        }
+        Step::UpdateDescription(id, description) => {
+            compute
+                .update_server(&id, description.as_deref())
+                .await
+                .map_err(ReconcileError::cloud("update the server description", &key))?;
+            provisioning(Some(id), "updating the server".into(), Duration::ZERO)
+        }
+        Step::SetMetadata(id, metadata) => {
+            compute
+                .set_server_metadata(&id, &metadata, MetadataMode::Replace)
+                .await
+                .map_err(ReconcileError::cloud("update the server metadata", &key))?;
+            provisioning(Some(id), "updating the server".into(), Duration::ZERO)
+        }
+        Step::Converged => Outcome {
+            server_id: kept.clone(),
+            ready: (
+                Status::True,
+                "Active",
+                format!(
+                    "server {} is ACTIVE",
+                    kept.map(|k| k.to_string()).unwrap_or_default()
+                ),
+            ),
+            event: None,
+            requeue: ctx.timing.resync,
+        },
+    };
+    Ok(outcome)
+}
+
+/// Deleting what is already gone is success.
+pub fn ignore_not_found(
+    result: Result<(), crate::cloud::CloudError>,
+) -> Result<(), crate::cloud::CloudError> {
+    match result {
+        Err(e) if e.is_not_found() => Ok(()),
+        other => other,
+    }
+}

@@ -1,0 +1,125 @@
+//! The VirtualMachine controller: one Nova server per object.
+//!
+//! `resolve` (servers by owner UID, lookups) → `plan` (pure: the next step) → `apply`
+//! (the only cloud writes) → `status`. The server is found by the owner's UID before any
+//! create and its ID is written to status right after, so a crash anywhere leaves
+//! neither a duplicate nor an orphan.
+
+pub mod apply;
+pub mod plan;
+pub mod resolve;
+pub mod status;
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use k8s_openapi::jiff::Timestamp;
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::events::EventType;
+use kube::runtime::watcher;
+use kube::{Api, ResourceExt};
+use verda_api::v1alpha1::{VirtualMachine, finalizers};
+
+use super::driver::{Cleanup, Managed, error_policy, object_key, publish, reconcile_with};
+use super::status_patch::write_status;
+use super::{Context, ReconcileError};
+use crate::cloud::owner::Owner;
+
+impl Managed for VirtualMachine {
+    const CONTROLLER: &'static str = "virtualmachine";
+    const FINALIZER: &'static str = finalizers::VIRTUAL_MACHINE;
+
+    fn conditions(&self) -> &[Condition] {
+        self.status
+            .as_ref()
+            .map(|s| s.conditions.as_slice())
+            .unwrap_or_default()
+    }
+}
+
+/// Runs the controller until the stream ends.
+pub async fn run(ctx: Arc<Context>) {
+    let vms: Api<VirtualMachine> = Api::all(ctx.client.clone());
+    Controller::new(vms, watcher::Config::default().any_semantic())
+        .run(reconcile, error_policy, ctx)
+        .for_each(|_| futures::future::ready(()))
+        .await;
+}
+
+/// The owner record of `vm`'s cloud resources.
+pub fn owner_of(vm: &VirtualMachine) -> Owner {
+    Owner::new(
+        vm.uid().unwrap_or_default(),
+        vm.namespace().unwrap_or_default(),
+        vm.name_any(),
+    )
+}
+
+pub async fn reconcile(
+    vm: Arc<VirtualMachine>,
+    ctx: Arc<Context>,
+) -> Result<Action, ReconcileError> {
+    reconcile_with(vm, ctx, apply_spec, cleanup).await
+}
+
+async fn apply_spec(vm: Arc<VirtualMachine>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
+    let owner = owner_of(&vm);
+    let compute = ctx.cloud.compute();
+    let observed = resolve::observe(compute.as_ref(), &vm, &owner).await?;
+    let now = Timestamp::now();
+    let step = plan::plan(
+        &vm,
+        &owner,
+        &observed.servers,
+        &observed.flavor,
+        ctx.timing.error_replace,
+        now,
+    );
+    let outcome = apply::run(&ctx, compute.as_ref(), &vm, &owner, &observed, step).await?;
+    let status = status::next_status(&vm, &observed.servers, &outcome, now);
+    if vm.status.as_ref() != Some(&status) {
+        write_status(&ctx.client, &*vm, &status).await?;
+    }
+    let (_, reason, _) = &outcome.ready;
+    ctx.metrics
+        .set_object_state(VirtualMachine::CONTROLLER, &object_key(&*vm), Some(reason));
+    if let Some((type_, reason, note)) = outcome.event {
+        publish(&ctx, &*vm, type_, reason, note, "Reconcile").await;
+    }
+    Ok(Action::requeue(outcome.requeue))
+}
+
+/// Deletes every server of the owner; done when none is left.
+async fn cleanup(vm: Arc<VirtualMachine>, ctx: Arc<Context>) -> Result<Cleanup, ReconcileError> {
+    let owner = owner_of(&vm);
+    let key = object_key(&*vm);
+    let compute = ctx.cloud.compute();
+    let servers = compute
+        .list_servers(&owner.uid)
+        .await
+        .map_err(ReconcileError::cloud("list servers", &key))?;
+    if servers.is_empty() {
+        ctx.metrics
+            .set_object_state(VirtualMachine::CONTROLLER, &key, None);
+        publish(
+            &ctx,
+            &*vm,
+            EventType::Normal,
+            "Deleted",
+            "server deleted".into(),
+            "Delete",
+        )
+        .await;
+        return Ok(Cleanup::Done);
+    }
+    // A server Nova is already deleting needs no second request.
+    for server in servers
+        .iter()
+        .filter(|s| s.task_state.as_deref() != Some("deleting"))
+    {
+        apply::ignore_not_found(compute.delete_server(&server.id).await)
+            .map_err(ReconcileError::cloud("delete server", &key))?;
+    }
+    Ok(Cleanup::Wait(ctx.timing.poll))
+}

@@ -1,0 +1,156 @@
+//! The VirtualMachine plan: spec + the servers found for it → the one next step.
+//!
+//! Pure: no client, no clock (`now` is an argument). One step per reconcile keeps each
+//! write observable before the next; the reconcile is requeued to take the next one.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::jiff::Timestamp;
+use verda_api::conditions::{READY, find_condition};
+use verda_api::v1alpha1::VirtualMachine;
+
+use crate::cloud::ids::ServerId;
+use crate::cloud::model::compute::{Server, ServerStatus};
+use crate::cloud::owner::Owner;
+
+/// Reasons of a Ready=False condition caused by a server in ERROR.
+pub const SERVER_ERROR: &str = "ServerError";
+pub const NO_VALID_HOST: &str = "NoValidHost";
+
+/// The next thing to do for one VirtualMachine.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Step {
+    /// No server exists for this owner: create one.
+    Create,
+    /// More than one server carries this owner (a crash between create and status
+    /// write, twice): keep one, delete these.
+    DeleteDuplicates(Vec<ServerId>),
+    /// The server is in ERROR: report it now, replace it once `error_replace` passed.
+    ReportError {
+        reason: &'static str,
+        message: String,
+    },
+    ReplaceErrored(ServerId),
+    /// Still building or busy (resize in progress, …): look again soon.
+    Wait,
+    Resize(ServerId),
+    ConfirmResize(ServerId),
+    UpdateDescription(ServerId, Option<String>),
+    SetMetadata(ServerId, BTreeMap<String, String>),
+    /// ACTIVE and matching the spec.
+    Converged,
+}
+
+/// What `plan` needs to know about the flavor, resolved only when the names differ.
+#[derive(Clone, Debug, PartialEq)]
+pub enum FlavorCheck {
+    /// The server runs the spec's flavor.
+    Matches,
+    /// It does not: a resize is due.
+    Differs,
+}
+
+/// The server this object keeps: the one recorded in status, else the first ACTIVE,
+/// else the first found.
+pub fn keeper<'a>(vm: &VirtualMachine, servers: &'a [Server]) -> Option<&'a Server> {
+    let recorded = vm.status.as_ref().and_then(|s| s.server_id.as_deref());
+    servers
+        .iter()
+        .find(|s| Some(s.id.as_str()) == recorded)
+        .or_else(|| servers.iter().find(|s| s.status == ServerStatus::Active))
+        .or_else(|| servers.first())
+}
+
+/// The metadata the server must carry: the user's plus the owner record.
+pub fn desired_metadata(vm: &VirtualMachine, owner: &Owner) -> BTreeMap<String, String> {
+    let mut metadata = vm.spec.metadata.clone().unwrap_or_default();
+    metadata.extend(owner.server_metadata());
+    metadata
+}
+
+/// Decides the next step.
+pub fn plan(
+    vm: &VirtualMachine,
+    owner: &Owner,
+    servers: &[Server],
+    flavor: &FlavorCheck,
+    error_replace: Duration,
+    now: Timestamp,
+) -> Step {
+    let Some(server) = keeper(vm, servers) else {
+        return Step::Create;
+    };
+    let extra: Vec<ServerId> = servers
+        .iter()
+        .filter(|s| s.id != server.id)
+        .map(|s| s.id.clone())
+        .collect();
+    if !extra.is_empty() {
+        return Step::DeleteDuplicates(extra);
+    }
+    match server.status {
+        ServerStatus::Error => return error_step(vm, server, error_replace, now),
+        ServerStatus::VerifyResize => return Step::ConfirmResize(server.id.clone()),
+        ServerStatus::Active => {}
+        _ => return Step::Wait,
+    }
+    if *flavor == FlavorCheck::Differs {
+        return Step::Resize(server.id.clone());
+    }
+    if server.description != vm.spec.description {
+        return Step::UpdateDescription(server.id.clone(), vm.spec.description.clone());
+    }
+    let metadata = desired_metadata(vm, owner);
+    if server.metadata != metadata {
+        return Step::SetMetadata(server.id.clone(), metadata);
+    }
+    Step::Converged
+}
+
+/// A server in ERROR is reported first, and replaced once the report is older than
+/// `error_replace` (the backoff that keeps a broken image from looping).
+fn error_step(
+    vm: &VirtualMachine,
+    server: &Server,
+    error_replace: Duration,
+    now: Timestamp,
+) -> Step {
+    let no_valid_host = server.fault.as_ref().is_some_and(|f| f.is_no_valid_host());
+    let reason = if no_valid_host {
+        NO_VALID_HOST
+    } else {
+        SERVER_ERROR
+    };
+    let conditions = vm
+        .status
+        .as_ref()
+        .map(|s| s.conditions.as_slice())
+        .unwrap_or_default();
+    let reported_since = find_condition(conditions, READY)
+        .filter(|c| c.status == "False" && c.reason == reason)
+        .map(|c| c.last_transition_time.0);
+    let due = reported_since.is_some_and(|since| {
+        now.duration_since(since).as_secs_f64() >= error_replace.as_secs_f64()
+    });
+    if due {
+        return Step::ReplaceErrored(server.id.clone());
+    }
+    let fault = server
+        .fault
+        .as_ref()
+        .map(|f| f.message.clone())
+        .unwrap_or_else(|| "no fault recorded".to_owned());
+    Step::ReportError {
+        reason,
+        message: format!(
+            "server {} is in ERROR ({fault}); it is replaced after {}s",
+            server.id,
+            error_replace.as_secs()
+        ),
+    }
+}
+
+#[cfg(test)]
+#[path = "plan_tests.rs"]
+mod tests;

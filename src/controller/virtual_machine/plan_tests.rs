@@ -1,0 +1,189 @@
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::jiff::Timestamp;
+
+use super::*;
+use crate::cloud::model::compute::ServerFault;
+
+const REPLACE: Duration = Duration::from_secs(30);
+
+fn vm(yaml: &str) -> VirtualMachine {
+    serde_yaml_ng::from_str(yaml).expect("fixture is a VirtualMachine")
+}
+
+fn published() -> VirtualMachine {
+    vm(r#"
+apiVersion: verda.linecorp.com/v1alpha1
+kind: VirtualMachine
+metadata: {name: vm-sample, namespace: default, uid: u-1}
+spec:
+  image: centos79
+  flavor: n3-1vcpu-2gb
+  initScript: {value: ls}
+  description: generated operator
+"#)
+}
+
+fn owner() -> Owner {
+    Owner::new("u-1", "default", "vm-sample")
+}
+
+fn server(id: &str, status: ServerStatus) -> Server {
+    let vm = published();
+    Server {
+        id: ServerId::new(id),
+        name: "vm-sample".into(),
+        status,
+        task_state: None,
+        addresses: vec![],
+        metadata: desired_metadata(&vm, &owner()),
+        tags: vec![owner().tag()],
+        description: vm.spec.description.clone(),
+        flavor: Some("n3-1vcpu-2gb".into()),
+        image: None,
+        fault: None,
+        availability_zone: None,
+    }
+}
+
+fn at(secs: i64) -> Timestamp {
+    Timestamp::from_second(1_800_000_000 + secs).expect("valid")
+}
+
+fn plan_for(vm: &VirtualMachine, servers: &[Server]) -> Step {
+    plan(vm, &owner(), servers, &FlavorCheck::Matches, REPLACE, at(0))
+}
+
+#[test]
+fn no_server_means_create() {
+    assert_eq!(plan_for(&published(), &[]), Step::Create);
+}
+
+#[test]
+fn an_active_matching_server_is_converged() {
+    assert_eq!(
+        plan_for(&published(), &[server("s1", ServerStatus::Active)]),
+        Step::Converged
+    );
+}
+
+#[test]
+fn a_building_server_is_waited_for() {
+    assert_eq!(
+        plan_for(&published(), &[server("s1", ServerStatus::Build)]),
+        Step::Wait
+    );
+}
+
+#[test]
+fn duplicates_are_deleted_keeping_the_recorded_server() {
+    let mut vm = published();
+    vm.status = Some(verda_api::v1alpha1::VirtualMachineStatus {
+        server_id: Some("s2".into()),
+        ..Default::default()
+    });
+    let servers = [
+        server("s1", ServerStatus::Active),
+        server("s2", ServerStatus::Build),
+    ];
+    assert_eq!(
+        plan_for(&vm, &servers),
+        Step::DeleteDuplicates(vec![ServerId::new("s1")])
+    );
+}
+
+#[test]
+fn a_flavor_change_resizes_and_verify_resize_is_confirmed() {
+    let vm = published();
+    let active = [server("s1", ServerStatus::Active)];
+    let step = plan(
+        &vm,
+        &owner(),
+        &active,
+        &FlavorCheck::Differs,
+        REPLACE,
+        at(0),
+    );
+    assert_eq!(step, Step::Resize(ServerId::new("s1")));
+    let verify = [server("s1", ServerStatus::VerifyResize)];
+    assert_eq!(
+        plan_for(&vm, &verify),
+        Step::ConfirmResize(ServerId::new("s1"))
+    );
+}
+
+#[test]
+fn description_and_metadata_drift_is_corrected_in_place() {
+    let mut vm = published();
+    vm.spec.description = Some("new text".into());
+    let step = plan_for(&vm, &[server("s1", ServerStatus::Active)]);
+    assert_eq!(
+        step,
+        Step::UpdateDescription(ServerId::new("s1"), Some("new text".into()))
+    );
+
+    let mut vm = published();
+    vm.spec.metadata = Some(BTreeMap::from([("team".into(), "web".into())]));
+    let Step::SetMetadata(id, metadata) = plan_for(&vm, &[server("s1", ServerStatus::Active)])
+    else {
+        panic!("expected a metadata update");
+    };
+    assert_eq!(id, ServerId::new("s1"));
+    assert_eq!(metadata.get("team").map(String::as_str), Some("web"));
+    assert_eq!(
+        metadata.get("verda.linecorp.com/uid").map(String::as_str),
+        Some("u-1")
+    );
+}
+
+#[test]
+fn an_errored_server_is_reported_then_replaced_after_the_delay() {
+    let mut errored = server("s1", ServerStatus::Error);
+    errored.fault = Some(ServerFault {
+        code: 500,
+        message: "No valid host was found. There are not enough hosts available.".into(),
+    });
+    let mut vm = published();
+    let Step::ReportError { reason, .. } = plan_for(&vm, std::slice::from_ref(&errored)) else {
+        panic!("expected a report first");
+    };
+    assert_eq!(reason, NO_VALID_HOST);
+
+    // Once reported, the replacement waits for the delay to pass.
+    let mut conditions = vec![];
+    verda_api::conditions::set_condition(
+        &mut conditions,
+        verda_api::conditions::NewCondition {
+            type_: READY,
+            status: verda_api::conditions::Status::False,
+            reason: NO_VALID_HOST,
+            message: String::new(),
+        },
+        None,
+        at(0),
+    );
+    vm.status = Some(verda_api::v1alpha1::VirtualMachineStatus {
+        server_id: Some("s1".into()),
+        conditions,
+        ..Default::default()
+    });
+    let early = plan(
+        &vm,
+        &owner(),
+        std::slice::from_ref(&errored),
+        &FlavorCheck::Matches,
+        REPLACE,
+        at(10),
+    );
+    assert!(matches!(early, Step::ReportError { .. }), "{early:?}");
+    let due = plan(
+        &vm,
+        &owner(),
+        &[errored],
+        &FlavorCheck::Matches,
+        REPLACE,
+        at(31),
+    );
+    assert_eq!(due, Step::ReplaceErrored(ServerId::new("s1")));
+}

@@ -1,0 +1,160 @@
+//! What a VirtualMachine refers to: its servers (found by owner UID, one call), the
+//! flavor when it may differ, and — only when creating — image, flavor, networks, user
+//! data and the server group.
+
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::ResourceExt;
+use kube::api::Api;
+use verda_api::v1alpha1::{InitScript, VirtualMachine, annotations};
+
+use super::plan::{FlavorCheck, keeper};
+use crate::cloud::Compute;
+use crate::cloud::ids::{NetworkId, ServerGroupId};
+use crate::cloud::model::compute::{CreateServer, Server, UserData};
+use crate::cloud::owner::Owner;
+use crate::controller::{Context, ReconcileError};
+
+/// The cloud as this VirtualMachine sees it.
+pub struct Observed {
+    pub servers: Vec<Server>,
+    pub flavor: FlavorCheck,
+}
+
+/// Lists the owner's servers and, when the kept server's flavor name differs from the
+/// spec, resolves the spec's flavor (it may be an ID) to tell a real difference.
+pub async fn observe(
+    compute: &dyn Compute,
+    vm: &VirtualMachine,
+    owner: &Owner,
+) -> Result<Observed, ReconcileError> {
+    let key = format!("{}/{}", owner.namespace, owner.name);
+    let servers = compute
+        .list_servers(&owner.uid)
+        .await
+        .map_err(ReconcileError::cloud("list servers", &key))?;
+    let flavor = match keeper(vm, &servers).and_then(|s| s.flavor.clone()) {
+        Some(current) if current != vm.spec.flavor => {
+            let wanted = compute
+                .find_flavor(&vm.spec.flavor)
+                .await
+                .map_err(ReconcileError::cloud("look up the flavor", &key))?;
+            if wanted.name == current || wanted.id.as_str() == current {
+                FlavorCheck::Matches
+            } else {
+                FlavorCheck::Differs
+            }
+        }
+        _ => FlavorCheck::Matches,
+    };
+    Ok(Observed { servers, flavor })
+}
+
+/// Everything `create_server` needs, resolved by name.
+pub async fn create_request(
+    ctx: &Context,
+    compute: &dyn Compute,
+    vm: &VirtualMachine,
+    owner: &Owner,
+) -> Result<CreateServer, ReconcileError> {
+    let key = format!("{}/{}", owner.namespace, owner.name);
+    let spec = &vm.spec;
+    let image = compute
+        .find_image(&spec.image)
+        .await
+        .map_err(ReconcileError::cloud("look up the image", &key))?;
+    let flavor = compute
+        .find_flavor(&spec.flavor)
+        .await
+        .map_err(ReconcileError::cloud("look up the flavor", &key))?;
+    let network_names = spec
+        .networks
+        .clone()
+        .unwrap_or_else(|| ctx.config.defaults.networks.clone());
+    let network = ctx.cloud.network(None);
+    let mut networks: Vec<NetworkId> = Vec::with_capacity(network_names.len());
+    for name in &network_names {
+        let found = network
+            .find_network(name)
+            .await
+            .map_err(ReconcileError::cloud("look up the network", &key))?;
+        networks.push(found.id);
+    }
+    Ok(CreateServer {
+        name: owner.name.clone(),
+        image: image.id,
+        flavor: flavor.id,
+        networks,
+        user_data: user_data(ctx, vm).await?,
+        key_name: spec.key_name.clone(),
+        security_groups: spec.security_groups.clone().unwrap_or_default(),
+        availability_zone: spec.availability_zone.clone(),
+        metadata: super::plan::desired_metadata(vm, owner),
+        tags: vec![owner.tag()],
+        description: spec.description.clone(),
+        server_group: vm
+            .annotations()
+            .get(annotations::SERVER_GROUP)
+            .map(|id| ServerGroupId::new(id.clone())),
+    })
+}
+
+/// The init script's text. Read at creation only: a later edit of the ConfigMap or
+/// Secret does not reach a running server.
+async fn user_data(ctx: &Context, vm: &VirtualMachine) -> Result<Option<UserData>, ReconcileError> {
+    let Some(script) = &vm.spec.init_script else {
+        return Ok(None);
+    };
+    let ns = vm.namespace().unwrap_or_default();
+    let key = format!("{ns}/{}", vm.name_any());
+    let missing = |what: String| ReconcileError::Invalid {
+        object: key.clone(),
+        reason: "InitScriptNotFound",
+        message: format!("{what}; create it or fix spec.initScript"),
+    };
+    let text = match script {
+        InitScript { value: Some(v), .. } => v.clone(),
+        InitScript {
+            config_map_key_ref: Some(r),
+            ..
+        } => {
+            let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &ns);
+            let cm = api
+                .get_opt(&r.name)
+                .await
+                .map_err(ReconcileError::kube("read the init script ConfigMap", &key))?
+                .ok_or_else(|| missing(format!("ConfigMap {} not found", r.name)))?;
+            cm.data
+                .and_then(|d| d.get(&r.key).cloned())
+                .ok_or_else(|| missing(format!("ConfigMap {} has no key {}", r.name, r.key)))?
+        }
+        InitScript {
+            secret_key_ref: Some(r),
+            ..
+        } => {
+            let api: Api<Secret> = Api::namespaced(ctx.client.clone(), &ns);
+            let secret = api
+                .get_opt(&r.name)
+                .await
+                .map_err(ReconcileError::kube("read the init script Secret", &key))?
+                .ok_or_else(|| missing(format!("Secret {} not found", r.name)))?;
+            // `stringData` is folded into `data` by the API server; read both anyway.
+            let bytes = secret
+                .data
+                .and_then(|d| d.get(&r.key).cloned())
+                .or_else(|| {
+                    secret.string_data.and_then(|d| {
+                        d.get(&r.key)
+                            .map(|s| k8s_openapi::ByteString(s.clone().into_bytes()))
+                    })
+                })
+                .ok_or_else(|| missing(format!("Secret {} has no key {}", r.name, r.key)))?;
+            String::from_utf8(bytes.0).map_err(|_| ReconcileError::Invalid {
+                object: key.clone(),
+                reason: "InitScriptInvalid",
+                message: format!("Secret {} key {} is not UTF-8 text", r.name, r.key),
+            })?
+        }
+        InitScript { .. } => return Ok(None),
+    };
+    Ok(Some(UserData(text)))
+}

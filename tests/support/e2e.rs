@@ -1,0 +1,123 @@
+//! The end-to-end harness: the Kubernetes API test server (or a real cluster), the
+//! OpenStack simulator, and the real controllers in-process, talking over loopback HTTP
+//! exactly as they would in a cluster.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::Resource;
+use kube::api::{Api, PostParams};
+use serde::de::DeserializeOwned;
+use verda_operator::cloud::{ClientOptions, OpenStackClient};
+use verda_operator::config::Config;
+use verda_operator::controller::{self, CloudPorts, Context, Timing};
+use verda_operator::embedded_cloud::simulator_cloud;
+use verda_operator::metrics::Metrics;
+use verda_operator::sim::{SimConfig, Simulator};
+use verda_test_apiserver::TestCluster;
+
+/// A cluster, a cloud and the controllers running against them.
+pub struct Env {
+    pub cluster: TestCluster,
+    pub sim: Simulator,
+    pub ctx: Arc<Context>,
+    pub ns: String,
+    controllers: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        self.controllers.abort();
+    }
+}
+
+/// Timing for tests: quick polls, a short resync.
+pub fn test_timing() -> Timing {
+    Timing {
+        resync: Duration::from_secs(2),
+        poll: Duration::from_millis(100),
+        terminal_retry: Duration::from_secs(20),
+        error_replace: Duration::from_millis(500),
+        drain_timeout: Duration::from_secs(10),
+    }
+}
+
+impl Env {
+    pub async fn start(sim_config: SimConfig, timing: Timing) -> Self {
+        let cluster = TestCluster::from_env_or_start().await.expect("a cluster");
+        let ns = cluster.namespace("e2e").await.expect("a namespace");
+        let sim = Simulator::start(sim_config).await.expect("simulator");
+        let metrics = Metrics::new();
+        let client = OpenStackClient::new(
+            simulator_cloud(&sim),
+            metrics.clone(),
+            ClientOptions::default(),
+        )
+        .expect("cloud client");
+        let ports: Arc<dyn CloudPorts> = Arc::new(client);
+        let ctx = Arc::new(Context::new(
+            cluster.client(),
+            Config::default(),
+            metrics,
+            ports,
+            timing,
+        ));
+        let controllers = tokio::spawn(controller::run_all(ctx.clone()));
+        Env {
+            cluster,
+            sim,
+            ctx,
+            ns,
+            controllers,
+        }
+    }
+
+    pub fn api<K>(&self) -> Api<K>
+    where
+        K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
+    {
+        Api::namespaced(self.cluster.client(), &self.ns)
+    }
+
+    /// Creates the first document of `yaml` of kind K in the test namespace, as
+    /// `kubectl apply` of a new object does.
+    pub async fn create_from_yaml<K>(&self, yaml: &str) -> K
+    where
+        K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+            + Clone
+            + std::fmt::Debug
+            + serde::Serialize
+            + DeserializeOwned,
+    {
+        let mut obj: K = serde_yaml_ng::from_str(yaml).expect("valid manifest");
+        obj.meta_mut().namespace = Some(self.ns.clone());
+        self.api::<K>()
+            .create(&PostParams::default(), &obj)
+            .await
+            .expect("created")
+    }
+}
+
+/// Polls `check` every 50 ms until it gives `Some`, for at most `limit`.
+pub async fn eventually<T, F, Fut>(what: &str, limit: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        if tokio::time::Instant::now() > deadline {
+            panic!("timed out after {limit:?} waiting until {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A published sample manifest, read from `samples/`.
+pub fn sample(name: &str) -> String {
+    std::fs::read_to_string(super::crd_schema::repo_root().join("samples").join(name))
+        .expect("sample exists")
+}
