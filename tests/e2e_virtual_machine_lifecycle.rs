@@ -1,0 +1,165 @@
+//! VirtualMachine behaviours over time: failures reported with a reason and a slow,
+//! bounded retry; drift healed; flavor changes resized; init scripts from ConfigMaps.
+
+mod support;
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Event};
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use serde_json::json;
+use support::e2e::{Env, eventually, test_timing};
+use verda_api::conditions::{READY, find_condition, is_true};
+use verda_api::v1alpha1::VirtualMachine;
+use verda_operator::sim::SimConfig;
+
+const LIMIT: Duration = Duration::from_secs(20);
+
+fn manifest(name: &str, image: &str, extra: &str) -> String {
+    format!(
+        "apiVersion: verda.linecorp.com/v1alpha1\nkind: VirtualMachine\nmetadata: {{name: {name}}}\nspec:\n  image: {image}\n  flavor: n3-1vcpu-2gb\n{extra}"
+    )
+}
+
+async fn ready_vm(env: &Env, name: &str) -> VirtualMachine {
+    let api = env.api::<VirtualMachine>();
+    eventually("the VirtualMachine is Ready", LIMIT, || async {
+        let vm = api.get(name).await.ok()?;
+        is_true(&vm.status.as_ref()?.conditions, READY).then_some(vm)
+    })
+    .await
+}
+
+async fn event_reasons(env: &Env) -> Vec<String> {
+    let events: kube::Api<Event> = env.api();
+    let list = events.list(&ListParams::default()).await.expect("events");
+    list.items.into_iter().filter_map(|e| e.reason).collect()
+}
+
+#[tokio::test]
+async fn an_unknown_image_is_reported_and_retried_slowly_with_bounded_cloud_calls() {
+    let env = Env::start(SimConfig::fast(), test_timing()).await;
+    let _: VirtualMachine = env
+        .create_from_yaml(&manifest("broken", "no-such-image", ""))
+        .await;
+    let api = env.api::<VirtualMachine>();
+    let condition = eventually("Ready=False ImageNotFound", LIMIT, || async {
+        let vm = api.get("broken").await.ok()?;
+        let c = find_condition(&vm.status.as_ref()?.conditions, READY)?.clone();
+        (c.reason == "ImageNotFound").then_some(c)
+    })
+    .await;
+    assert_eq!(condition.status, "False");
+    assert!(
+        condition.message.contains("no-such-image"),
+        "{}",
+        condition.message
+    );
+    eventually("a Warning event ImageNotFound", LIMIT, || async {
+        event_reasons(&env)
+            .await
+            .iter()
+            .any(|r| r == "ImageNotFound")
+            .then_some(())
+    })
+    .await;
+    // Terminal errors retry every 20 s here (2 min by default): over the next 3 s no
+    // more than one further attempt may reach the cloud.
+    let before = env.sim.total_requests();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let during = env.sim.total_requests() - before;
+    assert!(
+        during <= 3,
+        "{during} cloud calls in 3 s for a permanently failing object"
+    );
+    assert!(env.sim.servers().is_empty());
+}
+
+#[tokio::test]
+async fn a_server_deleted_outside_kubernetes_is_recreated_with_an_event() {
+    let env = Env::start(SimConfig::fast(), test_timing()).await;
+    let _: VirtualMachine = env
+        .create_from_yaml(&manifest("drift", "centos79", ""))
+        .await;
+    let first = ready_vm(&env, "drift").await;
+    let first_id = first.status.and_then(|s| s.server_id).expect("server id");
+    env.sim.delete_server_out_of_band(&first_id);
+
+    let api = env.api::<VirtualMachine>();
+    let second = eventually("a new server is recorded and Ready", LIMIT, || async {
+        let vm = api.get("drift").await.ok()?;
+        let status = vm.status.clone()?;
+        let id = status.server_id.clone()?;
+        (id != first_id && is_true(&status.conditions, READY)).then_some(id)
+    })
+    .await;
+    let live: Vec<_> = env
+        .sim
+        .servers()
+        .into_iter()
+        .filter(|s| !s.deleting)
+        .collect();
+    assert_eq!(live.len(), 1, "{live:?}");
+    assert_eq!(live[0].id, second);
+    eventually("a Recreated event", LIMIT, || async {
+        event_reasons(&env)
+            .await
+            .iter()
+            .any(|r| r == "Recreated")
+            .then_some(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_flavor_change_resizes_and_confirms_and_metadata_changes_apply_in_place() {
+    let env = Env::start(SimConfig::fast(), test_timing()).await;
+    let _: VirtualMachine = env
+        .create_from_yaml(&manifest("grow", "centos79", ""))
+        .await;
+    let vm = ready_vm(&env, "grow").await;
+    let id = vm.status.and_then(|s| s.server_id).expect("server id");
+    let patch = json!({"spec": {"flavor": "n3-2vcpu-4gb", "description": "bigger", "metadata": {"team": "web"}}});
+    env.api::<VirtualMachine>()
+        .patch("grow", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .expect("edit accepted");
+    let server = eventually(
+        "the server runs the new flavor with the new metadata",
+        LIMIT,
+        || async {
+            let server = env.sim.servers().into_iter().find(|s| s.id == id)?;
+            let done = server.status == "ACTIVE"
+                && server.flavor_name == "n3-2vcpu-4gb"
+                && server.metadata.get("team").map(String::as_str) == Some("web")
+                && server.description.as_deref() == Some("bigger");
+            done.then_some(server)
+        },
+    )
+    .await;
+    assert!(server.metadata.contains_key("verda.linecorp.com/uid"));
+    assert_eq!(env.sim.servers().len(), 1, "resized in place, not replaced");
+    assert_eq!(env.sim.requests("compute", "resize_server"), 1);
+    assert_eq!(env.sim.requests("compute", "confirm_resize"), 1);
+}
+
+#[tokio::test]
+async fn an_init_script_from_a_configmap_key_becomes_user_data() {
+    let env = Env::start(SimConfig::fast(), test_timing()).await;
+    let cm: ConfigMap = serde_json::from_value(json!({
+        "metadata": {"name": "boot"}, "data": {"script": "echo hi"}
+    }))
+    .expect("configmap");
+    env.api::<ConfigMap>()
+        .create(&PostParams::default(), &cm)
+        .await
+        .expect("configmap created");
+    let extra = "  initScript:\n    configMapKeyRef: {name: boot, key: script}\n";
+    let _: VirtualMachine = env
+        .create_from_yaml(&manifest("scripted", "centos79", extra))
+        .await;
+    ready_vm(&env, "scripted").await;
+    let servers = env.sim.servers();
+    // base64("echo hi")
+    assert_eq!(servers[0].user_data.as_deref(), Some("ZWNobyBoaQ=="));
+}
