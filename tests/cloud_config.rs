@@ -15,8 +15,16 @@ use verda_operator::cloud::{CloudSelection, CloudSource, ConfigError, Environmen
 const ONE: &str = "clouds:\n  alpha:\n    auth:\n      auth_url: https://keystone.example/v3\n      username: demo\n      password: s3cret-alpha\n      project_name: demo\n    region_name: RegionOne\n";
 
 fn env(dir: &Path, vars: &[(&str, &str)]) -> Environment {
-    let vars: Vec<(String, String)> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-    Environment::new(vars, dir.join("cwd"), Some(dir.join("home")), dir.join("etc"))
+    let vars: Vec<(String, String)> = vars
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    Environment::new(
+        vars,
+        dir.join("cwd"),
+        Some(dir.join("home")),
+        dir.join("etc"),
+    )
 }
 
 fn write(path: PathBuf, text: &str) -> PathBuf {
@@ -26,7 +34,10 @@ fn write(path: PathBuf, text: &str) -> PathBuf {
 }
 
 fn named(cloud: &str) -> CloudSelection {
-    CloudSelection { cloud: Some(cloud.into()), config_file: None }
+    CloudSelection {
+        cloud: Some(cloud.into()),
+        config_file: None,
+    }
 }
 
 fn configured(source: Result<CloudSource, ConfigError>) -> verda_operator::cloud::CloudConfig {
@@ -39,43 +50,102 @@ fn configured(source: Result<CloudSource, ConfigError>) -> verda_operator::cloud
 #[test]
 fn nothing_anywhere_means_no_cloud_configured() {
     let dir = temp_dir("cfg-none");
-    assert_eq!(resolve(&CloudSelection::default(), &env(&dir, &[])).unwrap(), CloudSource::NotConfigured);
+    assert_eq!(
+        resolve(&CloudSelection::default(), &env(&dir, &[])).unwrap(),
+        CloudSource::NotConfigured
+    );
 }
 
 #[test]
 fn search_order_is_cwd_then_home_then_etc() {
     let dir = temp_dir("cfg-order");
     let e = env(&dir, &[("OS_CLOUD", "alpha")]);
-    write(dir.join("etc/clouds.yaml"), &ONE.replace("RegionOne", "from-etc"));
-    assert_eq!(configured(resolve(&CloudSelection::default(), &e)).region.as_deref(), Some("from-etc"));
-    write(dir.join("home/.config/openstack/clouds.yaml"), &ONE.replace("RegionOne", "from-home"));
-    assert_eq!(configured(resolve(&CloudSelection::default(), &e)).region.as_deref(), Some("from-home"));
-    write(dir.join("cwd/clouds.yaml"), &ONE.replace("RegionOne", "from-cwd"));
-    assert_eq!(configured(resolve(&CloudSelection::default(), &e)).region.as_deref(), Some("from-cwd"));
+    write(
+        dir.join("etc/clouds.yaml"),
+        &ONE.replace("RegionOne", "from-etc"),
+    );
+    assert_eq!(
+        configured(resolve(&CloudSelection::default(), &e))
+            .region
+            .as_deref(),
+        Some("from-etc")
+    );
+    write(
+        dir.join("home/.config/openstack/clouds.yaml"),
+        &ONE.replace("RegionOne", "from-home"),
+    );
+    assert_eq!(
+        configured(resolve(&CloudSelection::default(), &e))
+            .region
+            .as_deref(),
+        Some("from-home")
+    );
+    write(
+        dir.join("cwd/clouds.yaml"),
+        &ONE.replace("RegionOne", "from-cwd"),
+    );
+    assert_eq!(
+        configured(resolve(&CloudSelection::default(), &e))
+            .region
+            .as_deref(),
+        Some("from-cwd")
+    );
 }
 
 #[test]
 fn explicit_path_beats_os_client_config_file_which_beats_the_search_path() {
     let dir = temp_dir("cfg-explicit");
-    write(dir.join("cwd/clouds.yaml"), &ONE.replace("RegionOne", "from-cwd"));
-    let env_file = write(dir.join("x/env.yaml"), &ONE.replace("RegionOne", "from-env-var"));
-    let flag_file = write(dir.join("y/flag.yaml"), &ONE.replace("RegionOne", "from-flag"));
-    let e = env(&dir, &[("OS_CLIENT_CONFIG_FILE", env_file.to_str().unwrap())]);
-    assert_eq!(configured(resolve(&named("alpha"), &e)).region.as_deref(), Some("from-env-var"));
-    let sel = CloudSelection { cloud: Some("alpha".into()), config_file: Some(flag_file) };
-    assert_eq!(configured(resolve(&sel, &e)).region.as_deref(), Some("from-flag"));
-    let missing = CloudSelection { cloud: None, config_file: Some(dir.join("nope.yaml")) };
-    assert!(matches!(resolve(&missing, &e), Err(ConfigError::FileMissing { .. })));
+    write(
+        dir.join("cwd/clouds.yaml"),
+        &ONE.replace("RegionOne", "from-cwd"),
+    );
+    let env_file = write(
+        dir.join("x/env.yaml"),
+        &ONE.replace("RegionOne", "from-env-var"),
+    );
+    let flag_file = write(
+        dir.join("y/flag.yaml"),
+        &ONE.replace("RegionOne", "from-flag"),
+    );
+    let e = env(
+        &dir,
+        &[("OS_CLIENT_CONFIG_FILE", env_file.to_str().unwrap())],
+    );
+    assert_eq!(
+        configured(resolve(&named("alpha"), &e)).region.as_deref(),
+        Some("from-env-var")
+    );
+    let sel = CloudSelection {
+        cloud: Some("alpha".into()),
+        config_file: Some(flag_file),
+    };
+    assert_eq!(
+        configured(resolve(&sel, &e)).region.as_deref(),
+        Some("from-flag")
+    );
+    let missing = CloudSelection {
+        cloud: None,
+        config_file: Some(dir.join("nope.yaml")),
+    };
+    assert!(matches!(
+        resolve(&missing, &e),
+        Err(ConfigError::FileMissing { .. })
+    ));
 }
 
 #[test]
 fn cloud_flag_beats_os_cloud_and_unknown_names_list_the_available_ones() {
     let dir = temp_dir("cfg-names");
-    let two = format!("{ONE}  beta:\n    auth:\n      auth_url: https://b.example\n      username: u\n      password: p\n    region_name: B\n");
+    let two = format!(
+        "{ONE}  beta:\n    auth:\n      auth_url: https://b.example\n      username: u\n      password: p\n    region_name: B\n"
+    );
     write(dir.join("cwd/clouds.yaml"), &two);
     let e = env(&dir, &[("OS_CLOUD", "alpha")]);
     assert_eq!(configured(resolve(&named("beta"), &e)).name, "beta");
-    assert_eq!(configured(resolve(&CloudSelection::default(), &e)).name, "alpha");
+    assert_eq!(
+        configured(resolve(&CloudSelection::default(), &e)).name,
+        "alpha"
+    );
     let err = resolve(&named("gamma"), &e).unwrap_err();
     assert!(err.to_string().contains("available: alpha, beta"), "{err}");
     let err = resolve(&CloudSelection::default(), &env(&dir, &[])).unwrap_err();
@@ -96,24 +166,57 @@ fn password_entry_resolves_scope_domains_region_and_interface() {
     write(dir.join("cwd/clouds.yaml"), yaml);
     let c = configured(resolve(&named("c"), &env(&dir, &[])));
     assert_eq!(c.auth_url, "https://k.example:5000");
-    let Credentials::Password { user, user_domain, password } = &c.credentials else { panic!() };
+    let Credentials::Password {
+        user,
+        user_domain,
+        password,
+    } = &c.credentials
+    else {
+        panic!()
+    };
     assert_eq!(user, &IdOrName::Id("u-1".into()));
     assert_eq!(user_domain, &None, "a user ID needs no domain");
-    assert_eq!(password.expose(), "123456", "a numeric YAML password is still a string");
-    assert_eq!(c.scope, Scope::Project { project: IdOrName::Id("p-1".into()), domain: None });
+    assert_eq!(
+        password.expose(),
+        "123456",
+        "a numeric YAML password is still a string"
+    );
+    assert_eq!(
+        c.scope,
+        Scope::Project {
+            project: IdOrName::Id("p-1".into()),
+            domain: None
+        }
+    );
     assert_eq!(c.interface, Interface::Internal);
     assert_eq!(c.tls.cacert, Some(PathBuf::from("/etc/ssl/custom.pem")));
     assert!(!c.tls.insecure);
-    assert!(!format!("{c:?}").contains("123456"), "Debug hides the password");
+    assert!(
+        !format!("{c:?}").contains("123456"),
+        "Debug hides the password"
+    );
 }
 
 #[test]
 fn secure_yaml_next_to_clouds_yaml_supplies_the_password() {
     let dir = temp_dir("cfg-secure");
-    write(dir.join("cwd/clouds.yaml"), &ONE.replace("      password: s3cret-alpha\n", ""));
-    write(dir.join("cwd/secure.yaml"), "clouds:\n  alpha:\n    auth:\n      password: from-secure\n");
+    write(
+        dir.join("cwd/clouds.yaml"),
+        &ONE.replace("      password: s3cret-alpha\n", ""),
+    );
+    write(
+        dir.join("cwd/secure.yaml"),
+        "clouds:\n  alpha:\n    auth:\n      password: from-secure\n",
+    );
     let c = configured(resolve(&named("alpha"), &env(&dir, &[])));
-    let Credentials::Password { password, user, user_domain } = &c.credentials else { panic!() };
+    let Credentials::Password {
+        password,
+        user,
+        user_domain,
+    } = &c.credentials
+    else {
+        panic!()
+    };
     assert_eq!(password.expose(), "from-secure");
     assert_eq!(user, &IdOrName::Name("demo".into()));
     assert_eq!(user_domain, &Some(IdOrName::Name("Default".into())));
@@ -122,8 +225,15 @@ fn secure_yaml_next_to_clouds_yaml_supplies_the_password() {
 #[test]
 fn verify_false_is_the_explicit_insecure_switch() {
     let dir = temp_dir("cfg-insecure");
-    write(dir.join("cwd/clouds.yaml"), &format!("{ONE}    verify: false\n"));
-    assert!(configured(resolve(&named("alpha"), &env(&dir, &[]))).tls.insecure);
+    write(
+        dir.join("cwd/clouds.yaml"),
+        &format!("{ONE}    verify: false\n"),
+    );
+    assert!(
+        configured(resolve(&named("alpha"), &env(&dir, &[])))
+            .tls
+            .insecure
+    );
 }
 
 #[test]
@@ -150,33 +260,63 @@ fn os_variables_describe_a_cloud_without_clouds_yaml() {
     assert!(c.tls.insecure);
     assert_eq!(
         c.scope,
-        Scope::Project { project: IdOrName::Name("demo".into()), domain: Some(IdOrName::Id("default".into())) }
+        Scope::Project {
+            project: IdOrName::Name("demo".into()),
+            domain: Some(IdOrName::Id("default".into()))
+        }
     );
-    let Credentials::Password { user_domain, .. } = &c.credentials else { panic!() };
+    let Credentials::Password { user_domain, .. } = &c.credentials else {
+        panic!()
+    };
     assert_eq!(user_domain, &Some(IdOrName::Name("Users".into())));
 }
 
 #[test]
 fn application_credentials_by_id_or_by_name_with_user() {
     let dir = temp_dir("cfg-appcred");
-    let by_id = env(&dir, &[("OS_AUTH_URL", "https://k"), ("OS_APPLICATION_CREDENTIAL_ID", "ac-1"), ("OS_APPLICATION_CREDENTIAL_SECRET", "sh")]);
+    let by_id = env(
+        &dir,
+        &[
+            ("OS_AUTH_URL", "https://k"),
+            ("OS_APPLICATION_CREDENTIAL_ID", "ac-1"),
+            ("OS_APPLICATION_CREDENTIAL_SECRET", "sh"),
+        ],
+    );
     let c = configured(resolve(&CloudSelection::default(), &by_id));
-    assert!(matches!(&c.credentials, Credentials::ApplicationCredential { id: Some(id), .. } if id == "ac-1"));
+    assert!(
+        matches!(&c.credentials, Credentials::ApplicationCredential { id: Some(id), .. } if id == "ac-1")
+    );
     assert_eq!(c.scope, Scope::Unscoped);
-    let no_user = env(&dir, &[("OS_AUTH_URL", "https://k"), ("OS_APPLICATION_CREDENTIAL_NAME", "op"), ("OS_APPLICATION_CREDENTIAL_SECRET", "sh-secret")]);
+    let no_user = env(
+        &dir,
+        &[
+            ("OS_AUTH_URL", "https://k"),
+            ("OS_APPLICATION_CREDENTIAL_NAME", "op"),
+            ("OS_APPLICATION_CREDENTIAL_SECRET", "sh-secret"),
+        ],
+    );
     let err = resolve(&CloudSelection::default(), &no_user).unwrap_err();
-    assert!(err.to_string().contains("application_credential_id"), "{err}");
+    assert!(
+        err.to_string().contains("application_credential_id"),
+        "{err}"
+    );
     assert!(!err.to_string().contains("sh-secret"));
 }
 
 #[test]
 fn configuration_errors_name_keys_never_values() {
     let dir = temp_dir("cfg-errors");
-    write(dir.join("cwd/clouds.yaml"), "clouds:\n  c:\n    auth:\n      auth_url: https://k\n      password: leak-me-not\n");
+    write(
+        dir.join("cwd/clouds.yaml"),
+        "clouds:\n  c:\n    auth:\n      auth_url: https://k\n      password: leak-me-not\n",
+    );
     let err = resolve(&named("c"), &env(&dir, &[])).unwrap_err();
     assert!(err.to_string().contains("username or user_id"), "{err}");
     assert!(!err.to_string().contains("leak-me-not"));
-    write(dir.join("cwd/clouds.yaml"), "clouds:\n  c:\n    auth: [password: leak-me-not\n");
+    write(
+        dir.join("cwd/clouds.yaml"),
+        "clouds:\n  c:\n    auth: [password: leak-me-not\n",
+    );
     let err = resolve(&named("c"), &env(&dir, &[])).unwrap_err();
     assert!(!err.to_string().contains("leak-me-not"), "{err}");
 }

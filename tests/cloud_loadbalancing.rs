@@ -8,7 +8,9 @@ use std::time::Duration;
 use cloud_support::{eventually, harness, while_immutable};
 use verda_operator::cloud::ids::LoadBalancerId;
 use verda_operator::cloud::model::loadbalancing::*;
-use verda_operator::cloud::model::network::{CreateFloatingIp, FloatingIpFilter, PortFilter, SubnetFilter};
+use verda_operator::cloud::model::network::{
+    CreateFloatingIp, FloatingIpFilter, PortFilter, SubnetFilter,
+};
 use verda_operator::cloud::owner::{Owner, owner_tag, uid_from_tags};
 use verda_operator::cloud::{LoadBalancing, Network};
 use verda_operator::sim::SimConfig;
@@ -47,44 +49,50 @@ async fn load_balancer_tree_is_built_observed_and_cascade_deleted() {
     let lb = create_lb(&h).await;
     let lb = active_lb(&h, &lb.id).await;
     assert!(lb.vip_address.is_some() && lb.vip_port_id.is_some());
-    let by_owner = LbFilter { tags: vec![owner().tag()], ..LbFilter::default() };
+    let by_owner = LbFilter {
+        tags: vec![owner().tag()],
+        ..LbFilter::default()
+    };
     let listed = h.client.list_load_balancers(&by_owner).await.unwrap();
-    assert_eq!(listed.iter().map(|l| &l.id).collect::<Vec<_>>(), vec![&lb.id]);
+    assert_eq!(
+        listed.iter().map(|l| &l.id).collect::<Vec<_>>(),
+        vec![&lb.id]
+    );
     assert_eq!(uid_from_tags(&listed[0].tags), Some(owner().uid.as_str()));
 
     let listener_req = CreateListener {
-            loadbalancer_id: lb.id.clone(),
-            protocol: Protocol::Http,
-            protocol_port: 80,
-            name: "verda-default-web-80".into(),
-            description: None,
-            default_pool_id: None,
-            tags: vec![owner().tag()],
-        };
+        loadbalancer_id: lb.id.clone(),
+        protocol: Protocol::Http,
+        protocol_port: 80,
+        name: "verda-default-web-80".into(),
+        description: None,
+        default_pool_id: None,
+        tags: vec![owner().tag()],
+    };
     let (listener, c1) = while_immutable(|| h.client.create_listener(&listener_req)).await;
     let pool_req = CreatePool {
-            listener_id: Some(listener.id.clone()),
-            loadbalancer_id: None,
-            protocol: Protocol::Http,
-            lb_algorithm: LbAlgorithm::RoundRobin,
-            name: "verda-default-web-80".into(),
-            description: None,
-            tags: vec![owner().tag()],
-        };
+        listener_id: Some(listener.id.clone()),
+        loadbalancer_id: None,
+        protocol: Protocol::Http,
+        lb_algorithm: LbAlgorithm::RoundRobin,
+        name: "verda-default-web-80".into(),
+        description: None,
+        tags: vec![owner().tag()],
+    };
     let (pool, c2) = while_immutable(|| h.client.create_pool(&pool_req)).await;
     let monitor_req = CreateHealthMonitor {
-            pool_id: pool.id.clone(),
-            kind: MonitorType::Http,
-            delay: 5,
-            timeout: 3,
-            max_retries: 3,
-            max_retries_down: Some(3),
-            url_path: Some("/healthz".into()),
-            expected_codes: Some("200".into()),
-            http_method: Some("GET".into()),
-            name: "verda-default-web-80".into(),
-            tags: vec![],
-        };
+        pool_id: pool.id.clone(),
+        kind: MonitorType::Http,
+        delay: 5,
+        timeout: 3,
+        max_retries: 3,
+        max_retries_down: Some(3),
+        url_path: Some("/healthz".into()),
+        expected_codes: Some("200".into()),
+        http_method: Some("GET".into()),
+        name: "verda-default-web-80".into(),
+        tags: vec![],
+    };
     let (monitor, c3) = while_immutable(|| h.client.create_health_monitor(&monitor_req)).await;
     let members = vec![
         MemberSpec {
@@ -107,33 +115,80 @@ async fn load_balancer_tree_is_built_observed_and_cascade_deleted() {
         },
     ];
     let ((), c4) = while_immutable(|| h.client.replace_members(&pool.id, &members)).await;
-    println!("409 immutable answers waited out: listener {c1}, pool {c2}, monitor {c3}, members {c4}");
+    println!(
+        "409 immutable answers waited out: listener {c1}, pool {c2}, monitor {c3}, members {c4}"
+    );
 
     active_lb(&h, &lb.id).await;
     let got = h.client.list_members(&pool.id).await.unwrap();
-    let mut addrs: Vec<(String, u16, Option<u16>)> = got.iter().map(|m| (m.address.clone(), m.protocol_port, m.monitor_port)).collect();
+    let mut addrs: Vec<(String, u16, Option<u16>)> = got
+        .iter()
+        .map(|m| (m.address.clone(), m.protocol_port, m.monitor_port))
+        .collect();
     addrs.sort();
-    assert_eq!(addrs, vec![("10.0.0.11".into(), 8080, Some(8081)), ("10.0.0.12".into(), 8080, Some(8081))]);
+    assert_eq!(
+        addrs,
+        vec![
+            ("10.0.0.11".into(), 8080, Some(8081)),
+            ("10.0.0.12".into(), 8080, Some(8081))
+        ]
+    );
 
     let tree = h.client.get_status_tree(&lb.id).await.unwrap();
     assert_eq!(tree.listeners.len(), 1);
     assert_eq!(tree.listeners[0].pools[0].members.len(), 2);
-    assert_eq!(tree.listeners[0].pools[0].health_monitor.as_ref().map(|m| &m.id), Some(&monitor.id));
+    assert_eq!(
+        tree.listeners[0].pools[0]
+            .health_monitor
+            .as_ref()
+            .map(|m| &m.id),
+        Some(&monitor.id)
+    );
 
-    let of_lb = LbFilter { loadbalancer_id: Some(lb.id.clone()), ..LbFilter::default() };
+    let of_lb = LbFilter {
+        loadbalancer_id: Some(lb.id.clone()),
+        ..LbFilter::default()
+    };
     assert_eq!(h.client.list_listeners(&of_lb).await.unwrap().len(), 1);
     assert_eq!(h.client.list_pools(&of_lb).await.unwrap().len(), 1);
-    assert_eq!(h.client.get_listener(&listener.id).await.unwrap().protocol_port, 80);
-    assert_eq!(h.client.get_pool(&pool.id).await.unwrap().lb_algorithm, LbAlgorithm::RoundRobin);
-    assert_eq!(h.client.get_health_monitor(&monitor.id).await.unwrap().url_path.as_deref(), Some("/healthz"));
+    assert_eq!(
+        h.client
+            .get_listener(&listener.id)
+            .await
+            .unwrap()
+            .protocol_port,
+        80
+    );
+    assert_eq!(
+        h.client.get_pool(&pool.id).await.unwrap().lb_algorithm,
+        LbAlgorithm::RoundRobin
+    );
+    assert_eq!(
+        h.client
+            .get_health_monitor(&monitor.id)
+            .await
+            .unwrap()
+            .url_path
+            .as_deref(),
+        Some("/healthz")
+    );
 
-    let upd = UpdateListener { description: Some("port 80".into()), ..UpdateListener::default() };
+    let upd = UpdateListener {
+        description: Some("port 80".into()),
+        ..UpdateListener::default()
+    };
     let (l, _) = while_immutable(|| h.client.update_listener(&listener.id, &upd)).await;
     assert_eq!(l.description, "port 80");
-    let upd = UpdatePool { lb_algorithm: Some(LbAlgorithm::LeastConnections), ..UpdatePool::default() };
+    let upd = UpdatePool {
+        lb_algorithm: Some(LbAlgorithm::LeastConnections),
+        ..UpdatePool::default()
+    };
     let (p, _) = while_immutable(|| h.client.update_pool(&pool.id, &upd)).await;
     assert_eq!(p.lb_algorithm, LbAlgorithm::LeastConnections);
-    let upd = UpdateHealthMonitor { delay: Some(10), ..UpdateHealthMonitor::default() };
+    let upd = UpdateHealthMonitor {
+        delay: Some(10),
+        ..UpdateHealthMonitor::default()
+    };
     let (m, _) = while_immutable(|| h.client.update_health_monitor(&monitor.id, &upd)).await;
     assert_eq!(m.delay, 10);
 
@@ -141,15 +196,28 @@ async fn load_balancer_tree_is_built_observed_and_cascade_deleted() {
     while_immutable(|| h.client.delete_pool(&pool.id)).await;
     while_immutable(|| h.client.delete_listener(&listener.id)).await;
     while_immutable(|| h.client.delete_load_balancer(&lb.id)).await;
-    let gone = eventually("load balancer gone", || async { h.client.get_load_balancer(&lb.id).await.err() }).await;
+    let gone = eventually("load balancer gone", || async {
+        h.client.get_load_balancer(&lb.id).await.err()
+    })
+    .await;
     assert_eq!(gone.category(), "NotFound");
-    assert!(h.client.list_load_balancers(&by_owner).await.unwrap().is_empty());
+    assert!(
+        h.client
+            .list_load_balancers(&by_owner)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     h.report("load_balancer_tree");
 }
 
 #[tokio::test]
 async fn writes_while_pending_answer_an_immutable_conflict_that_is_not_retried() {
-    let h = harness(SimConfig { lb_delay: Duration::from_millis(400), ..SimConfig::fast() }).await;
+    let h = harness(SimConfig {
+        lb_delay: Duration::from_millis(400),
+        ..SimConfig::fast()
+    })
+    .await;
     let lb = create_lb(&h).await;
     let err = h
         .client
@@ -167,12 +235,20 @@ async fn writes_while_pending_answer_an_immutable_conflict_that_is_not_retried()
     assert_eq!(err.category(), "Conflict");
     assert!(err.is_immutable() && !err.is_terminal(), "{err}");
     assert!(err.to_string().contains("is immutable"), "{err}");
-    assert_eq!(h.calls("load-balancer", "create_listener"), 1, "a 409 goes back to the controller");
+    assert_eq!(
+        h.calls("load-balancer", "create_listener"),
+        1,
+        "a 409 goes back to the controller"
+    );
 
     active_lb(&h, &lb.id).await;
     h.client.delete_load_balancer(&lb.id).await.unwrap();
     let again = h.client.delete_load_balancer(&lb.id).await.unwrap_err();
-    assert_eq!(again.category(), "Conflict", "a second delete while PENDING_DELETE: {again}");
+    assert_eq!(
+        again.category(),
+        "Conflict",
+        "a second delete while PENDING_DELETE: {again}"
+    );
     h.report("pending_conflict");
 }
 
@@ -183,39 +259,104 @@ async fn floating_ip_is_allocated_associated_with_the_vip_port_and_released() {
     assert!(networks.iter().any(|n| n.name == "private"));
     let public = h.client.find_network("public").await.unwrap();
     assert!(public.external);
-    assert_eq!(h.client.get_network(&public.id).await.unwrap().name, "public");
-    let private = h.client.find_network("89908bff-e0fe-45be-b92d-5828f5ddc763").await.unwrap();
+    assert_eq!(
+        h.client.get_network(&public.id).await.unwrap().name,
+        "public"
+    );
+    let private = h
+        .client
+        .find_network("89908bff-e0fe-45be-b92d-5828f5ddc763")
+        .await
+        .unwrap();
     assert_eq!(private.name, "private");
-    let subnets = h.client.list_subnets(&SubnetFilter { network_id: Some(private.id.clone()), ..SubnetFilter::default() }).await.unwrap();
+    let subnets = h
+        .client
+        .list_subnets(&SubnetFilter {
+            network_id: Some(private.id.clone()),
+            ..SubnetFilter::default()
+        })
+        .await
+        .unwrap();
     assert_eq!(subnets.len(), 1);
-    assert_eq!(h.client.get_subnet(&subnets[0].id).await.unwrap().name, "private-subnet");
-    assert_eq!(h.client.find_subnet("nope").await.unwrap_err().category(), "SubnetNotFound");
-    assert_eq!(h.client.find_network("nope").await.unwrap_err().category(), "NetworkNotFound");
+    assert_eq!(
+        h.client.get_subnet(&subnets[0].id).await.unwrap().name,
+        "private-subnet"
+    );
+    assert_eq!(
+        h.client.find_subnet("nope").await.unwrap_err().category(),
+        "SubnetNotFound"
+    );
+    assert_eq!(
+        h.client.find_network("nope").await.unwrap_err().category(),
+        "NetworkNotFound"
+    );
 
     let lb = create_lb(&h).await;
     let lb = active_lb(&h, &lb.id).await;
     let vip_port = lb.vip_port_id.clone().unwrap();
-    let ports = h.client.list_ports(&PortFilter { network_id: lb.vip_network_id.clone(), ..PortFilter::default() }).await.unwrap();
-    assert!(ports.iter().any(|p| p.id == vip_port), "the VIP port is a Neutron port");
+    let ports = h
+        .client
+        .list_ports(&PortFilter {
+            network_id: lb.vip_network_id.clone(),
+            ..PortFilter::default()
+        })
+        .await
+        .unwrap();
+    assert!(
+        ports.iter().any(|p| p.id == vip_port),
+        "the VIP port is a Neutron port"
+    );
 
     let description = owner_tag(&owner().uid);
     let fip = h
         .client
-        .create_floating_ip(&CreateFloatingIp { floating_network: public.id.clone(), port: None, description: Some(description.clone()) })
+        .create_floating_ip(&CreateFloatingIp {
+            floating_network: public.id.clone(),
+            port: None,
+            description: Some(description.clone()),
+        })
         .await
         .unwrap();
     assert_eq!(fip.port_id, None);
-    let found = h.client.list_floating_ips(&FloatingIpFilter { description: Some(description), ..FloatingIpFilter::default() }).await.unwrap();
-    assert_eq!(found.iter().map(|f| &f.id).collect::<Vec<_>>(), vec![&fip.id]);
+    let found = h
+        .client
+        .list_floating_ips(&FloatingIpFilter {
+            description: Some(description),
+            ..FloatingIpFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        found.iter().map(|f| &f.id).collect::<Vec<_>>(),
+        vec![&fip.id]
+    );
 
-    let associated = h.client.update_floating_ip(&fip.id, Some(&vip_port)).await.unwrap();
+    let associated = h
+        .client
+        .update_floating_ip(&fip.id, Some(&vip_port))
+        .await
+        .unwrap();
     assert_eq!(associated.port_id.as_ref(), Some(&vip_port));
     assert_eq!(associated.fixed_ip_address, lb.vip_address);
-    let by_port = h.client.list_floating_ips(&FloatingIpFilter { port_id: Some(vip_port.clone()), ..FloatingIpFilter::default() }).await.unwrap();
+    let by_port = h
+        .client
+        .list_floating_ips(&FloatingIpFilter {
+            port_id: Some(vip_port.clone()),
+            ..FloatingIpFilter::default()
+        })
+        .await
+        .unwrap();
     assert_eq!(by_port.len(), 1);
     let released = h.client.update_floating_ip(&fip.id, None).await.unwrap();
     assert_eq!(released.port_id, None);
-    assert_eq!(h.client.get_floating_ip(&fip.id).await.unwrap().floating_ip_address, fip.floating_ip_address);
+    assert_eq!(
+        h.client
+            .get_floating_ip(&fip.id)
+            .await
+            .unwrap()
+            .floating_ip_address,
+        fip.floating_ip_address
+    );
 
     h.client.delete_floating_ip(&fip.id).await.unwrap();
     let gone = h.client.get_floating_ip(&fip.id).await.unwrap_err();
@@ -230,7 +371,13 @@ async fn octavia_flavors_are_listed_and_found_by_name_or_id() {
     let flavors = h.client.list_lb_flavors().await.unwrap();
     assert!(flavors.iter().any(|f| f.name == "ha"));
     let ha = h.client.find_lb_flavor("ha").await.unwrap();
-    assert_eq!(h.client.find_lb_flavor(ha.id.as_str()).await.unwrap().name, "ha");
-    assert_eq!(h.client.find_lb_flavor("xl").await.unwrap_err().category(), "LoadBalancerFlavorNotFound");
+    assert_eq!(
+        h.client.find_lb_flavor(ha.id.as_str()).await.unwrap().name,
+        "ha"
+    );
+    assert_eq!(
+        h.client.find_lb_flavor("xl").await.unwrap_err().category(),
+        "LoadBalancerFlavorNotFound"
+    );
     h.report("lb_flavors");
 }

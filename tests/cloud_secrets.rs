@@ -9,7 +9,9 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use cloud_support::{empty_env, harness, temp_dir};
-use verda_operator::cloud::{ClientOptions, CloudSelection, CloudSource, Compute, OpenStackClient, resolve};
+use verda_operator::cloud::{
+    ClientOptions, CloudSelection, CloudSource, Compute, OpenStackClient, resolve,
+};
 use verda_operator::metrics::Metrics;
 use verda_operator::sim::{Fault, FaultKind, SimConfig};
 
@@ -38,7 +40,8 @@ async fn secrets_never_reach_errors_logs_debug_output_or_metrics() {
 
     let h = harness(SimConfig::fast()).await;
     let creds = h.sim.credentials();
-    h.sim.inject(Fault::new("compute", Some("list_flavors"), FaultKind::Status(503)).times(1));
+    h.sim
+        .inject(Fault::new("compute", Some("list_flavors"), FaultKind::Status(503)).times(1));
     h.client.list_flavors().await.unwrap();
     h.sim.expire_tokens();
     h.client.list_flavors().await.unwrap();
@@ -48,8 +51,13 @@ async fn secrets_never_reach_errors_logs_debug_output_or_metrics() {
     let wrong = "wrong-Pa55word-that-must-not-leak";
     let yaml = h.sim.clouds_yaml().replace(&creds.password, wrong);
     std::fs::write(dir.join("clouds.yaml"), yaml).unwrap();
-    let sel = CloudSelection { cloud: Some("verda-sim".into()), config_file: Some(dir.join("clouds.yaml")) };
-    let CloudSource::Configured(config) = resolve(&sel, &empty_env(&dir)).unwrap() else { panic!() };
+    let sel = CloudSelection {
+        cloud: Some("verda-sim".into()),
+        config_file: Some(dir.join("clouds.yaml")),
+    };
+    let CloudSource::Configured(config) = resolve(&sel, &empty_env(&dir)).unwrap() else {
+        panic!()
+    };
     let config_debug = format!("{config:?}");
     let metrics = Metrics::new();
     let bad = OpenStackClient::new(config, metrics.clone(), ClientOptions::default()).unwrap();
@@ -57,7 +65,10 @@ async fn secrets_never_reach_errors_logs_debug_output_or_metrics() {
     assert_eq!(err.category(), "Unauthorized");
 
     let logs = String::from_utf8(capture.0.lock().unwrap().clone()).unwrap();
-    assert!(logs.contains("retrying cloud request"), "the capture works: {logs}");
+    assert!(
+        logs.contains("retrying cloud request"),
+        "the capture works: {logs}"
+    );
     let everything = [
         logs.clone(),
         err.to_string(),
@@ -68,11 +79,21 @@ async fn secrets_never_reach_errors_logs_debug_output_or_metrics() {
         metrics.encode(),
     ];
     for text in &everything {
-        for secret in [creds.password.as_str(), creds.application_credential_secret.as_str(), wrong] {
+        for secret in [
+            creds.password.as_str(),
+            creds.application_credential_secret.as_str(),
+            wrong,
+        ] {
             assert!(!text.contains(secret), "secret leaked into: {text}");
         }
-        assert!(!text.to_ascii_lowercase().contains("x-auth-token:"), "a token header was printed: {text}");
-        assert!(!text.to_ascii_lowercase().contains("x-subject-token:"), "a token header was printed: {text}");
+        assert!(
+            !text.to_ascii_lowercase().contains("x-auth-token:"),
+            "a token header was printed: {text}"
+        );
+        assert!(
+            !text.to_ascii_lowercase().contains("x-subject-token:"),
+            "a token header was printed: {text}"
+        );
     }
     h.report("secrets");
 }

@@ -109,13 +109,18 @@ struct TokenInner {
 
 impl Token {
     /// Parse Keystone's 201: the value is only in `X-Subject-Token`.
-    pub(crate) fn from_response(subject_token: Option<&str>, body: &[u8], generation: u64) -> Result<Token, ErrorKind> {
+    pub(crate) fn from_response(
+        subject_token: Option<&str>,
+        body: &[u8],
+        generation: u64,
+    ) -> Result<Token, ErrorKind> {
         let value = subject_token.ok_or_else(|| ErrorKind::InvalidResponse {
             message: "Keystone answered without X-Subject-Token".into(),
         })?;
-        let parsed: TokenBody = serde_json::from_slice(body).map_err(|e| ErrorKind::InvalidResponse {
-            message: format!("Keystone token body: {e}"),
-        })?;
+        let parsed: TokenBody =
+            serde_json::from_slice(body).map_err(|e| ErrorKind::InvalidResponse {
+                message: format!("Keystone token body: {e}"),
+            })?;
         let t = parsed.token;
         Ok(Token {
             value: Secret::new(value),
@@ -133,7 +138,9 @@ impl Token {
     /// Usable for a while yet: renew when less than a tenth of the lifetime (at most 30 s)
     /// remains, so short-lived tokens are not renewed before every request.
     pub(crate) fn is_fresh(&self, now: DateTime<Utc>) -> bool {
-        let lifetime = (self.expires_at - self.issued_at).to_std().unwrap_or(Duration::ZERO);
+        let lifetime = (self.expires_at - self.issued_at)
+            .to_std()
+            .unwrap_or(Duration::ZERO);
         let margin = (lifetime / 10).min(Duration::from_secs(30));
         match (self.expires_at - now).to_std() {
             Ok(left) => left > margin,
@@ -143,14 +150,23 @@ impl Token {
 
     /// The versioned base URL of `service`, by interface and region. Without a region the
     /// lexically first region wins (catalog order is not stable, so never "the first one").
-    pub(crate) fn endpoint(&self, service: Service, interface: Interface, region: Option<&str>) -> Result<String, ErrorKind> {
+    pub(crate) fn endpoint(
+        &self,
+        service: Service,
+        interface: Interface,
+        region: Option<&str>,
+    ) -> Result<String, ErrorKind> {
         let mut candidates: Vec<&Endpoint> = self
             .catalog
             .iter()
             .filter(|e| e.kind == service.label())
             .flat_map(|e| e.endpoints.iter())
             .filter(|e| e.interface == interface.as_str())
-            .filter(|e| region.is_none_or(|r| e.region_id.as_deref() == Some(r) || e.region.as_deref() == Some(r)))
+            .filter(|e| {
+                region.is_none_or(|r| {
+                    e.region_id.as_deref() == Some(r) || e.region.as_deref() == Some(r)
+                })
+            })
             .collect();
         candidates.sort_by(|a, b| a.region_id.cmp(&b.region_id).then(a.region.cmp(&b.region)));
         let Some(endpoint) = candidates.first() else {

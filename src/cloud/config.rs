@@ -125,6 +125,8 @@ pub struct CloudSelection {
     pub config_file: Option<PathBuf>,
 }
 
+// Resolved once at start-up: the size difference between the variants does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CloudSource {
     Configured(CloudConfig),
@@ -159,7 +161,10 @@ impl Environment {
         system_dir: impl Into<PathBuf>,
     ) -> Self {
         Self {
-            vars: vars.into_iter().map(|(k, v)| (k.into(), v.into())).collect(),
+            vars: vars
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
             cwd: cwd.into(),
             home,
             system_dir: system_dir.into(),
@@ -167,7 +172,10 @@ impl Environment {
     }
 
     pub(crate) fn var(&self, key: &str) -> Option<&str> {
-        self.vars.get(key).map(String::as_str).filter(|v| !v.is_empty())
+        self.vars
+            .get(key)
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
     }
 
     fn search_dirs(&self) -> Vec<PathBuf> {
@@ -182,7 +190,10 @@ impl Environment {
 
 /// Resolve the cloud to use; see the module documentation for the order.
 pub fn resolve(selection: &CloudSelection, env: &Environment) -> Result<CloudSource, ConfigError> {
-    let cloud = selection.cloud.clone().or_else(|| env.var("OS_CLOUD").map(str::to_owned));
+    let cloud = selection
+        .cloud
+        .clone()
+        .or_else(|| env.var("OS_CLOUD").map(str::to_owned));
     let explicit = selection
         .config_file
         .clone()
@@ -199,7 +210,11 @@ pub fn resolve(selection: &CloudSelection, env: &Environment) -> Result<CloudSou
         return match cloud {
             Some(name) => Err(ConfigError::NoCloudsFile {
                 cloud: name,
-                searched: env.search_dirs().iter().map(|d| d.join("clouds.yaml")).collect(),
+                searched: env
+                    .search_dirs()
+                    .iter()
+                    .map(|d| d.join("clouds.yaml"))
+                    .collect(),
             }),
             None => Ok(CloudSource::NotConfigured),
         };
@@ -228,7 +243,10 @@ pub fn resolve(selection: &CloudSelection, env: &Environment) -> Result<CloudSou
 }
 
 fn find_file(env: &Environment, file: &str) -> Option<PathBuf> {
-    env.search_dirs().into_iter().map(|d| d.join(file)).find(|p| p.is_file())
+    env.search_dirs()
+        .into_iter()
+        .map(|d| d.join(file))
+        .find(|p| p.is_file())
 }
 
 /// The `clouds:` mapping of a clouds.yaml or secure.yaml.
@@ -255,7 +273,10 @@ fn read_clouds(path: &Path) -> Result<Mapping, ConfigError> {
 }
 
 fn cloud_names(clouds: &Mapping) -> Vec<String> {
-    clouds.keys().filter_map(|k| k.as_str().map(str::to_owned)).collect()
+    clouds
+        .keys()
+        .filter_map(|k| k.as_str().map(str::to_owned))
+        .collect()
 }
 
 fn single_cloud_name(clouds: &Mapping, file: &Path) -> Result<String, ConfigError> {

@@ -36,7 +36,8 @@ pub(crate) fn classify(status: StatusCode, headers: &HeaderMap, body: &[u8]) -> 
         403 => ErrorKind::Forbidden { message },
         404 => ErrorKind::NotFound { message },
         409 => {
-            let immutable = message.contains("immutable") || message.contains("Invalid state PENDING");
+            let immutable =
+                message.contains("immutable") || message.contains("Invalid state PENDING");
             ErrorKind::Conflict { message, immutable }
         }
         413 | 429 => ErrorKind::RateLimited {
@@ -83,7 +84,10 @@ fn extract_message(body: &[u8]) -> (String, Option<String>) {
     // Nova / Keystone / Neutron: a single wrapper object holding "message".
     for inner in obj.values().filter_map(|v| v.as_object()) {
         if let Some(s) = inner.get("message").and_then(|v| v.as_str()) {
-            let kind = inner.get("type").and_then(|v| v.as_str()).map(str::to_owned);
+            let kind = inner
+                .get("type")
+                .and_then(|v| v.as_str())
+                .map(str::to_owned);
             return (clean(s), kind);
         }
     }
@@ -155,7 +159,9 @@ mod tests {
         assert_eq!(
             k,
             ErrorKind::QuotaExceeded {
-                message: "Quota exceeded for instances: Requested 1, but already used 5 of 5 instances".into()
+                message:
+                    "Quota exceeded for instances: Requested 1, but already used 5 of 5 instances"
+                        .into()
             }
         );
     }
@@ -166,7 +172,9 @@ mod tests {
             403,
             r#"{"NeutronError": {"type": "PolicyNotAuthorized", "message": "rule:delete_network is disallowed by policy", "detail": ""}}"#,
         );
-        assert!(matches!(k, ErrorKind::Forbidden { message } if message == "rule:delete_network is disallowed by policy"));
+        assert!(
+            matches!(k, ErrorKind::Forbidden { message } if message == "rule:delete_network is disallowed by policy")
+        );
     }
 
     #[test]
@@ -175,12 +183,24 @@ mod tests {
             409,
             r#"{"faultcode": "Client", "faultstring": "Load Balancer 0081b055 is immutable and cannot be updated.", "debuginfo": null}"#,
         );
-        assert!(matches!(k, ErrorKind::Conflict { immutable: true, .. }));
+        assert!(matches!(
+            k,
+            ErrorKind::Conflict {
+                immutable: true,
+                ..
+            }
+        ));
         let dup = kind(
             409,
             r#"{"faultcode": "Client", "faultstring": "Another Listener on this Load Balancer is already using protocol HTTP and protocol_port 80", "debuginfo": null}"#,
         );
-        assert!(matches!(dup, ErrorKind::Conflict { immutable: false, .. }));
+        assert!(matches!(
+            dup,
+            ErrorKind::Conflict {
+                immutable: false,
+                ..
+            }
+        ));
     }
 
     #[test]
@@ -189,12 +209,22 @@ mod tests {
             404,
             r#"{"message": "No image found with ID centos79<br /><br />\n\n\n", "code": "404 Not Found", "title": "Not Found"}"#,
         );
-        assert_eq!(json, ErrorKind::NotFound { message: "No image found with ID centos79".into() });
+        assert_eq!(
+            json,
+            ErrorKind::NotFound {
+                message: "No image found with ID centos79".into()
+            }
+        );
         let html = kind(
             404,
             "<html>\n <head>\n  <title>404 Not Found</title>\n </head>\n <body>\n  <h1>404 Not Found</h1>\n  No image found with ID centos79<br /><br />\n\n\n\n </body>\n</html>",
         );
-        assert_eq!(html, ErrorKind::NotFound { message: "No image found with ID centos79".into() });
+        assert_eq!(
+            html,
+            ErrorKind::NotFound {
+                message: "No image found with ID centos79".into()
+            }
+        );
     }
 
     #[test]
@@ -227,7 +257,10 @@ mod tests {
         let mut h = HeaderMap::new();
         h.insert(RETRY_AFTER, "3".parse().unwrap_or_else(|_| unreachable!()));
         assert_eq!(retry_after(&h), Some(Duration::from_secs(3)));
-        h.insert(RETRY_AFTER, "soon".parse().unwrap_or_else(|_| unreachable!()));
+        h.insert(
+            RETRY_AFTER,
+            "soon".parse().unwrap_or_else(|_| unreachable!()),
+        );
         assert_eq!(retry_after(&h), None);
         let status = StatusCode::SERVICE_UNAVAILABLE;
         h.insert(RETRY_AFTER, "1".parse().unwrap_or_else(|_| unreachable!()));

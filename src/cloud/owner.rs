@@ -27,7 +27,11 @@ pub struct Owner {
 }
 
 impl Owner {
-    pub fn new(uid: impl Into<String>, namespace: impl Into<String>, name: impl Into<String>) -> Self {
+    pub fn new(
+        uid: impl Into<String>,
+        namespace: impl Into<String>,
+        name: impl Into<String>,
+    ) -> Self {
         Self {
             uid: uid.into(),
             namespace: namespace.into(),
@@ -99,7 +103,10 @@ mod tests {
     #[test]
     fn metadata_round_trips_to_the_owner() {
         let md = owner().server_metadata();
-        assert_eq!(md.get("verda.linecorp.com/namespace").map(String::as_str), Some("default"));
+        assert_eq!(
+            md.get("verda.linecorp.com/namespace").map(String::as_str),
+            Some("default")
+        );
         assert_eq!(Owner::from_metadata(&md), Some(owner()));
         assert_eq!(Owner::from_metadata(&BTreeMap::new()), None);
     }

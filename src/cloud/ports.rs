@@ -19,7 +19,8 @@ use super::ids::*;
 use super::model::compute::{CreateServer, Flavor, Image, Server, ServerGroup, ServerGroupPolicy};
 use super::model::loadbalancing::*;
 use super::model::network::{
-    self as net, CreateFloatingIp, FloatingIp, FloatingIpFilter, Port, PortFilter, Subnet, SubnetFilter,
+    self as net, CreateFloatingIp, FloatingIp, FloatingIpFilter, Port, PortFilter, Subnet,
+    SubnetFilter,
 };
 
 pub type CloudResult<T> = Result<T, CloudError>;
@@ -47,7 +48,11 @@ pub trait Compute: Send + Sync {
     fn list_servers<'a>(&'a self, owner_uid: &'a str) -> CloudFuture<'a, Vec<Server>>;
     fn delete_server<'a>(&'a self, id: &'a ServerId) -> CloudFuture<'a, ()>;
     /// Set (or with `None` clear) the description.
-    fn update_server<'a>(&'a self, id: &'a ServerId, description: Option<&'a str>) -> CloudFuture<'a, Server>;
+    fn update_server<'a>(
+        &'a self,
+        id: &'a ServerId,
+        description: Option<&'a str>,
+    ) -> CloudFuture<'a, Server>;
     /// Returns the server's whole metadata afterwards.
     fn set_server_metadata<'a>(
         &'a self,
@@ -57,7 +62,11 @@ pub trait Compute: Send + Sync {
     ) -> CloudFuture<'a, BTreeMap<String, String>>;
     fn resize_server<'a>(&'a self, id: &'a ServerId, flavor: &'a FlavorId) -> CloudFuture<'a, ()>;
     fn confirm_resize<'a>(&'a self, id: &'a ServerId) -> CloudFuture<'a, ()>;
-    fn create_server_group<'a>(&'a self, name: &'a str, policy: ServerGroupPolicy) -> CloudFuture<'a, ServerGroup>;
+    fn create_server_group<'a>(
+        &'a self,
+        name: &'a str,
+        policy: ServerGroupPolicy,
+    ) -> CloudFuture<'a, ServerGroup>;
     fn get_server_group<'a>(&'a self, id: &'a ServerGroupId) -> CloudFuture<'a, ServerGroup>;
     fn list_server_groups(&self) -> CloudFuture<'_, Vec<ServerGroup>>;
     fn delete_server_group<'a>(&'a self, id: &'a ServerGroupId) -> CloudFuture<'a, ()>;
@@ -75,34 +84,57 @@ pub trait Network: Send + Sync {
     fn get_subnet<'a>(&'a self, id: &'a SubnetId) -> CloudFuture<'a, Subnet>;
     fn find_subnet<'a>(&'a self, name_or_id: &'a str) -> CloudFuture<'a, Subnet>;
     fn list_ports<'a>(&'a self, filter: &'a PortFilter) -> CloudFuture<'a, Vec<Port>>;
-    fn create_floating_ip<'a>(&'a self, request: &'a CreateFloatingIp) -> CloudFuture<'a, FloatingIp>;
+    fn create_floating_ip<'a>(
+        &'a self,
+        request: &'a CreateFloatingIp,
+    ) -> CloudFuture<'a, FloatingIp>;
     fn get_floating_ip<'a>(&'a self, id: &'a FloatingIpId) -> CloudFuture<'a, FloatingIp>;
-    fn list_floating_ips<'a>(&'a self, filter: &'a FloatingIpFilter) -> CloudFuture<'a, Vec<FloatingIp>>;
+    fn list_floating_ips<'a>(
+        &'a self,
+        filter: &'a FloatingIpFilter,
+    ) -> CloudFuture<'a, Vec<FloatingIp>>;
     /// Associate with `port`, or with `None` disassociate.
-    fn update_floating_ip<'a>(&'a self, id: &'a FloatingIpId, port: Option<&'a PortId>) -> CloudFuture<'a, FloatingIp>;
+    fn update_floating_ip<'a>(
+        &'a self,
+        id: &'a FloatingIpId,
+        port: Option<&'a PortId>,
+    ) -> CloudFuture<'a, FloatingIp>;
     fn delete_floating_ip<'a>(&'a self, id: &'a FloatingIpId) -> CloudFuture<'a, ()>;
 }
 
 /// Octavia. Every write may answer `Conflict` (immutable) while the load balancer is
 /// `PENDING_*`: requeue, do not fail.
 pub trait LoadBalancing: Send + Sync {
-    fn create_load_balancer<'a>(&'a self, request: &'a CreateLoadBalancer) -> CloudFuture<'a, LoadBalancer>;
+    fn create_load_balancer<'a>(
+        &'a self,
+        request: &'a CreateLoadBalancer,
+    ) -> CloudFuture<'a, LoadBalancer>;
     fn get_load_balancer<'a>(&'a self, id: &'a LoadBalancerId) -> CloudFuture<'a, LoadBalancer>;
-    fn list_load_balancers<'a>(&'a self, filter: &'a LbFilter) -> CloudFuture<'a, Vec<LoadBalancer>>;
+    fn list_load_balancers<'a>(
+        &'a self,
+        filter: &'a LbFilter,
+    ) -> CloudFuture<'a, Vec<LoadBalancer>>;
     /// Cascade: listeners, pools, monitors and members go with it.
     fn delete_load_balancer<'a>(&'a self, id: &'a LoadBalancerId) -> CloudFuture<'a, ()>;
     fn get_status_tree<'a>(&'a self, id: &'a LoadBalancerId) -> CloudFuture<'a, StatusTree>;
     fn create_listener<'a>(&'a self, request: &'a CreateListener) -> CloudFuture<'a, Listener>;
     fn list_listeners<'a>(&'a self, filter: &'a LbFilter) -> CloudFuture<'a, Vec<Listener>>;
     fn get_listener<'a>(&'a self, id: &'a ListenerId) -> CloudFuture<'a, Listener>;
-    fn update_listener<'a>(&'a self, id: &'a ListenerId, request: &'a UpdateListener) -> CloudFuture<'a, Listener>;
+    fn update_listener<'a>(
+        &'a self,
+        id: &'a ListenerId,
+        request: &'a UpdateListener,
+    ) -> CloudFuture<'a, Listener>;
     fn delete_listener<'a>(&'a self, id: &'a ListenerId) -> CloudFuture<'a, ()>;
     fn create_pool<'a>(&'a self, request: &'a CreatePool) -> CloudFuture<'a, Pool>;
     fn list_pools<'a>(&'a self, filter: &'a LbFilter) -> CloudFuture<'a, Vec<Pool>>;
     fn get_pool<'a>(&'a self, id: &'a PoolId) -> CloudFuture<'a, Pool>;
     fn update_pool<'a>(&'a self, id: &'a PoolId, request: &'a UpdatePool) -> CloudFuture<'a, Pool>;
     fn delete_pool<'a>(&'a self, id: &'a PoolId) -> CloudFuture<'a, ()>;
-    fn create_health_monitor<'a>(&'a self, request: &'a CreateHealthMonitor) -> CloudFuture<'a, HealthMonitor>;
+    fn create_health_monitor<'a>(
+        &'a self,
+        request: &'a CreateHealthMonitor,
+    ) -> CloudFuture<'a, HealthMonitor>;
     fn get_health_monitor<'a>(&'a self, id: &'a HealthMonitorId) -> CloudFuture<'a, HealthMonitor>;
     fn update_health_monitor<'a>(
         &'a self,
@@ -112,7 +144,11 @@ pub trait LoadBalancing: Send + Sync {
     fn delete_health_monitor<'a>(&'a self, id: &'a HealthMonitorId) -> CloudFuture<'a, ()>;
     fn list_members<'a>(&'a self, pool: &'a PoolId) -> CloudFuture<'a, Vec<Member>>;
     /// The batch update: `members` becomes the pool's whole member set (202, async).
-    fn replace_members<'a>(&'a self, pool: &'a PoolId, members: &'a [MemberSpec]) -> CloudFuture<'a, ()>;
+    fn replace_members<'a>(
+        &'a self,
+        pool: &'a PoolId,
+        members: &'a [MemberSpec],
+    ) -> CloudFuture<'a, ()>;
     fn list_lb_flavors(&self) -> CloudFuture<'_, Vec<LbFlavor>>;
     fn find_lb_flavor<'a>(&'a self, name_or_id: &'a str) -> CloudFuture<'a, LbFlavor>;
 }

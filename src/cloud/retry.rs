@@ -44,7 +44,9 @@ impl RetryPolicy {
         if attempt >= self.max_attempts {
             return None;
         }
-        let exp = self.base_delay.saturating_mul(1u32 << attempt.saturating_sub(1).min(20));
+        let exp = self
+            .base_delay
+            .saturating_mul(1u32 << attempt.saturating_sub(1).min(20));
         let capped = exp.min(self.max_delay);
         let backoff = capped / 2 + capped.mul_f64(jitter.clamp(0.0, 1.0) / 2.0);
         let wait = retry_after.map_or(backoff, |ra| ra.max(backoff));
@@ -100,22 +102,32 @@ mod tests {
         assert_eq!(d(2, 0.0), Some(Duration::from_millis(100)));
         assert_eq!(d(3, 0.5), Some(Duration::from_millis(300)));
         assert_eq!(d(4, 0.0), Some(Duration::from_millis(400)));
-        let many = RetryPolicy { max_attempts: 50, ..POLICY };
-        assert_eq!(many.next_delay(30, Duration::ZERO, None, 0.0), Some(Duration::from_millis(500)));
+        let many = RetryPolicy {
+            max_attempts: 50,
+            ..POLICY
+        };
+        assert_eq!(
+            many.next_delay(30, Duration::ZERO, None, 0.0),
+            Some(Duration::from_millis(500))
+        );
         assert!(d(1, 0.999) < Some(Duration::from_millis(100)));
     }
 
     #[test]
     fn gives_up_after_max_attempts_or_when_the_budget_is_spent() {
         assert_eq!(POLICY.next_delay(5, Duration::ZERO, None, 0.0), None);
-        assert_eq!(POLICY.next_delay(1, Duration::from_secs(10), None, 0.0), None);
+        assert_eq!(
+            POLICY.next_delay(1, Duration::from_secs(10), None, 0.0),
+            None
+        );
     }
 
     #[test]
     fn never_retries_sooner_than_retry_after() {
         let wait = POLICY.next_delay(1, Duration::ZERO, Some(Duration::from_secs(2)), 0.9);
         assert_eq!(wait, Some(Duration::from_secs(2)));
-        let beyond_budget = POLICY.next_delay(1, Duration::from_secs(9), Some(Duration::from_secs(2)), 0.0);
+        let beyond_budget =
+            POLICY.next_delay(1, Duration::from_secs(9), Some(Duration::from_secs(2)), 0.0);
         assert_eq!(beyond_budget, None);
     }
 

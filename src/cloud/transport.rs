@@ -68,7 +68,12 @@ pub(crate) struct Request {
 }
 
 impl Request {
-    pub fn new(service: Service, operation: &'static str, method: Method, path: impl Into<String>) -> Self {
+    pub fn new(
+        service: Service,
+        operation: &'static str,
+        method: Method,
+        path: impl Into<String>,
+    ) -> Self {
         Self {
             service,
             operation,
@@ -132,7 +137,11 @@ pub(crate) struct Transport {
 }
 
 impl Transport {
-    pub fn new(config: CloudConfig, metrics: Arc<Metrics>, options: &ClientOptions) -> Result<Self, ErrorKind> {
+    pub fn new(
+        config: CloudConfig,
+        metrics: Arc<Metrics>,
+        options: &ClientOptions,
+    ) -> Result<Self, ErrorKind> {
         let mut builder = reqwest::Client::builder()
             .user_agent(concat!("verda-operator/", env!("CARGO_PKG_VERSION")))
             .timeout(options.request_timeout)
@@ -141,9 +150,10 @@ impl Transport {
             let pem = std::fs::read(path).map_err(|e| ErrorKind::Config {
                 message: format!("cannot read cacert {}: {e}", path.display()),
             })?;
-            let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|_| ErrorKind::Config {
-                message: format!("cacert {} is not a PEM certificate bundle", path.display()),
-            })?;
+            let certs =
+                reqwest::Certificate::from_pem_bundle(&pem).map_err(|_| ErrorKind::Config {
+                    message: format!("cacert {} is not a PEM certificate bundle", path.display()),
+                })?;
             for cert in certs {
                 builder = builder.add_root_certificate(cert);
             }
@@ -190,7 +200,12 @@ impl Transport {
             .observe(started.elapsed().as_secs_f64());
     }
 
-    async fn run(&self, region: Option<&str>, req: &Request, started: Instant) -> Result<Reply, ErrorKind> {
+    async fn run(
+        &self,
+        region: Option<&str>,
+        req: &Request,
+        started: Instant,
+    ) -> Result<Reply, ErrorKind> {
         let mut attempt = 0;
         let mut reauthenticated = false;
         loop {
@@ -225,11 +240,15 @@ impl Transport {
                 return Err(kind);
             }
             let retry_after = match &kind {
-                ErrorKind::RateLimited { retry_after, .. } | ErrorKind::Unavailable { retry_after, .. } => *retry_after,
+                ErrorKind::RateLimited { retry_after, .. }
+                | ErrorKind::Unavailable { retry_after, .. } => *retry_after,
                 _ => None,
             };
             let jitter: f64 = rand::random();
-            let Some(wait) = self.retry.next_delay(attempt, started.elapsed(), retry_after, jitter) else {
+            let Some(wait) = self
+                .retry
+                .next_delay(attempt, started.elapsed(), retry_after, jitter)
+            else {
                 return Err(kind);
             };
             warn!(
@@ -245,7 +264,12 @@ impl Transport {
     }
 
     /// One HTTP exchange under a concurrency permit; counts it in the metrics.
-    async fn exchange(&self, req: &Request, url: &str, token: Option<&Token>) -> Result<Reply, reqwest::Error> {
+    async fn exchange(
+        &self,
+        req: &Request,
+        url: &str,
+        token: Option<&Token>,
+    ) -> Result<Reply, reqwest::Error> {
         // The semaphore is never closed; without a permit we would still be correct.
         let _permit = self.permits.acquire().await.ok();
         let began = Instant::now();
@@ -263,7 +287,10 @@ impl Transport {
             builder = builder.header("X-Auth-Token", value);
         }
         if req.service == Service::Compute {
-            builder = builder.header("OpenStack-API-Version", format!("compute {NOVA_MICROVERSION}"));
+            builder = builder.header(
+                "OpenStack-API-Version",
+                format!("compute {NOVA_MICROVERSION}"),
+            );
         }
         if let Some(body) = &req.body {
             builder = builder.json(body);
@@ -325,19 +352,28 @@ impl Transport {
     /// Forget `stale` unless another task already replaced it.
     async fn invalidate(&self, stale: &Token) {
         let mut current = self.token.write().await;
-        if current.as_ref().is_some_and(|t| t.generation == stale.generation) {
+        if current
+            .as_ref()
+            .is_some_and(|t| t.generation == stale.generation)
+        {
             *current = None;
         }
     }
 
     /// `POST /v3/auth/tokens` through the same retry loop (boxed: `run` calls back here).
-    fn authenticate(&self, generation: u64) -> futures::future::BoxFuture<'_, Result<Token, ErrorKind>> {
+    fn authenticate(
+        &self,
+        generation: u64,
+    ) -> futures::future::BoxFuture<'_, Result<Token, ErrorKind>> {
         Box::pin(async move {
             let req = Request::new(Service::Identity, "issue_token", Method::POST, "")
                 .json(auth::token_request(&self.config))
                 .idempotent();
             let reply = self.send(None, &req).await?;
-            let subject = reply.headers.get("x-subject-token").and_then(|v| v.to_str().ok());
+            let subject = reply
+                .headers
+                .get("x-subject-token")
+                .and_then(|v| v.to_str().ok());
             Token::from_response(subject, &reply.body, generation)
         })
     }
@@ -349,7 +385,11 @@ impl Transport {
 }
 
 fn transport_failure(e: &reqwest::Error) -> (Failure, ErrorKind) {
-    let failure = if e.is_connect() { Failure::Connect } else { Failure::NoResponse };
+    let failure = if e.is_connect() {
+        Failure::Connect
+    } else {
+        Failure::NoResponse
+    };
     let what = if e.is_connect() {
         "cannot connect"
     } else if e.is_timeout() {
@@ -358,8 +398,14 @@ fn transport_failure(e: &reqwest::Error) -> (Failure, ErrorKind) {
         "no complete response"
     };
     // Without the URL: an auth_url may carry user info.
-    let detail = std::error::Error::source(e).map(|s| s.to_string()).unwrap_or_default();
-    let message = if detail.is_empty() { what.to_owned() } else { format!("{what}: {detail}") };
+    let detail = std::error::Error::source(e)
+        .map(|s| s.to_string())
+        .unwrap_or_default();
+    let message = if detail.is_empty() {
+        what.to_owned()
+    } else {
+        format!("{what}: {detail}")
+    };
     (
         failure,
         ErrorKind::Unavailable {

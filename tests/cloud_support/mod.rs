@@ -39,11 +39,24 @@ pub fn temp_dir(tag: &str) -> PathBuf {
 
 /// An environment with no `OS_*` variables whose directories are all `dir`.
 pub fn empty_env(dir: &std::path::Path) -> Environment {
-    Environment::new(Vec::<(String, String)>::new(), dir, Some(dir.join("home")), dir.join("etc"))
+    Environment::new(
+        Vec::<(String, String)>::new(),
+        dir,
+        Some(dir.join("home")),
+        dir.join("etc"),
+    )
 }
 
 pub async fn harness(config: SimConfig) -> Harness {
-    harness_with(config, "verda-sim", ClientOptions { retry: fast_retries(), ..ClientOptions::default() }).await
+    harness_with(
+        config,
+        "verda-sim",
+        ClientOptions {
+            retry: fast_retries(),
+            ..ClientOptions::default()
+        },
+    )
+    .await
 }
 
 pub async fn harness_with(config: SimConfig, cloud: &str, options: ClientOptions) -> Harness {
@@ -51,21 +64,36 @@ pub async fn harness_with(config: SimConfig, cloud: &str, options: ClientOptions
     let dir = temp_dir("harness");
     let file = dir.join("clouds.yaml");
     std::fs::write(&file, sim.clouds_yaml()).unwrap();
-    let selection = CloudSelection { cloud: Some(cloud.to_owned()), config_file: Some(file) };
+    let selection = CloudSelection {
+        cloud: Some(cloud.to_owned()),
+        config_file: Some(file),
+    };
     let CloudSource::Configured(config) = resolve(&selection, &empty_env(&dir)).unwrap() else {
         panic!("the simulator's clouds.yaml did not resolve");
     };
     let metrics = Metrics::new();
     let client = OpenStackClient::new(config, metrics.clone(), options).unwrap();
-    Harness { sim, client, metrics, dir }
+    Harness {
+        sim,
+        client,
+        metrics,
+        dir,
+    }
 }
 
 impl Harness {
     /// Print the simulator calls of a scenario, for the closing note.
     pub fn report(&self, scenario: &str) {
         let counts = self.sim.request_counts();
-        let detail: Vec<String> = counts.iter().map(|((s, o), n)| format!("{s}/{o}={n}")).collect();
-        println!("SCENARIO {scenario}: {} simulator requests [{}]", self.sim.total_requests(), detail.join(" "));
+        let detail: Vec<String> = counts
+            .iter()
+            .map(|((s, o), n)| format!("{s}/{o}={n}"))
+            .collect();
+        println!(
+            "SCENARIO {scenario}: {} simulator requests [{}]",
+            self.sim.total_requests(),
+            detail.join(" ")
+        );
     }
 
     pub fn calls(&self, service: &str, operation: &str) -> u64 {
@@ -74,7 +102,11 @@ impl Harness {
 
     /// `verda_cloud_requests_total` for one label set.
     pub fn counted(&self, service: &'static str, operation: &'static str, code: &str) -> u64 {
-        let labels = verda_operator::metrics::CloudRequestLabels { service, operation, code: code.to_owned() };
+        let labels = verda_operator::metrics::CloudRequestLabels {
+            service,
+            operation,
+            code: code.to_owned(),
+        };
         self.metrics.cloud_requests.get_or_create(&labels).get()
     }
 }
@@ -90,7 +122,10 @@ where
         if let Some(v) = probe().await {
             return v;
         }
-        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }

@@ -11,7 +11,9 @@ use serde_json::json;
 use super::{OpenStackClient, compute, pick_one};
 use crate::cloud::error::{CloudError, Resource};
 use crate::cloud::ids::{FlavorId, ImageId, ServerGroupId, ServerId};
-use crate::cloud::model::compute::{CreateServer, Flavor, Image, Server, ServerGroup, ServerGroupPolicy, ServerWire};
+use crate::cloud::model::compute::{
+    CreateServer, Flavor, Image, Server, ServerGroup, ServerGroupPolicy, ServerWire,
+};
 use crate::cloud::owner::owner_tag;
 use crate::cloud::ports::{CloudFuture, Compute, MetadataMode};
 
@@ -31,7 +33,8 @@ impl Compute for OpenStackClient {
     fn get_flavor<'a>(&'a self, id: &'a FlavorId) -> CloudFuture<'a, Flavor> {
         Box::pin(async move {
             let req = compute("get_flavor", Method::GET, format!("/flavors/{id}"));
-            self.fetch(&req, "flavor", &format!("get flavor {id}")).await
+            self.fetch(&req, "flavor", &format!("get flavor {id}"))
+                .await
         })
     }
 
@@ -56,14 +59,17 @@ impl Compute for OpenStackClient {
                     other => other,
                 };
             }
-            pick_one(Resource::Flavor, name_or_id, named, |f| f.id.to_string()).map_err(|k| CloudError::new(action, k))
+            pick_one(Resource::Flavor, name_or_id, named, |f| f.id.to_string())
+                .map_err(|k| CloudError::new(action, k))
         })
     }
 
     fn create_server<'a>(&'a self, request: &'a CreateServer) -> CloudFuture<'a, ServerId> {
         Box::pin(async move {
             let req = compute("create_server", Method::POST, "/servers").json(request.to_wire());
-            let created: Created = self.fetch(&req, "server", &format!("create server {}", request.name)).await?;
+            let created: Created = self
+                .fetch(&req, "server", &format!("create server {}", request.name))
+                .await?;
             Ok(created.id)
         })
     }
@@ -71,14 +77,17 @@ impl Compute for OpenStackClient {
     fn get_server<'a>(&'a self, id: &'a ServerId) -> CloudFuture<'a, Server> {
         Box::pin(async move {
             let req = compute("get_server", Method::GET, format!("/servers/{id}"));
-            let wire: ServerWire = self.fetch(&req, "server", &format!("get server {id}")).await?;
+            let wire: ServerWire = self
+                .fetch(&req, "server", &format!("get server {id}"))
+                .await?;
             Ok(wire.into())
         })
     }
 
     fn list_servers<'a>(&'a self, owner_uid: &'a str) -> CloudFuture<'a, Vec<Server>> {
         Box::pin(async move {
-            let req = compute("list_servers", Method::GET, "/servers/detail").query("tags", owner_tag(owner_uid));
+            let req = compute("list_servers", Method::GET, "/servers/detail")
+                .query("tags", owner_tag(owner_uid));
             let action = format!("list servers of owner {owner_uid}");
             let wires: Vec<ServerWire> = self.list_all(req, "servers", &action).await?;
             Ok(wires.into_iter().map(Server::from).collect())
@@ -92,11 +101,17 @@ impl Compute for OpenStackClient {
         })
     }
 
-    fn update_server<'a>(&'a self, id: &'a ServerId, description: Option<&'a str>) -> CloudFuture<'a, Server> {
+    fn update_server<'a>(
+        &'a self,
+        id: &'a ServerId,
+        description: Option<&'a str>,
+    ) -> CloudFuture<'a, Server> {
         Box::pin(async move {
             let req = compute("update_server", Method::PUT, format!("/servers/{id}"))
                 .json(json!({"server": {"description": description}}));
-            let wire: ServerWire = self.fetch(&req, "server", &format!("update server {id}")).await?;
+            let wire: ServerWire = self
+                .fetch(&req, "server", &format!("update server {id}"))
+                .await?;
             Ok(wire.into())
         })
     }
@@ -113,55 +128,86 @@ impl Compute for OpenStackClient {
                 MetadataMode::Replace => Method::PUT,
             };
             // A merge of the same keys twice has the same effect: safe to retry.
-            let req = compute("set_server_metadata", method, format!("/servers/{id}/metadata"))
-                .json(json!({"metadata": metadata}))
-                .idempotent();
-            self.fetch(&req, "metadata", &format!("set metadata of server {id}")).await
+            let req = compute(
+                "set_server_metadata",
+                method,
+                format!("/servers/{id}/metadata"),
+            )
+            .json(json!({"metadata": metadata}))
+            .idempotent();
+            self.fetch(&req, "metadata", &format!("set metadata of server {id}"))
+                .await
         })
     }
 
     fn resize_server<'a>(&'a self, id: &'a ServerId, flavor: &'a FlavorId) -> CloudFuture<'a, ()> {
         Box::pin(async move {
-            let req = compute("resize_server", Method::POST, format!("/servers/{id}/action"))
-                .json(json!({"resize": {"flavorRef": flavor}}));
-            self.execute(&req, &format!("resize server {id} to flavor {flavor}")).await
+            let req = compute(
+                "resize_server",
+                Method::POST,
+                format!("/servers/{id}/action"),
+            )
+            .json(json!({"resize": {"flavorRef": flavor}}));
+            self.execute(&req, &format!("resize server {id} to flavor {flavor}"))
+                .await
         })
     }
 
     fn confirm_resize<'a>(&'a self, id: &'a ServerId) -> CloudFuture<'a, ()> {
         Box::pin(async move {
-            let req = compute("confirm_resize", Method::POST, format!("/servers/{id}/action"))
-                .json(json!({"confirmResize": null}));
-            self.execute(&req, &format!("confirm resize of server {id}")).await
+            let req = compute(
+                "confirm_resize",
+                Method::POST,
+                format!("/servers/{id}/action"),
+            )
+            .json(json!({"confirmResize": null}));
+            self.execute(&req, &format!("confirm resize of server {id}"))
+                .await
         })
     }
 
-    fn create_server_group<'a>(&'a self, name: &'a str, policy: ServerGroupPolicy) -> CloudFuture<'a, ServerGroup> {
+    fn create_server_group<'a>(
+        &'a self,
+        name: &'a str,
+        policy: ServerGroupPolicy,
+    ) -> CloudFuture<'a, ServerGroup> {
         Box::pin(async move {
             let req = compute("create_server_group", Method::POST, "/os-server-groups")
                 .json(json!({"server_group": {"name": name, "policy": policy}}));
-            self.fetch(&req, "server_group", &format!("create server group {name}")).await
+            self.fetch(&req, "server_group", &format!("create server group {name}"))
+                .await
         })
     }
 
     fn get_server_group<'a>(&'a self, id: &'a ServerGroupId) -> CloudFuture<'a, ServerGroup> {
         Box::pin(async move {
-            let req = compute("get_server_group", Method::GET, format!("/os-server-groups/{id}"));
-            self.fetch(&req, "server_group", &format!("get server group {id}")).await
+            let req = compute(
+                "get_server_group",
+                Method::GET,
+                format!("/os-server-groups/{id}"),
+            );
+            self.fetch(&req, "server_group", &format!("get server group {id}"))
+                .await
         })
     }
 
     fn list_server_groups(&self) -> CloudFuture<'_, Vec<ServerGroup>> {
         Box::pin(async move {
             let req = compute("list_server_groups", Method::GET, "/os-server-groups");
-            self.list_all(req, "server_groups", "list server groups").await
+            self.list_all(req, "server_groups", "list server groups")
+                .await
         })
     }
 
     fn delete_server_group<'a>(&'a self, id: &'a ServerGroupId) -> CloudFuture<'a, ()> {
         Box::pin(async move {
-            let req = compute("delete_server_group", Method::DELETE, format!("/os-server-groups/{id}"));
-            self.execute(&req, &format!("delete server group {id}")).await
+            let req = compute(
+                "delete_server_group",
+                Method::DELETE,
+                format!("/os-server-groups/{id}"),
+            );
+            self.execute(&req, &format!("delete server group {id}"))
+                .await
         })
     }
 

@@ -14,7 +14,8 @@ use crate::cloud::transport::Request;
 
 impl OpenStackClient {
     pub(super) async fn images_list(&self, name: Option<&str>) -> CloudResult<Vec<Image>> {
-        let req = Request::new(Service::Image, "list_images", Method::GET, "/images").query_opt("name", name);
+        let req = Request::new(Service::Image, "list_images", Method::GET, "/images")
+            .query_opt("name", name);
         let action = match name {
             Some(n) => format!("list images named {n}"),
             None => "list images".to_owned(),
@@ -23,10 +24,17 @@ impl OpenStackClient {
     }
 
     pub(super) async fn image_get(&self, id: &ImageId) -> CloudResult<Image> {
-        let req = Request::new(Service::Image, "get_image", Method::GET, format!("/images/{id}"));
+        let req = Request::new(
+            Service::Image,
+            "get_image",
+            Method::GET,
+            format!("/images/{id}"),
+        );
         // Glance answers the bare image object, without a wrapper key.
         let reply = self.send(&req, &format!("get image {id}")).await?;
-        reply.json().map_err(|k| CloudError::new(format!("get image {id}"), k))
+        reply
+            .json()
+            .map_err(|k| CloudError::new(format!("get image {id}"), k))
     }
 
     pub(super) async fn image_find(&self, name_or_id: &str) -> CloudResult<Image> {

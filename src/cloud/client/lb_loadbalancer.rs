@@ -13,7 +13,12 @@ use crate::cloud::ports::{CloudFuture, CloudResult, LoadBalancing};
 use crate::cloud::transport::Request;
 
 pub(super) fn octavia(op: &'static str, method: Method, path: impl Into<String>) -> Request {
-    Request::new(Service::LoadBalancer, op, method, format!("/lbaas{}", path.into()))
+    Request::new(
+        Service::LoadBalancer,
+        op,
+        method,
+        format!("/lbaas{}", path.into()),
+    )
 }
 
 /// Octavia list filters: `name` exact, `tags` match-all (comma separated).
@@ -21,33 +26,53 @@ pub(super) fn filtered(req: Request, filter: &LbFilter) -> Request {
     let tags = (!filter.tags.is_empty()).then(|| filter.tags.join(","));
     req.query_opt("name", filter.name.as_deref())
         .query_opt("tags", tags)
-        .query_opt("loadbalancer_id", filter.loadbalancer_id.as_ref().map(|i| i.to_string()))
+        .query_opt(
+            "loadbalancer_id",
+            filter.loadbalancer_id.as_ref().map(|i| i.to_string()),
+        )
 }
 
 impl OpenStackClient {
     async fn lb_create(&self, request: &CreateLoadBalancer) -> CloudResult<LoadBalancer> {
         let req = octavia("create_load_balancer", Method::POST, "/loadbalancers")
             .json(serde_json::json!({"loadbalancer": request}));
-        self.fetch(&req, "loadbalancer", &format!("create load balancer {}", request.name)).await
+        self.fetch(
+            &req,
+            "loadbalancer",
+            &format!("create load balancer {}", request.name),
+        )
+        .await
     }
 
     async fn lb_delete(&self, id: &LoadBalancerId) -> CloudResult<()> {
-        let req = octavia("delete_load_balancer", Method::DELETE, format!("/loadbalancers/{id}")).query("cascade", "true");
-        self.execute(&req, &format!("delete load balancer {id}")).await
+        let req = octavia(
+            "delete_load_balancer",
+            Method::DELETE,
+            format!("/loadbalancers/{id}"),
+        )
+        .query("cascade", "true");
+        self.execute(&req, &format!("delete load balancer {id}"))
+            .await
     }
 
     async fn lb_status(&self, id: &LoadBalancerId) -> CloudResult<StatusTree> {
-        let req = octavia("get_status_tree", Method::GET, format!("/loadbalancers/{id}/status"));
+        let req = octavia(
+            "get_status_tree",
+            Method::GET,
+            format!("/loadbalancers/{id}/status"),
+        );
         let action = format!("get status of load balancer {id}");
         let statuses: serde_json::Value = self.fetch(&req, "statuses", &action).await?;
-        serde_json::from_value(statuses.get("loadbalancer").cloned().unwrap_or_default()).map_err(|e| {
-            CloudError::new(
-                action,
-                crate::cloud::error::ErrorKind::InvalidResponse {
-                    message: format!("cannot read status tree: {e}"),
-                },
-            )
-        })
+        serde_json::from_value(statuses.get("loadbalancer").cloned().unwrap_or_default()).map_err(
+            |e| {
+                CloudError::new(
+                    action,
+                    crate::cloud::error::ErrorKind::InvalidResponse {
+                        message: format!("cannot read status tree: {e}"),
+                    },
+                )
+            },
+        )
     }
 
     async fn lb_find_flavor(&self, name_or_id: &str) -> CloudResult<LbFlavor> {
@@ -56,27 +81,44 @@ impl OpenStackClient {
             return Ok(f.clone());
         }
         let named = all.into_iter().filter(|f| f.name == name_or_id).collect();
-        pick_one(Resource::LoadBalancerFlavor, name_or_id, named, |f| f.id.to_string())
-            .map_err(|k| CloudError::new(format!("find load balancer flavor {name_or_id}"), k))
+        pick_one(Resource::LoadBalancerFlavor, name_or_id, named, |f| {
+            f.id.to_string()
+        })
+        .map_err(|k| CloudError::new(format!("find load balancer flavor {name_or_id}"), k))
     }
 }
 
 impl LoadBalancing for OpenStackClient {
-    fn create_load_balancer<'a>(&'a self, request: &'a CreateLoadBalancer) -> CloudFuture<'a, LoadBalancer> {
+    fn create_load_balancer<'a>(
+        &'a self,
+        request: &'a CreateLoadBalancer,
+    ) -> CloudFuture<'a, LoadBalancer> {
         Box::pin(self.lb_create(request))
     }
 
     fn get_load_balancer<'a>(&'a self, id: &'a LoadBalancerId) -> CloudFuture<'a, LoadBalancer> {
         Box::pin(async move {
-            let req = octavia("get_load_balancer", Method::GET, format!("/loadbalancers/{id}"));
-            self.fetch(&req, "loadbalancer", &format!("get load balancer {id}")).await
+            let req = octavia(
+                "get_load_balancer",
+                Method::GET,
+                format!("/loadbalancers/{id}"),
+            );
+            self.fetch(&req, "loadbalancer", &format!("get load balancer {id}"))
+                .await
         })
     }
 
-    fn list_load_balancers<'a>(&'a self, filter: &'a LbFilter) -> CloudFuture<'a, Vec<LoadBalancer>> {
+    fn list_load_balancers<'a>(
+        &'a self,
+        filter: &'a LbFilter,
+    ) -> CloudFuture<'a, Vec<LoadBalancer>> {
         Box::pin(async move {
-            let req = filtered(octavia("list_load_balancers", Method::GET, "/loadbalancers"), filter);
-            self.list_all(req, "loadbalancers", "list load balancers").await
+            let req = filtered(
+                octavia("list_load_balancers", Method::GET, "/loadbalancers"),
+                filter,
+            );
+            self.list_all(req, "loadbalancers", "list load balancers")
+                .await
         })
     }
 
@@ -100,7 +142,11 @@ impl LoadBalancing for OpenStackClient {
         Box::pin(self.listener_get(id))
     }
 
-    fn update_listener<'a>(&'a self, id: &'a ListenerId, request: &'a UpdateListener) -> CloudFuture<'a, Listener> {
+    fn update_listener<'a>(
+        &'a self,
+        id: &'a ListenerId,
+        request: &'a UpdateListener,
+    ) -> CloudFuture<'a, Listener> {
         Box::pin(self.listener_update(id, request))
     }
 
@@ -128,7 +174,10 @@ impl LoadBalancing for OpenStackClient {
         Box::pin(self.pool_delete(id))
     }
 
-    fn create_health_monitor<'a>(&'a self, request: &'a CreateHealthMonitor) -> CloudFuture<'a, HealthMonitor> {
+    fn create_health_monitor<'a>(
+        &'a self,
+        request: &'a CreateHealthMonitor,
+    ) -> CloudFuture<'a, HealthMonitor> {
         Box::pin(self.monitor_create(request))
     }
 
@@ -152,14 +201,19 @@ impl LoadBalancing for OpenStackClient {
         Box::pin(self.members_list(pool))
     }
 
-    fn replace_members<'a>(&'a self, pool: &'a PoolId, members: &'a [MemberSpec]) -> CloudFuture<'a, ()> {
+    fn replace_members<'a>(
+        &'a self,
+        pool: &'a PoolId,
+        members: &'a [MemberSpec],
+    ) -> CloudFuture<'a, ()> {
         Box::pin(self.members_replace(pool, members))
     }
 
     fn list_lb_flavors(&self) -> CloudFuture<'_, Vec<LbFlavor>> {
         Box::pin(async move {
             let req = octavia("list_lb_flavors", Method::GET, "/flavors");
-            self.list_all(req, "flavors", "list load balancer flavors").await
+            self.list_all(req, "flavors", "list load balancer flavors")
+                .await
         })
     }
 

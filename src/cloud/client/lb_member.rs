@@ -13,12 +13,26 @@ use crate::cloud::ports::CloudResult;
 
 impl OpenStackClient {
     pub(super) async fn members_list(&self, pool: &PoolId) -> CloudResult<Vec<Member>> {
-        let req = octavia("list_members", Method::GET, format!("/pools/{pool}/members"));
-        self.list_all(req, "members", &format!("list members of pool {pool}")).await
+        let req = octavia(
+            "list_members",
+            Method::GET,
+            format!("/pools/{pool}/members"),
+        );
+        self.list_all(req, "members", &format!("list members of pool {pool}"))
+            .await
     }
 
-    pub(super) async fn members_replace(&self, pool: &PoolId, members: &[MemberSpec]) -> CloudResult<()> {
-        let req = octavia("replace_members", Method::PUT, format!("/pools/{pool}/members")).json(json!({"members": members}));
+    pub(super) async fn members_replace(
+        &self,
+        pool: &PoolId,
+        members: &[MemberSpec],
+    ) -> CloudResult<()> {
+        let req = octavia(
+            "replace_members",
+            Method::PUT,
+            format!("/pools/{pool}/members"),
+        )
+        .json(json!({"members": members}));
         let action = format!("set {} members of pool {pool}", members.len());
         self.execute(&req, &action).await
     }

@@ -10,26 +10,55 @@ use crate::cloud::model::loadbalancing::{CreateHealthMonitor, HealthMonitor, Upd
 use crate::cloud::ports::CloudResult;
 
 impl OpenStackClient {
-    pub(super) async fn monitor_create(&self, request: &CreateHealthMonitor) -> CloudResult<HealthMonitor> {
+    pub(super) async fn monitor_create(
+        &self,
+        request: &CreateHealthMonitor,
+    ) -> CloudResult<HealthMonitor> {
         let req = octavia("create_health_monitor", Method::POST, "/healthmonitors")
             .json(json!({"healthmonitor": request}));
-        let action = format!("create health monitor {} for pool {}", request.name, request.pool_id);
+        let action = format!(
+            "create health monitor {} for pool {}",
+            request.name, request.pool_id
+        );
         self.fetch(&req, "healthmonitor", &action).await
     }
 
     pub(super) async fn monitor_get(&self, id: &HealthMonitorId) -> CloudResult<HealthMonitor> {
-        let req = octavia("get_health_monitor", Method::GET, format!("/healthmonitors/{id}"));
-        self.fetch(&req, "healthmonitor", &format!("get health monitor {id}")).await
+        let req = octavia(
+            "get_health_monitor",
+            Method::GET,
+            format!("/healthmonitors/{id}"),
+        );
+        self.fetch(&req, "healthmonitor", &format!("get health monitor {id}"))
+            .await
     }
 
-    pub(super) async fn monitor_update(&self, id: &HealthMonitorId, request: &UpdateHealthMonitor) -> CloudResult<HealthMonitor> {
-        let req = octavia("update_health_monitor", Method::PUT, format!("/healthmonitors/{id}"))
-            .json(json!({"healthmonitor": request}));
-        self.fetch(&req, "healthmonitor", &format!("update health monitor {id}")).await
+    pub(super) async fn monitor_update(
+        &self,
+        id: &HealthMonitorId,
+        request: &UpdateHealthMonitor,
+    ) -> CloudResult<HealthMonitor> {
+        let req = octavia(
+            "update_health_monitor",
+            Method::PUT,
+            format!("/healthmonitors/{id}"),
+        )
+        .json(json!({"healthmonitor": request}));
+        self.fetch(
+            &req,
+            "healthmonitor",
+            &format!("update health monitor {id}"),
+        )
+        .await
     }
 
     pub(super) async fn monitor_delete(&self, id: &HealthMonitorId) -> CloudResult<()> {
-        let req = octavia("delete_health_monitor", Method::DELETE, format!("/healthmonitors/{id}"));
-        self.execute(&req, &format!("delete health monitor {id}")).await
+        let req = octavia(
+            "delete_health_monitor",
+            Method::DELETE,
+            format!("/healthmonitors/{id}"),
+        );
+        self.execute(&req, &format!("delete health monitor {id}"))
+            .await
     }
 }

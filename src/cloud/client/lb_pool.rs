@@ -12,7 +12,8 @@ use crate::cloud::ports::CloudResult;
 impl OpenStackClient {
     pub(super) async fn pool_create(&self, request: &CreatePool) -> CloudResult<Pool> {
         let req = octavia("create_pool", Method::POST, "/pools").json(json!({"pool": request}));
-        self.fetch(&req, "pool", &format!("create pool {}", request.name)).await
+        self.fetch(&req, "pool", &format!("create pool {}", request.name))
+            .await
     }
 
     pub(super) async fn pool_list(&self, filter: &LbFilter) -> CloudResult<Vec<Pool>> {
@@ -26,7 +27,8 @@ impl OpenStackClient {
     }
 
     pub(super) async fn pool_update(&self, id: &PoolId, request: &UpdatePool) -> CloudResult<Pool> {
-        let req = octavia("update_pool", Method::PUT, format!("/pools/{id}")).json(json!({"pool": request}));
+        let req = octavia("update_pool", Method::PUT, format!("/pools/{id}"))
+            .json(json!({"pool": request}));
         self.fetch(&req, "pool", &format!("update pool {id}")).await
     }
 

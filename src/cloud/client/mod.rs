@@ -51,10 +51,14 @@ impl fmt::Debug for OpenStackClient {
 
 impl OpenStackClient {
     /// No network traffic: Keystone is asked on the first call (or [`Self::authenticate`]).
-    pub fn new(config: CloudConfig, metrics: Arc<Metrics>, options: ClientOptions) -> Result<Self, CloudError> {
+    pub fn new(
+        config: CloudConfig,
+        metrics: Arc<Metrics>,
+        options: ClientOptions,
+    ) -> Result<Self, CloudError> {
         let name = config.name.clone();
-        let transport =
-            Transport::new(config, metrics, &options).map_err(|k| CloudError::new(format!("connect to cloud {name}"), k))?;
+        let transport = Transport::new(config, metrics, &options)
+            .map_err(|k| CloudError::new(format!("connect to cloud {name}"), k))?;
         Ok(Self {
             transport: Arc::new(transport),
             region: None,
@@ -71,7 +75,9 @@ impl OpenStackClient {
 
     /// The region in use: the pinned one, else the cloud's `region_name`.
     pub fn region(&self) -> Option<&str> {
-        self.region.as_deref().or(self.transport.config().region.as_deref())
+        self.region
+            .as_deref()
+            .or(self.transport.config().region.as_deref())
     }
 
     pub fn cloud_name(&self) -> &str {
@@ -81,15 +87,26 @@ impl OpenStackClient {
     /// Fetch a token now, to fail fast at start-up on bad credentials.
     pub async fn authenticate(&self) -> CloudResult<()> {
         let action = format!("authenticate to cloud {}", self.cloud_name());
-        self.transport.ensure_token().await.map_err(|k| CloudError::new(action, k))
+        self.transport
+            .ensure_token()
+            .await
+            .map_err(|k| CloudError::new(action, k))
     }
 
     pub(crate) async fn send(&self, req: &Request, action: &str) -> CloudResult<Reply> {
-        self.transport.send(self.region(), req).await.map_err(|k| CloudError::new(action, k))
+        self.transport
+            .send(self.region(), req)
+            .await
+            .map_err(|k| CloudError::new(action, k))
     }
 
     /// Send, then read `{"<key>": T}` from the body.
-    pub(crate) async fn fetch<T: DeserializeOwned>(&self, req: &Request, key: &str, action: &str) -> CloudResult<T> {
+    pub(crate) async fn fetch<T: DeserializeOwned>(
+        &self,
+        req: &Request,
+        key: &str,
+        action: &str,
+    ) -> CloudResult<T> {
         let reply = self.send(req, action).await?;
         unwrap_key(&reply, key).map_err(|k| CloudError::new(action, k))
     }
@@ -102,7 +119,12 @@ impl OpenStackClient {
     /// Every item of a paginated list: follow `<key>_links` (Nova, Neutron, Octavia) or
     /// Glance's `next`, re-applying only the link's query to our own endpoint (a cloud
     /// behind a proxy may advertise another host in its links).
-    pub(crate) async fn list_all<T: DeserializeOwned>(&self, mut req: Request, key: &str, action: &str) -> CloudResult<Vec<T>> {
+    pub(crate) async fn list_all<T: DeserializeOwned>(
+        &self,
+        mut req: Request,
+        key: &str,
+        action: &str,
+    ) -> CloudResult<Vec<T>> {
         let fail = |k| CloudError::new(action, k);
         let mut items = Vec::new();
         for _ in 0..MAX_PAGES {
@@ -136,7 +158,10 @@ fn invalid(key: &str, e: impl fmt::Display) -> ErrorKind {
 
 pub(crate) fn unwrap_key<T: DeserializeOwned>(reply: &Reply, key: &str) -> Result<T, ErrorKind> {
     let mut body: Value = reply.json()?;
-    let inner = body.get_mut(key).map(Value::take).ok_or_else(|| invalid(key, "missing"))?;
+    let inner = body
+        .get_mut(key)
+        .map(Value::take)
+        .ok_or_else(|| invalid(key, "missing"))?;
     serde_json::from_value(inner).map_err(|e| invalid(key, e))
 }
 
@@ -145,13 +170,21 @@ fn next_query(page: &Value, key: &str) -> Option<Vec<(String, String)>> {
     let from_links = page
         .get(format!("{key}_links"))
         .and_then(Value::as_array)
-        .and_then(|links| links.iter().find(|l| l.get("rel").and_then(Value::as_str) == Some("next")))
+        .and_then(|links| {
+            links
+                .iter()
+                .find(|l| l.get("rel").and_then(Value::as_str) == Some("next"))
+        })
         .and_then(|l| l.get("href"))
         .and_then(Value::as_str);
     let href = from_links.or_else(|| page.get("next").and_then(Value::as_str))?;
     let base = reqwest::Url::parse("http://link.invalid/").ok()?;
     let url = base.join(href).ok()?;
-    Some(url.query_pairs().map(|(k, v)| (k.into_owned(), v.into_owned())).collect())
+    Some(
+        url.query_pairs()
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect(),
+    )
 }
 
 /// Exactly one of `matches`, else `LookupNotFound` / `AmbiguousName` with the candidates.
@@ -175,7 +208,11 @@ pub(crate) fn pick_one<T>(
     }
 }
 
-pub(crate) fn compute(op: &'static str, method: reqwest::Method, path: impl Into<String>) -> Request {
+pub(crate) fn compute(
+    op: &'static str,
+    method: reqwest::Method,
+    path: impl Into<String>,
+) -> Request {
     Request::new(Service::Compute, op, method, path)
 }
 
@@ -200,7 +237,10 @@ mod tests {
         let glance = serde_json::json!({"images": [], "next": "/v2/images?marker=x&name=centos79"});
         assert_eq!(
             next_query(&glance, "images"),
-            Some(vec![("marker".into(), "x".into()), ("name".into(), "centos79".into())])
+            Some(vec![
+                ("marker".into(), "x".into()),
+                ("name".into(), "centos79".into())
+            ])
         );
         let neutron_prev_only = serde_json::json!({"networks": [], "networks_links": [{"rel": "previous", "href": "/x?a=1"}]});
         assert_eq!(next_query(&neutron_prev_only, "networks"), None);
@@ -217,6 +257,9 @@ mod tests {
                 candidates: vec!["1".into(), "2".into()]
             })
         );
-        assert_eq!(pick_one(Resource::Image, "x", vec!["only"], |s| s.to_string()), Ok("only"));
+        assert_eq!(
+            pick_one(Resource::Image, "x", vec!["only"], |s| s.to_string()),
+            Ok("only")
+        );
     }
 }

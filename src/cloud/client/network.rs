@@ -27,7 +27,8 @@ impl NetworkPort for OpenStackClient {
     fn get_network<'a>(&'a self, id: &'a NetworkId) -> CloudFuture<'a, Network> {
         Box::pin(async move {
             let req = neutron("get_network", Method::GET, format!("/networks/{id}"));
-            self.fetch(&req, "network", &format!("get network {id}")).await
+            self.fetch(&req, "network", &format!("get network {id}"))
+                .await
         })
     }
 
@@ -49,7 +50,10 @@ impl NetworkPort for OpenStackClient {
         Box::pin(async move {
             let req = neutron("list_subnets", Method::GET, "/subnets")
                 .query_opt("name", filter.name.as_deref())
-                .query_opt("network_id", filter.network_id.as_ref().map(|n| n.to_string()));
+                .query_opt(
+                    "network_id",
+                    filter.network_id.as_ref().map(|n| n.to_string()),
+                );
             self.list_all(req, "subnets", "list subnets").await
         })
     }
@@ -57,7 +61,8 @@ impl NetworkPort for OpenStackClient {
     fn get_subnet<'a>(&'a self, id: &'a SubnetId) -> CloudFuture<'a, Subnet> {
         Box::pin(async move {
             let req = neutron("get_subnet", Method::GET, format!("/subnets/{id}"));
-            self.fetch(&req, "subnet", &format!("get subnet {id}")).await
+            self.fetch(&req, "subnet", &format!("get subnet {id}"))
+                .await
         })
     }
 
@@ -83,12 +88,18 @@ impl NetworkPort for OpenStackClient {
         Box::pin(async move {
             let req = neutron("list_ports", Method::GET, "/ports")
                 .query_opt("device_id", filter.device_id.as_deref())
-                .query_opt("network_id", filter.network_id.as_ref().map(|n| n.to_string()));
+                .query_opt(
+                    "network_id",
+                    filter.network_id.as_ref().map(|n| n.to_string()),
+                );
             self.list_all(req, "ports", "list ports").await
         })
     }
 
-    fn create_floating_ip<'a>(&'a self, request: &'a CreateFloatingIp) -> CloudFuture<'a, FloatingIp> {
+    fn create_floating_ip<'a>(
+        &'a self,
+        request: &'a CreateFloatingIp,
+    ) -> CloudFuture<'a, FloatingIp> {
         Box::pin(async move {
             let mut body = json!({"floating_network_id": request.floating_network});
             if let Some(port) = &request.port {
@@ -97,7 +108,8 @@ impl NetworkPort for OpenStackClient {
             if let Some(d) = &request.description {
                 body["description"] = json!(d);
             }
-            let req = neutron("create_floating_ip", Method::POST, "/floatingips").json(json!({"floatingip": body}));
+            let req = neutron("create_floating_ip", Method::POST, "/floatingips")
+                .json(json!({"floatingip": body}));
             let action = format!("create floating IP on network {}", request.floating_network);
             self.fetch(&req, "floatingip", &action).await
         })
@@ -106,11 +118,15 @@ impl NetworkPort for OpenStackClient {
     fn get_floating_ip<'a>(&'a self, id: &'a FloatingIpId) -> CloudFuture<'a, FloatingIp> {
         Box::pin(async move {
             let req = neutron("get_floating_ip", Method::GET, format!("/floatingips/{id}"));
-            self.fetch(&req, "floatingip", &format!("get floating IP {id}")).await
+            self.fetch(&req, "floatingip", &format!("get floating IP {id}"))
+                .await
         })
     }
 
-    fn list_floating_ips<'a>(&'a self, filter: &'a FloatingIpFilter) -> CloudFuture<'a, Vec<FloatingIp>> {
+    fn list_floating_ips<'a>(
+        &'a self,
+        filter: &'a FloatingIpFilter,
+    ) -> CloudFuture<'a, Vec<FloatingIp>> {
         Box::pin(async move {
             let req = neutron("list_floating_ips", Method::GET, "/floatingips")
                 .query_opt("port_id", filter.port_id.as_ref().map(|p| p.to_string()))
@@ -120,10 +136,18 @@ impl NetworkPort for OpenStackClient {
         })
     }
 
-    fn update_floating_ip<'a>(&'a self, id: &'a FloatingIpId, port: Option<&'a PortId>) -> CloudFuture<'a, FloatingIp> {
+    fn update_floating_ip<'a>(
+        &'a self,
+        id: &'a FloatingIpId,
+        port: Option<&'a PortId>,
+    ) -> CloudFuture<'a, FloatingIp> {
         Box::pin(async move {
-            let req = neutron("update_floating_ip", Method::PUT, format!("/floatingips/{id}"))
-                .json(json!({"floatingip": {"port_id": port}}));
+            let req = neutron(
+                "update_floating_ip",
+                Method::PUT,
+                format!("/floatingips/{id}"),
+            )
+            .json(json!({"floatingip": {"port_id": port}}));
             let action = match port {
                 Some(p) => format!("associate floating IP {id} with port {p}"),
                 None => format!("disassociate floating IP {id}"),
@@ -134,8 +158,13 @@ impl NetworkPort for OpenStackClient {
 
     fn delete_floating_ip<'a>(&'a self, id: &'a FloatingIpId) -> CloudFuture<'a, ()> {
         Box::pin(async move {
-            let req = neutron("delete_floating_ip", Method::DELETE, format!("/floatingips/{id}"));
-            self.execute(&req, &format!("release floating IP {id}")).await
+            let req = neutron(
+                "delete_floating_ip",
+                Method::DELETE,
+                format!("/floatingips/{id}"),
+            );
+            self.execute(&req, &format!("release floating IP {id}"))
+                .await
         })
     }
 }

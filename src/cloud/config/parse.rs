@@ -11,8 +11,14 @@ use super::{CloudConfig, Credentials, Environment, IdOrName, Interface, Scope, S
 pub enum ConfigError {
     #[error("clouds.yaml {path} does not exist")]
     FileMissing { path: PathBuf },
-    #[error("cloud {cloud:?} was requested but no clouds.yaml was found (searched {})", display_paths(searched))]
-    NoCloudsFile { cloud: String, searched: Vec<PathBuf> },
+    #[error(
+        "cloud {cloud:?} was requested but no clouds.yaml was found (searched {})",
+        display_paths(searched)
+    )]
+    NoCloudsFile {
+        cloud: String,
+        searched: Vec<PathBuf>,
+    },
     #[error("cloud {cloud:?} is not in {}; available: {}", file.display(), available.join(", "))]
     NoSuchCloud {
         cloud: String,
@@ -20,7 +26,10 @@ pub enum ConfigError {
         available: Vec<String>,
     },
     #[error("{} defines several clouds ({}); choose one with --cloud or OS_CLOUD", file.display(), available.join(", "))]
-    ChooseCloud { file: PathBuf, available: Vec<String> },
+    ChooseCloud {
+        file: PathBuf,
+        available: Vec<String>,
+    },
     #[error("cannot read {}: {reason}", path.display())]
     Read { path: PathBuf, reason: String },
     #[error("cloud {cloud:?}: {problem}")]
@@ -28,7 +37,11 @@ pub enum ConfigError {
 }
 
 fn display_paths(paths: &[PathBuf]) -> String {
-    paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+    paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Key lookup shared by clouds.yaml entries and the environment.
@@ -63,10 +76,15 @@ impl Source for Env<'_> {
 
 pub(super) fn from_entry(name: &str, entry: &Mapping) -> Result<CloudConfig, ConfigError> {
     let empty = Mapping::new();
-    let auth = entry.get("auth").and_then(Value::as_mapping).unwrap_or(&empty);
+    let auth = entry
+        .get("auth")
+        .and_then(Value::as_mapping)
+        .unwrap_or(&empty);
     let top = Yaml(entry);
     let verify = entry.get("verify").and_then(Value::as_bool);
-    let insecure = verify.map(|v| !v).or_else(|| top.get("insecure").map(|v| truthy(&v)));
+    let insecure = verify
+        .map(|v| !v)
+        .or_else(|| top.get("insecure").map(|v| truthy(&v)));
     build(name, &Yaml(auth), &top, insecure.unwrap_or(false))
 }
 
@@ -76,15 +94,27 @@ pub(super) fn from_env(env: &Environment) -> Result<CloudConfig, ConfigError> {
     build("envvars", &source, &source, insecure)
 }
 
-fn build(name: &str, auth: &dyn Source, top: &dyn Source, insecure: bool) -> Result<CloudConfig, ConfigError> {
+fn build(
+    name: &str,
+    auth: &dyn Source,
+    top: &dyn Source,
+    insecure: bool,
+) -> Result<CloudConfig, ConfigError> {
     let invalid = |problem: &str| ConfigError::Invalid {
         cloud: name.to_owned(),
         problem: problem.to_owned(),
     };
-    let auth_url = auth.get("auth_url").ok_or_else(|| invalid("auth_url is missing"))?;
+    let auth_url = auth
+        .get("auth_url")
+        .ok_or_else(|| invalid("auth_url is missing"))?;
     let auth_type = top.get("auth_type").unwrap_or_else(|| {
         let app = auth.get("application_credential_secret").is_some();
-        if app { "v3applicationcredential" } else { "password" }.to_owned()
+        if app {
+            "v3applicationcredential"
+        } else {
+            "password"
+        }
+        .to_owned()
     });
     let user_domain = id_or_name(auth, "user_domain_id", "user_domain_name")
         .or_else(|| id_or_name(auth, "default_domain_id", "default_domain_name"));
@@ -92,7 +122,9 @@ fn build(name: &str, auth: &dyn Source, top: &dyn Source, insecure: bool) -> Res
     let (credentials, scope) = match auth_type.as_str() {
         "password" | "v3password" => {
             let user = user.ok_or_else(|| invalid("password auth needs username or user_id"))?;
-            let password = auth.get("password").ok_or_else(|| invalid("password auth needs a password"))?;
+            let password = auth
+                .get("password")
+                .ok_or_else(|| invalid("password auth needs a password"))?;
             let user_domain = default_domain(&user, user_domain);
             let credentials = Credentials::Password {
                 user,
@@ -102,9 +134,9 @@ fn build(name: &str, auth: &dyn Source, top: &dyn Source, insecure: bool) -> Res
             (credentials, scope(auth))
         }
         "v3applicationcredential" | "applicationcredential" => {
-            let secret = auth
-                .get("application_credential_secret")
-                .ok_or_else(|| invalid("application credential auth needs application_credential_secret"))?;
+            let secret = auth.get("application_credential_secret").ok_or_else(|| {
+                invalid("application credential auth needs application_credential_secret")
+            })?;
             let id = auth.get("application_credential_id");
             let app_name = auth.get("application_credential_name");
             if id.is_none() && (app_name.is_none() || user.is_none()) {
@@ -128,11 +160,19 @@ fn build(name: &str, auth: &dyn Source, top: &dyn Source, insecure: bool) -> Res
             )));
         }
     };
-    let interface = match top.get("interface").or_else(|| top.get("endpoint_type")).as_deref() {
+    let interface = match top
+        .get("interface")
+        .or_else(|| top.get("endpoint_type"))
+        .as_deref()
+    {
         None | Some("public") | Some("publicURL") => Interface::Public,
         Some("internal") | Some("internalURL") => Interface::Internal,
         Some("admin") | Some("adminURL") => Interface::Admin,
-        Some(other) => return Err(invalid(&format!("interface {other:?} is not public, internal or admin"))),
+        Some(other) => {
+            return Err(invalid(&format!(
+                "interface {other:?} is not public, internal or admin"
+            )));
+        }
     };
     Ok(CloudConfig {
         name: name.to_owned(),

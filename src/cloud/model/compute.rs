@@ -79,13 +79,21 @@ impl CreateServer {
             }
         };
         if let Some(ud) = &self.user_data {
-            set(&mut server, "user_data", Value::String(base64(ud.0.as_bytes())));
+            set(
+                &mut server,
+                "user_data",
+                Value::String(base64(ud.0.as_bytes())),
+            );
         }
         if let Some(key) = &self.key_name {
             set(&mut server, "key_name", Value::String(key.clone()));
         }
         if !self.security_groups.is_empty() {
-            let groups = self.security_groups.iter().map(|g| serde_json::json!({"name": g})).collect();
+            let groups = self
+                .security_groups
+                .iter()
+                .map(|g| serde_json::json!({"name": g}))
+                .collect();
             set(&mut server, "security_groups", Value::Array(groups));
         }
         if let Some(az) = &self.availability_zone {
@@ -102,7 +110,10 @@ impl CreateServer {
         }
         let mut body = serde_json::json!({ "server": server });
         if let (Some(group), Some(obj)) = (&self.server_group, body.as_object_mut()) {
-            obj.insert("os:scheduler_hints".into(), serde_json::json!({"group": group}));
+            obj.insert(
+                "os:scheduler_hints".into(),
+                serde_json::json!({"group": group}),
+            );
         }
         body
     }
@@ -298,7 +309,11 @@ pub(crate) fn base64(input: &[u8]) -> String {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::with_capacity(input.len().div_ceil(3) * 4);
     for chunk in input.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
         let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
         for i in 0..4 {
             if i <= chunk.len() {
@@ -356,7 +371,12 @@ mod tests {
         .unwrap_or_else(|e| panic!("{e}"));
         let server = Server::from(wire);
         assert_eq!(server.status, ServerStatus::Error);
-        assert!(server.fault.as_ref().is_some_and(ServerFault::is_no_valid_host));
+        assert!(
+            server
+                .fault
+                .as_ref()
+                .is_some_and(ServerFault::is_no_valid_host)
+        );
         assert_eq!(server.flavor.as_deref(), Some("n3-1vcpu-2gb"));
         assert_eq!(server.availability_zone, None);
         assert_eq!(server.primary_ip(), None);

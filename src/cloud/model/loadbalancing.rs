@@ -5,7 +5,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::cloud::ids::{
-    HealthMonitorId, LbFlavorId, ListenerId, LoadBalancerId, MemberId, NetworkId, PoolId, PortId, SubnetId,
+    HealthMonitorId, LbFlavorId, ListenerId, LoadBalancerId, MemberId, NetworkId, PoolId, PortId,
+    SubnetId,
 };
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
@@ -24,7 +25,10 @@ pub enum ProvisioningStatus {
 impl ProvisioningStatus {
     /// While pending, Octavia answers writes with 409: wait, do not fail.
     pub fn is_pending(self) -> bool {
-        matches!(self, Self::PendingCreate | Self::PendingUpdate | Self::PendingDelete)
+        matches!(
+            self,
+            Self::PendingCreate | Self::PendingUpdate | Self::PendingDelete
+        )
     }
 }
 
