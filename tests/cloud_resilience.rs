@@ -258,3 +258,67 @@ async fn application_credentials_authenticate() {
     assert!(!h.client.list_flavors().await.unwrap().is_empty());
     h.report("application_credential");
 }
+
+#[tokio::test]
+async fn another_region_is_reached_through_the_same_token_and_unknown_regions_are_named() {
+    let h = harness(SimConfig::fast()).await;
+    assert_eq!(h.client.region(), Some("RegionOne"));
+    let tokyo = h.client.with_region("tokyo1");
+    assert_eq!(tokyo.region(), Some("tokyo1"));
+    assert!(!tokyo.list_flavors().await.unwrap().is_empty());
+    h.client.list_flavors().await.unwrap();
+    assert_eq!(
+        h.calls("identity", "issue_token"),
+        1,
+        "regions share the token"
+    );
+    let err = h
+        .client
+        .with_region("osaka9")
+        .list_flavors()
+        .await
+        .unwrap_err();
+    assert_eq!(err.category(), "EndpointNotFound");
+    assert!(err.to_string().contains("region osaka9"), "{err}");
+    h.report("regions");
+}
+
+#[tokio::test]
+async fn an_unusable_cacert_is_a_configuration_error_at_construction() {
+    let h = harness(SimConfig::fast()).await;
+    let dir = cloud_support::temp_dir("cacert");
+    let yaml = format!(
+        "{}    cacert: {}\n",
+        h.sim
+            .clouds_yaml()
+            .split("  verda-sim-appcred:")
+            .next()
+            .unwrap(),
+        dir.join("missing.pem").display()
+    );
+    std::fs::write(dir.join("clouds.yaml"), yaml).unwrap();
+    let sel = verda_operator::cloud::CloudSelection {
+        cloud: Some("verda-sim".into()),
+        config_file: Some(dir.join("clouds.yaml")),
+    };
+    let verda_operator::cloud::CloudSource::Configured(config) =
+        verda_operator::cloud::resolve(&sel, &cloud_support::empty_env(&dir)).unwrap()
+    else {
+        panic!()
+    };
+    assert!(config.tls.cacert.is_some());
+    let metrics = verda_operator::metrics::Metrics::new();
+    let err = verda_operator::cloud::OpenStackClient::new(
+        config.clone(),
+        metrics.clone(),
+        ClientOptions::default(),
+    )
+    .unwrap_err();
+    assert_eq!(err.category(), "CloudConfigInvalid");
+    assert!(err.to_string().contains("missing.pem"), "{err}");
+    std::fs::write(dir.join("missing.pem"), "not a certificate").unwrap();
+    let err =
+        verda_operator::cloud::OpenStackClient::new(config, metrics, ClientOptions::default())
+            .unwrap_err();
+    assert_eq!(err.category(), "CloudConfigInvalid");
+}
