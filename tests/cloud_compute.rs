@@ -96,6 +96,17 @@ async fn server_lives_through_create_update_resize_and_delete_in_its_group() {
         "merge keeps the owner keys"
     );
 
+    let replaced = h
+        .client
+        .set_server_metadata(&id, &owner.server_metadata(), MetadataMode::Replace)
+        .await
+        .unwrap();
+    assert_eq!(
+        replaced,
+        owner.server_metadata(),
+        "replace drops keys not given"
+    );
+
     h.client
         .resize_server(&id, &FlavorId::new("11"))
         .await
@@ -360,4 +371,44 @@ async fn unknown_objects_are_not_found_and_bad_references_are_bad_requests() {
         "{bad}"
     );
     h.report("not_found_and_bad_request");
+}
+
+#[tokio::test]
+async fn servers_failed_or_deleted_outside_the_operator_show_in_status_and_listing() {
+    let h = harness(SimConfig::fast()).await;
+    let owner = Owner::new("0b6b6f0c-7777-4000-8000-000000000777", "default", "drift");
+    let template = server_request(&h, &owner, "d").await;
+    let a = h
+        .client
+        .create_server(&CreateServer {
+            name: "drift-0".into(),
+            ..template.clone()
+        })
+        .await
+        .unwrap();
+    let b = h
+        .client
+        .create_server(&CreateServer {
+            name: "drift-1".into(),
+            ..template
+        })
+        .await
+        .unwrap();
+    active(&h, &a).await;
+    h.sim.set_server_error(a.as_str());
+    let failed = h.client.get_server(&a).await.unwrap();
+    assert_eq!(failed.status, ServerStatus::Error);
+    assert!(failed.fault.is_some_and(|f| !f.is_no_valid_host()));
+    h.sim.delete_server_out_of_band(b.as_str());
+    let left: Vec<ServerId> = h
+        .client
+        .list_servers(&owner.uid)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+    assert_eq!(left, vec![a.clone()]);
+    assert!(h.client.get_server(&b).await.unwrap_err().is_not_found());
+    h.report("drift");
 }

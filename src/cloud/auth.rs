@@ -257,3 +257,148 @@ fn subject(v: &IdOrName, domain: Option<&IdOrName>) -> Value {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cloud::config::Tls;
+
+    fn config(credentials: Credentials, scope: Scope) -> CloudConfig {
+        CloudConfig {
+            name: "t".into(),
+            auth_url: "https://k.example:5000/v3/".into(),
+            credentials,
+            scope,
+            region: None,
+            interface: Interface::Public,
+            tls: Tls::default(),
+        }
+    }
+
+    fn password() -> Credentials {
+        Credentials::Password {
+            user: IdOrName::Name("demo".into()),
+            user_domain: Some(IdOrName::Name("Default".into())),
+            password: Secret::new("pw"),
+        }
+    }
+
+    #[test]
+    fn password_body_scopes_to_a_named_project_in_its_domain() {
+        let scope = Scope::Project {
+            project: IdOrName::Name("demo".into()),
+            domain: Some(IdOrName::Id("default".into())),
+        };
+        let c = config(password(), scope);
+        assert_eq!(token_url(&c), "https://k.example:5000/v3/auth/tokens");
+        assert_eq!(
+            token_request(&c),
+            json!({"auth": {
+                "identity": {"methods": ["password"], "password": {"user": {"name": "demo", "domain": {"name": "Default"}, "password": "pw"}}},
+                "scope": {"project": {"name": "demo", "domain": {"id": "default"}}}
+            }})
+        );
+    }
+
+    #[test]
+    fn application_credential_bodies_carry_no_scope() {
+        let by_id = Credentials::ApplicationCredential {
+            id: Some("ac".into()),
+            name: None,
+            user: None,
+            user_domain: None,
+            secret: Secret::new("s"),
+        };
+        let body = token_request(&config(by_id, Scope::Unscoped));
+        assert_eq!(
+            body,
+            json!({"auth": {"identity": {"methods": ["application_credential"], "application_credential": {"id": "ac", "secret": "s"}}}})
+        );
+        let by_name = Credentials::ApplicationCredential {
+            id: None,
+            name: Some("op".into()),
+            user: Some(IdOrName::Id("u1".into())),
+            user_domain: None,
+            secret: Secret::new("s"),
+        };
+        let body = token_request(&config(by_name, Scope::Domain(IdOrName::Name("d".into()))));
+        assert_eq!(
+            body["auth"]["identity"]["application_credential"]["user"],
+            json!({"id": "u1"})
+        );
+        assert_eq!(body["auth"]["scope"], json!({"domain": {"name": "d"}}));
+    }
+
+    fn token(lifetime_secs: i64, catalog: Value) -> Token {
+        let issued = Utc::now();
+        let body = json!({"token": {
+            "issued_at": issued.to_rfc3339(),
+            "expires_at": (issued + chrono::Duration::seconds(lifetime_secs)).to_rfc3339(),
+            "catalog": catalog,
+        }});
+        Token::from_response(Some("tok-value"), body.to_string().as_bytes(), 1)
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn endpoints_are_chosen_by_type_interface_and_region_with_the_version_appended() {
+        let catalog = json!([
+            {"type": "network", "endpoints": [
+                {"interface": "public", "region_id": "tokyo1", "region": "tokyo1", "url": "http://tokyo:9696"},
+                {"interface": "internal", "region_id": "RegionOne", "region": "RegionOne", "url": "http://internal:9696"},
+                {"interface": "public", "region_id": "RegionOne", "region": "RegionOne", "url": "http://one:9696/"}
+            ]},
+            {"type": "load-balancer", "endpoints": [
+                {"interface": "public", "region_id": "RegionOne", "url": "http://lb:9876/v2.0"}
+            ]},
+            {"type": "compute", "endpoints": [
+                {"interface": "public", "region_id": "RegionOne", "url": "http://nova:8774/v2.1"}
+            ]}
+        ]);
+        let t = token(3600, catalog);
+        let ep = |s, i, r| t.endpoint(s, i, r);
+        assert_eq!(
+            ep(Service::Network, Interface::Public, Some("tokyo1")),
+            Ok("http://tokyo:9696/v2.0".into())
+        );
+        assert_eq!(
+            ep(Service::Network, Interface::Public, None),
+            Ok("http://one:9696/v2.0".into())
+        );
+        assert_eq!(
+            ep(Service::Network, Interface::Internal, None),
+            Ok("http://internal:9696/v2.0".into())
+        );
+        assert_eq!(
+            ep(Service::LoadBalancer, Interface::Public, None),
+            Ok("http://lb:9876/v2.0".into())
+        );
+        assert_eq!(
+            ep(Service::Compute, Interface::Public, None),
+            Ok("http://nova:8774/v2.1".into())
+        );
+        let missing = ep(Service::Image, Interface::Public, Some("RegionOne"));
+        assert!(matches!(
+            missing,
+            Err(ErrorKind::LookupNotFound {
+                resource: Resource::Endpoint,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn tokens_renew_ahead_of_expiry_and_never_print_their_value() {
+        let long = token(24 * 3600, json!([]));
+        assert!(long.is_fresh(Utc::now()));
+        assert!(!long.is_fresh(Utc::now() + chrono::Duration::seconds(24 * 3600 - 20)));
+        let short = token(2, json!([]));
+        assert!(
+            short.is_fresh(Utc::now()),
+            "a 2 s token is not renewed at once"
+        );
+        assert!(!short.is_fresh(Utc::now() + chrono::Duration::milliseconds(1850)));
+        assert!(!format!("{long:?}").contains("tok-value"));
+        assert!(Token::from_response(None, b"{}", 1).is_err());
+    }
+}

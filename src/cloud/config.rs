@@ -125,6 +125,8 @@ pub struct CloudSelection {
     pub config_file: Option<PathBuf>,
 }
 
+// Resolved once at start-up: the size difference between the variants does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CloudSource {
     Configured(CloudConfig),

@@ -21,6 +21,7 @@ pub mod ids;
 pub mod model;
 pub mod owner;
 pub mod ports;
+mod request;
 pub mod retry;
 mod transport;
 

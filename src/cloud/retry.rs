@@ -27,7 +27,8 @@ impl Default for RetryPolicy {
             max_attempts: 5,
             base_delay: Duration::from_millis(200),
             max_delay: Duration::from_secs(5),
-            max_elapsed: Duration::from_secs(30),
+            // Past this a reconcile returns the error and requeues with its own backoff.
+            max_elapsed: Duration::from_secs(10),
         }
     }
 }

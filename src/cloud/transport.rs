@@ -14,10 +14,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use reqwest::header::{ACCEPT, HeaderMap, HeaderValue};
+use reqwest::header::{ACCEPT, HeaderValue};
 use reqwest::{Method, StatusCode};
-use serde::de::DeserializeOwned;
-use serde_json::Value;
 use tokio::sync::{Mutex, RwLock, Semaphore};
 use tracing::{debug, warn};
 
@@ -25,6 +23,7 @@ use super::auth::{self, Service, Token};
 use super::config::CloudConfig;
 use super::error::ErrorKind;
 use super::error_body;
+pub(crate) use super::request::{Reply, Request};
 use super::retry::{Failure, RetryPolicy, is_retryable};
 use crate::metrics::{CloudOperationLabels, CloudRequestLabels, Metrics};
 
@@ -50,77 +49,6 @@ impl Default for ClientOptions {
             request_timeout: Duration::from_secs(60),
             connect_timeout: Duration::from_secs(10),
         }
-    }
-}
-
-/// One API call, as the verb modules describe it.
-#[derive(Clone, Debug)]
-pub(crate) struct Request {
-    pub service: Service,
-    pub operation: &'static str,
-    pub method: Method,
-    /// Relative to the service's versioned root, e.g. `/servers/detail`.
-    pub path: String,
-    pub query: Vec<(String, String)>,
-    pub body: Option<Value>,
-    /// A POST whose repetition is harmless (e.g. a metadata merge).
-    pub idempotent: bool,
-}
-
-impl Request {
-    pub fn new(
-        service: Service,
-        operation: &'static str,
-        method: Method,
-        path: impl Into<String>,
-    ) -> Self {
-        Self {
-            service,
-            operation,
-            method,
-            path: path.into(),
-            query: Vec::new(),
-            body: None,
-            idempotent: false,
-        }
-    }
-
-    pub fn query(mut self, key: &str, value: impl Into<String>) -> Self {
-        self.query.push((key.to_owned(), value.into()));
-        self
-    }
-
-    pub fn query_opt(self, key: &str, value: Option<impl Into<String>>) -> Self {
-        match value {
-            Some(v) => self.query(key, v),
-            None => self,
-        }
-    }
-
-    pub fn json(mut self, body: Value) -> Self {
-        self.body = Some(body);
-        self
-    }
-
-    pub fn idempotent(mut self) -> Self {
-        self.idempotent = true;
-        self
-    }
-}
-
-/// A successful answer.
-#[derive(Debug)]
-pub(crate) struct Reply {
-    pub status: StatusCode,
-    pub headers: HeaderMap,
-    pub body: Vec<u8>,
-}
-
-impl Reply {
-    pub fn json<T: DeserializeOwned>(&self) -> Result<T, ErrorKind> {
-        serde_json::from_slice(&self.body).map_err(|e| ErrorKind::InvalidResponse {
-            message: format!("cannot parse the response body: {e}"),
-        })
     }
 }
 
@@ -154,6 +82,11 @@ impl Transport {
                 reqwest::Certificate::from_pem_bundle(&pem).map_err(|_| ErrorKind::Config {
                     message: format!("cacert {} is not a PEM certificate bundle", path.display()),
                 })?;
+            if certs.is_empty() {
+                return Err(ErrorKind::Config {
+                    message: format!("cacert {} holds no PEM certificate", path.display()),
+                });
+            }
             for cert in certs {
                 builder = builder.add_root_certificate(cert);
             }

@@ -168,7 +168,7 @@ fn check_user_data(cx: &Cx, server: &Map<String, Value>) -> Result<(), Response>
 fn is_base64(s: &str) -> bool {
     let s: String = s.chars().filter(|c| !c.is_ascii_whitespace()).collect();
     let body = s.trim_end_matches('=');
-    s.len() % 4 == 0
+    s.len().is_multiple_of(4)
         && s.len() - body.len() <= 2
         && body
             .chars()

@@ -94,7 +94,7 @@ fn page(
         .values()
         .filter(|s| matches(s, q, name_re.as_ref()))
         .collect();
-    all.sort_by(|a, b| b.seq.cmp(&a.seq));
+    all.sort_by_key(|s| std::cmp::Reverse(s.seq));
     let start = match param(q, "marker") {
         Some(m) => all
             .iter()

@@ -1,0 +1,81 @@
+//! One API call as the verb modules describe it ([`Request`]) and a successful answer
+//! ([`Reply`]). Plain data: sending, retrying and metering are the transport's.
+
+use reqwest::header::HeaderMap;
+use reqwest::{Method, StatusCode};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::auth::Service;
+use super::error::ErrorKind;
+
+/// One API call, as the verb modules describe it.
+#[derive(Clone, Debug)]
+pub(crate) struct Request {
+    pub service: Service,
+    pub operation: &'static str,
+    pub method: Method,
+    /// Relative to the service's versioned root, e.g. `/servers/detail`.
+    pub path: String,
+    pub query: Vec<(String, String)>,
+    pub body: Option<Value>,
+    /// A POST whose repetition is harmless (e.g. a metadata merge).
+    pub idempotent: bool,
+}
+
+impl Request {
+    pub fn new(
+        service: Service,
+        operation: &'static str,
+        method: Method,
+        path: impl Into<String>,
+    ) -> Self {
+        Self {
+            service,
+            operation,
+            method,
+            path: path.into(),
+            query: Vec::new(),
+            body: None,
+            idempotent: false,
+        }
+    }
+
+    pub fn query(mut self, key: &str, value: impl Into<String>) -> Self {
+        self.query.push((key.to_owned(), value.into()));
+        self
+    }
+
+    pub fn query_opt(self, key: &str, value: Option<impl Into<String>>) -> Self {
+        match value {
+            Some(v) => self.query(key, v),
+            None => self,
+        }
+    }
+
+    pub fn json(mut self, body: Value) -> Self {
+        self.body = Some(body);
+        self
+    }
+
+    pub fn idempotent(mut self) -> Self {
+        self.idempotent = true;
+        self
+    }
+}
+
+/// A successful answer.
+#[derive(Debug)]
+pub(crate) struct Reply {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Vec<u8>,
+}
+
+impl Reply {
+    pub fn json<T: DeserializeOwned>(&self) -> Result<T, ErrorKind> {
+        serde_json::from_slice(&self.body).map_err(|e| ErrorKind::InvalidResponse {
+            message: format!("cannot parse the response body: {e}"),
+        })
+    }
+}
