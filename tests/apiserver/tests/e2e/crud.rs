@@ -12,6 +12,7 @@ async fn server_starts_within_milliseconds_and_stops_when_dropped() {
     let t0 = Instant::now();
     let (server, _c) = start().await;
     let took = t0.elapsed();
+    eprintln!("test apiserver started in {took:?}");
     assert!(took < Duration::from_millis(500), "startup took {took:?}");
     let addr = server.addr();
     drop(server);
@@ -332,4 +333,38 @@ async fn limit_and_continue_page_through_a_consistent_resource_version() {
         5,
         "resourceVersion=0 ignores limit"
     );
+}
+
+#[tokio::test]
+async fn kubectl_style_table_requests_get_printer_columns_with_ages() {
+    let (server, c) = start().await;
+    create(&vmgs(&c), vmg("table-demo", 2)).await;
+    let raw = Raw::new(&server);
+    let resp = raw
+        .http
+        .get(format!("{}{VMGS}?limit=500", raw.base))
+        .header("accept", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json")
+        .send()
+        .await
+        .unwrap();
+    let t: serde_json::Value = resp.json().await.unwrap();
+    assert_eq!(t["kind"], "Table");
+    let names: Vec<&str> = t["columnDefinitions"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["Name", "Desired", "Current", "HA", "Age"]);
+    assert_eq!(t["rows"][0]["cells"], json!(["table-demo", 2, null, "soft", "0s"]));
+    assert_eq!(t["rows"][0]["object"]["kind"], "PartialObjectMetadata");
+}
+
+#[tokio::test]
+async fn test_cluster_starts_an_in_process_server_unless_a_real_cluster_is_requested() {
+    if std::env::var(verda_test_apiserver::cluster::REAL_CLUSTER_ENV).is_ok() {
+        return;
+    }
+    let server = verda_test_apiserver::ApiServer::builder().crd_dir(fixtures()).start().await.unwrap();
+    let cluster = verda_test_apiserver::TestCluster::with_server(server).unwrap();
+    assert!(!cluster.is_real());
+    let ns = cluster.namespace("e2e-").await.unwrap();
+    assert!(ns.starts_with("e2e-") && ns.len() == 9, "{ns}");
+    let created = create(&namespaced_vms(&cluster.client(), &ns), vm("vm-a")).await;
+    assert_eq!(created.metadata.namespace.as_deref(), Some(ns.as_str()));
 }

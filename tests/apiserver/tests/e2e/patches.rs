@@ -321,3 +321,54 @@ async fn controllers_apply_finalizers_and_status_with_their_field_manager() {
         "the controller released only its own finalizer"
     );
 }
+
+/// A CRD whose `status.conditions` is a map-list keyed by `type`, as the generated CRDs declare it.
+const MAP_LIST_CRD: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
+          status:
+            type: object
+            properties:
+              conditions:
+                type: array
+                x-kubernetes-list-type: map
+                x-kubernetes-list-map-keys: [type]
+                items:
+                  type: object
+                  required: [type, status]
+                  properties:
+                    type: {type: string}
+                    status: {type: string}
+                    reason: {type: string}
+"#;
+
+#[tokio::test]
+async fn apply_merges_map_lists_by_key_so_managers_own_separate_conditions() {
+    let server = verda_test_apiserver::ApiServer::builder().crd_yaml(MAP_LIST_CRD).start().await.unwrap();
+    let c = server.client().unwrap();
+    let ar = kube::api::ApiResource::from_gvk_with_plural(&kube::api::GroupVersionKind::gvk("example.com", "v1", "Widget"), "widgets");
+    let api: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(c, NS, &ar);
+    create(&api, obj(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {}}))).await;
+    let cond = |t: &str, s: &str| json!({"apiVersion": "example.com/v1", "kind": "Widget", "status": {"conditions": [{"type": t, "status": s}]}});
+    api.patch_status("w", &PatchParams::apply("a").force(), &Patch::Apply(cond("Ready", "False"))).await.unwrap();
+    api.patch_status("w", &PatchParams::apply("b").force(), &Patch::Apply(cond("Synced", "True"))).await.unwrap();
+    let out = api.patch_status("w", &PatchParams::apply("a").force(), &Patch::Apply(cond("Ready", "True"))).await.unwrap();
+    assert_eq!(out.data["status"]["conditions"], json!([{"type": "Ready", "status": "True"}, {"type": "Synced", "status": "True"}]));
+    let s = status(api.patch_status("w", &PatchParams::apply("b"), &Patch::Apply(cond("Ready", "Unknown"))).await);
+    assert_eq!(s.details.unwrap().causes[0].field, ".status.conditions[{\"type\":\"Ready\"}].status");
+}
