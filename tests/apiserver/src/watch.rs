@@ -24,6 +24,8 @@ use crate::state::AppState;
 use crate::store::{Change, ChangeKind};
 
 struct Filter {
+    /// kubectl `get -w` asks for Table objects in the events.
+    table: bool,
     storage: String,
     ns: Option<String>,
     labels: LabelSelector,
@@ -52,7 +54,20 @@ impl Filter {
             (ChangeKind::Modified, true, false) => "DELETED",
             _ => return None,
         };
-        Some((ty, t.rt.to_view(&c.object)))
+        Some((ty, self.render(t, &c.object)))
+    }
+
+    fn render(&self, t: &Target, stored: &Value) -> Value {
+        let v = t.rt.to_view(stored);
+        if self.table {
+            let rv = v["metadata"]["resourceVersion"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            crate::table::render(&t.rt, &[v], &rv)
+        } else {
+            v
+        }
     }
 }
 
@@ -92,7 +107,7 @@ fn check_options(q: &Query) -> Result<(), ApiError> {
     Ok(())
 }
 
-pub async fn serve(state: Arc<AppState>, t: Target, q: Query) -> Response {
+pub async fn serve(state: Arc<AppState>, t: Target, q: Query, table: bool) -> Response {
     if let Err(e) = check_options(&q) {
         return e.into_response();
     }
@@ -101,6 +116,7 @@ pub async fn serve(state: Arc<AppState>, t: Target, q: Query) -> Response {
         Err(e) => return e.into_response(),
     };
     let filter = Filter {
+        table,
         storage: t.rt.storage.clone(),
         ns: if t.rt.namespaced { t.ns.clone() } else { None },
         labels,
@@ -122,7 +138,7 @@ pub async fn serve(state: Arc<AppState>, t: Target, q: Query) -> Response {
         let start = if initial {
             for obj in store.list(&filter.storage, filter.ns.as_deref()) {
                 if filter.matches(&t, obj) {
-                    first.push(line("ADDED", &t.rt.to_view(obj)));
+                    first.push(line("ADDED", &filter.render(&t, obj)));
                 }
             }
             if bookmarks {

@@ -148,7 +148,7 @@ pub async fn dispatch(
     }
     let table = accept.contains("as=Table");
     let result = match (method.as_str(), t.name.is_some(), t.sub.as_deref()) {
-        ("GET", false, _) if q.flag("watch") => return watch::serve(state, t, q).await,
+        ("GET", false, _) if q.flag("watch") => return watch::serve(state, t, q, table).await,
         ("GET", false, _) => read::list(&state, &t, &q, table),
         ("GET", true, Some("scale")) => scale::get(&state, &t),
         ("GET", true, _) => read::get(&state, &t, table),

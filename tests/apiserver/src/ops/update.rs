@@ -34,7 +34,10 @@ fn without_volatile(obj: &Value) -> Value {
 
 /// managedFields without their timestamps.
 fn ownership(obj: &Value) -> Vec<Value> {
-    let mut entries: Vec<Value> = obj["metadata"]["managedFields"].as_array().cloned().unwrap_or_default();
+    let mut entries: Vec<Value> = obj["metadata"]["managedFields"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     for e in entries.iter_mut().filter_map(Value::as_object_mut) {
         e.remove("time");
     }

@@ -349,9 +349,17 @@ async fn kubectl_style_table_requests_get_printer_columns_with_ages() {
         .unwrap();
     let t: serde_json::Value = resp.json().await.unwrap();
     assert_eq!(t["kind"], "Table");
-    let names: Vec<&str> = t["columnDefinitions"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = t["columnDefinitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
     assert_eq!(names, ["Name", "Desired", "Current", "HA", "Age"]);
-    assert_eq!(t["rows"][0]["cells"], json!(["table-demo", 2, null, "soft", "0s"]));
+    assert_eq!(
+        t["rows"][0]["cells"],
+        json!(["table-demo", 2, null, "soft", "0s"])
+    );
     assert_eq!(t["rows"][0]["object"]["kind"], "PartialObjectMetadata");
 }
 
@@ -360,7 +368,11 @@ async fn test_cluster_starts_an_in_process_server_unless_a_real_cluster_is_reque
     if std::env::var(verda_test_apiserver::cluster::REAL_CLUSTER_ENV).is_ok() {
         return;
     }
-    let server = verda_test_apiserver::ApiServer::builder().crd_dir(fixtures()).start().await.unwrap();
+    let server = verda_test_apiserver::ApiServer::builder()
+        .crd_dir(fixtures())
+        .start()
+        .await
+        .unwrap();
     let cluster = verda_test_apiserver::TestCluster::with_server(server).unwrap();
     assert!(!cluster.is_real());
     let ns = cluster.namespace("e2e-").await.unwrap();

@@ -359,16 +359,55 @@ spec:
 
 #[tokio::test]
 async fn apply_merges_map_lists_by_key_so_managers_own_separate_conditions() {
-    let server = verda_test_apiserver::ApiServer::builder().crd_yaml(MAP_LIST_CRD).start().await.unwrap();
+    let server = verda_test_apiserver::ApiServer::builder()
+        .crd_yaml(MAP_LIST_CRD)
+        .start()
+        .await
+        .unwrap();
     let c = server.client().unwrap();
-    let ar = kube::api::ApiResource::from_gvk_with_plural(&kube::api::GroupVersionKind::gvk("example.com", "v1", "Widget"), "widgets");
+    let ar = kube::api::ApiResource::from_gvk_with_plural(
+        &kube::api::GroupVersionKind::gvk("example.com", "v1", "Widget"),
+        "widgets",
+    );
     let api: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(c, NS, &ar);
     create(&api, obj(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {}}))).await;
     let cond = |t: &str, s: &str| json!({"apiVersion": "example.com/v1", "kind": "Widget", "status": {"conditions": [{"type": t, "status": s}]}});
-    api.patch_status("w", &PatchParams::apply("a").force(), &Patch::Apply(cond("Ready", "False"))).await.unwrap();
-    api.patch_status("w", &PatchParams::apply("b").force(), &Patch::Apply(cond("Synced", "True"))).await.unwrap();
-    let out = api.patch_status("w", &PatchParams::apply("a").force(), &Patch::Apply(cond("Ready", "True"))).await.unwrap();
-    assert_eq!(out.data["status"]["conditions"], json!([{"type": "Ready", "status": "True"}, {"type": "Synced", "status": "True"}]));
-    let s = status(api.patch_status("w", &PatchParams::apply("b"), &Patch::Apply(cond("Ready", "Unknown"))).await);
-    assert_eq!(s.details.unwrap().causes[0].field, ".status.conditions[{\"type\":\"Ready\"}].status");
+    api.patch_status(
+        "w",
+        &PatchParams::apply("a").force(),
+        &Patch::Apply(cond("Ready", "False")),
+    )
+    .await
+    .unwrap();
+    api.patch_status(
+        "w",
+        &PatchParams::apply("b").force(),
+        &Patch::Apply(cond("Synced", "True")),
+    )
+    .await
+    .unwrap();
+    let out = api
+        .patch_status(
+            "w",
+            &PatchParams::apply("a").force(),
+            &Patch::Apply(cond("Ready", "True")),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        out.data["status"]["conditions"],
+        json!([{"type": "Ready", "status": "True"}, {"type": "Synced", "status": "True"}])
+    );
+    let s = status(
+        api.patch_status(
+            "w",
+            &PatchParams::apply("b"),
+            &Patch::Apply(cond("Ready", "Unknown")),
+        )
+        .await,
+    );
+    assert_eq!(
+        s.details.unwrap().causes[0].field,
+        ".status.conditions[{\"type\":\"Ready\"}].status"
+    );
 }

@@ -40,7 +40,11 @@ pub fn vms(c: &Client) -> Api<DynamicObject> {
 }
 
 pub fn namespaced_vms(c: &Client, ns: &str) -> Api<DynamicObject> {
-    Api::namespaced_with(c.clone(), ns, &resource("VirtualMachine", "virtualmachines"))
+    Api::namespaced_with(
+        c.clone(),
+        ns,
+        &resource("VirtualMachine", "virtualmachines"),
+    )
 }
 
 pub fn vmgs(c: &Client) -> Api<DynamicObject> {
