@@ -18,14 +18,14 @@ use tokio::sync::{broadcast, mpsc};
 
 use crate::error::{ApiError, Cause};
 use crate::handlers::read::selectors;
-use crate::handlers::{Query, Target};
+use crate::handlers::{Query, Render, Target};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::state::AppState;
 use crate::store::{Change, ChangeKind};
 
 struct Filter {
     /// kubectl `get -w` asks for Table objects in the events.
-    table: bool,
+    render: Render,
     storage: String,
     ns: Option<String>,
     labels: LabelSelector,
@@ -58,16 +58,7 @@ impl Filter {
     }
 
     fn render(&self, t: &Target, stored: &Value) -> Value {
-        let v = t.rt.to_view(stored);
-        if self.table {
-            let rv = v["metadata"]["resourceVersion"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string();
-            crate::table::render(&t.rt, &[v], &rv)
-        } else {
-            v
-        }
+        self.render.one(&t.rt, t.rt.to_view(stored))
     }
 }
 
@@ -107,7 +98,7 @@ fn check_options(q: &Query) -> Result<(), ApiError> {
     Ok(())
 }
 
-pub async fn serve(state: Arc<AppState>, t: Target, q: Query, table: bool) -> Response {
+pub async fn serve(state: Arc<AppState>, t: Target, q: Query, render: Render) -> Response {
     if let Err(e) = check_options(&q) {
         return e.into_response();
     }
@@ -116,7 +107,7 @@ pub async fn serve(state: Arc<AppState>, t: Target, q: Query, table: bool) -> Re
         Err(e) => return e.into_response(),
     };
     let filter = Filter {
-        table,
+        render,
         storage: t.rt.storage.clone(),
         ns: if t.rt.namespaced { t.ns.clone() } else { None },
         labels,

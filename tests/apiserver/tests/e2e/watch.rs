@@ -341,3 +341,41 @@ async fn kube_runtime_watcher_lists_then_follows_changes_in_both_list_strategies
         api.delete(&name, &DeleteParams::default()).await.unwrap();
     }
 }
+
+#[tokio::test]
+async fn metadata_watchers_receive_partial_object_metadata() {
+    let (_s, c) = start().await;
+    let api = vms(&c);
+    create(&api, vm("vm-pre")).await;
+    let ar = kube::api::ApiResource::from_gvk_with_plural(
+        &kube::api::GroupVersionKind::gvk("verda.linecorp.com", "v1alpha1", "VirtualMachine"),
+        "virtualmachines",
+    );
+    let meta: kube::Api<kube::core::PartialObjectMeta<kube::api::DynamicObject>> =
+        kube::Api::namespaced_with(c.clone(), NS, &ar);
+    let mut stream = watcher(meta, watcher::Config::default()).boxed();
+    let mut names = Vec::new();
+    while let Some(ev) = tokio::time::timeout(Duration::from_secs(3), stream.try_next())
+        .await
+        .unwrap()
+        .unwrap()
+    {
+        match ev {
+            watcher::Event::InitApply(o) => names.push(o.metadata.name.unwrap()),
+            watcher::Event::InitDone => break,
+            _ => {}
+        }
+    }
+    assert_eq!(names, ["vm-pre"]);
+    create(&api, vm("vm-live")).await;
+    let ev = tokio::time::timeout(Duration::from_secs(3), stream.try_next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let watcher::Event::Apply(o) = ev else {
+        panic!("expected Apply, got {ev:?}")
+    };
+    assert_eq!(o.metadata.name.as_deref(), Some("vm-live"));
+    assert!(o.metadata.uid.is_some());
+}
