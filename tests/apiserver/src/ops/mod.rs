@@ -191,6 +191,11 @@ pub fn create(
         obj["spec"] = json!({"finalizers": ["kubernetes"]});
         obj["status"] = json!({"phase": "Active"});
     }
+    let mut meta_causes = validation::meta::name(&name, rt.storage == NAMESPACES);
+    meta_causes.extend(validation::meta::labels(&obj));
+    if !meta_causes.is_empty() {
+        return Err(ApiError::invalid_object(rt, &name, meta_causes));
+    }
     let mut warnings = validation::prune_and_default(rt, &mut obj, ctx.fv)?;
     warnings.extend(validation::validate(rt, &obj, None)?);
     let store_ns = if rt.namespaced { ns } else { "" };

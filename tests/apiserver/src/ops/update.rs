@@ -168,6 +168,10 @@ pub fn update(
             ));
         }
     }
+    let label_causes = validation::meta::labels(&new);
+    if !label_causes.is_empty() {
+        return Err(ApiError::invalid_object(rt, &name, label_causes));
+    }
     let mut warnings = validation::prune_and_default(rt, &mut new, ctx.fv)?;
     warnings.extend(validation::validate(rt, &new, Some(old))?);
     // An apply that only changes ownership is still a write (the real server records the new owner);

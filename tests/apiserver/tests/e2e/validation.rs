@@ -153,3 +153,18 @@ async fn malformed_json_is_400_and_a_mismatched_kind_is_422() {
         "LoadBalancer.verda.linecorp.com \"vm-wrongkind\" is invalid: kind: Invalid value: \"LoadBalancer\": must be VirtualMachine"
     );
 }
+
+#[tokio::test]
+async fn names_and_label_values_must_have_the_kubernetes_formats() {
+    let (_s, c) = start().await;
+    let s = status(vms(&c).create(&PostParams::default(), &vm("Vm_A")).await);
+    assert_eq!(
+        (s.code, s.details.unwrap().causes[0].field.as_str()),
+        (422, "metadata.name")
+    );
+    let mut o = vm("vm-a");
+    o.metadata.labels = Some([("verda.linecorp.com/group".to_string(), "g".repeat(64))].into());
+    let s = status(vms(&c).create(&PostParams::default(), &o).await);
+    assert_eq!(s.code, 422);
+    assert!(s.message.ends_with("metadata.labels: Invalid value: \"gggggggggggggggggggggggggggggggggggggggggggggggggggggggggggggggg\": must be no more than 63 characters"), "{}", s.message);
+}
