@@ -73,7 +73,15 @@ fn rewrite(
     let Some(rt) = state.registry.by_storage(storage) else {
         return;
     };
-    let old = rt.to_view(obj);
+    let ns = if rt.namespaced {
+        meta_str(obj, "namespace")
+    } else {
+        ""
+    };
+    let Some(stored) = store.get(storage, ns, meta_str(obj, "name")) else {
+        return;
+    };
+    let old = rt.to_view(stored);
     let mut new = old.clone();
     edit(&mut new);
     let _ = ops::update(store, rt, &old, new, &ctx());
@@ -95,7 +103,7 @@ fn delete(state: &AppState, store: &mut Store, storage: &str, obj: &Value, polic
 /// One pass; returns whether anything changed.
 fn sweep(state: &AppState) -> bool {
     let mut store = state.lock();
-    let all = store.all();
+    let all = store.all_metadata();
     let uids: HashSet<&str> = all.iter().map(|(_, o)| meta_str(o, "uid")).collect();
     let deleting = |o: &Value| !o["metadata"]["deletionTimestamp"].is_null();
     let dependents_of = |uid: String| -> Vec<&(String, Value)> {

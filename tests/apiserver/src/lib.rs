@@ -40,9 +40,15 @@ use registry::{Registry, ResourceType};
 use state::{AppState, NAMESPACES, Options};
 use store::Store;
 
-/// Where the generated CRDs live in the repository.
+/// Environment variable overriding the CRD directory of [`ApiServer::start`].
+pub const CRD_DIR_ENV: &str = "VERDA_CRD_DIR";
+
+/// Where the CRDs come from: `$VERDA_CRD_DIR`, else the repository's generated `config/crd/bases`.
 pub fn default_crd_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../config/crd/bases")
+    match std::env::var_os(CRD_DIR_ENV) {
+        Some(d) => PathBuf::from(d),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../config/crd/bases"),
+    }
 }
 
 /// Configures a server before starting it.

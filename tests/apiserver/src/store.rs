@@ -95,11 +95,15 @@ impl Store {
             .map(|(_, v)| v)
     }
 
-    /// Every stored object with its bucket, for the garbage collector.
-    pub fn all(&self) -> Vec<(String, Value)> {
+    /// The metadata of every stored object with its bucket, for the garbage collector
+    /// (`{"metadata": ...}` only: the collector never needs more, and copying whole objects is wasteful).
+    pub fn all_metadata(&self) -> Vec<(String, Value)> {
         self.objects
             .iter()
-            .flat_map(|(s, b)| b.values().map(move |v| (s.clone(), v.clone())))
+            .flat_map(|(s, b)| {
+                b.values()
+                    .map(move |v| (s.clone(), json!({"metadata": v["metadata"]})))
+            })
             .collect()
     }
 

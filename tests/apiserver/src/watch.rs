@@ -18,12 +18,14 @@ use tokio::sync::{broadcast, mpsc};
 
 use crate::error::{ApiError, Cause};
 use crate::handlers::read::selectors;
-use crate::handlers::{Query, Target};
+use crate::handlers::{Query, Render, Target};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::state::AppState;
 use crate::store::{Change, ChangeKind};
 
 struct Filter {
+    /// kubectl `get -w` asks for Table objects in the events.
+    render: Render,
     storage: String,
     ns: Option<String>,
     labels: LabelSelector,
@@ -52,7 +54,11 @@ impl Filter {
             (ChangeKind::Modified, true, false) => "DELETED",
             _ => return None,
         };
-        Some((ty, t.rt.to_view(&c.object)))
+        Some((ty, self.render(t, &c.object)))
+    }
+
+    fn render(&self, t: &Target, stored: &Value) -> Value {
+        self.render.one(&t.rt, t.rt.to_view(stored))
     }
 }
 
@@ -92,7 +98,7 @@ fn check_options(q: &Query) -> Result<(), ApiError> {
     Ok(())
 }
 
-pub async fn serve(state: Arc<AppState>, t: Target, q: Query) -> Response {
+pub async fn serve(state: Arc<AppState>, t: Target, q: Query, render: Render) -> Response {
     if let Err(e) = check_options(&q) {
         return e.into_response();
     }
@@ -101,6 +107,7 @@ pub async fn serve(state: Arc<AppState>, t: Target, q: Query) -> Response {
         Err(e) => return e.into_response(),
     };
     let filter = Filter {
+        render,
         storage: t.rt.storage.clone(),
         ns: if t.rt.namespaced { t.ns.clone() } else { None },
         labels,
@@ -122,7 +129,7 @@ pub async fn serve(state: Arc<AppState>, t: Target, q: Query) -> Response {
         let start = if initial {
             for obj in store.list(&filter.storage, filter.ns.as_deref()) {
                 if filter.matches(&t, obj) {
-                    first.push(line("ADDED", &t.rt.to_view(obj)));
+                    first.push(line("ADDED", &filter.render(&t, obj)));
                 }
             }
             if bookmarks {

@@ -66,6 +66,46 @@ impl Query {
     }
 }
 
+/// The representation a read asks for through `Accept` (`as=Table` from kubectl get, `as=PartialObjectMetadata`
+/// from kube's metadata watchers), else the object itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Render {
+    Object,
+    Table,
+    Metadata,
+}
+
+impl Render {
+    pub fn from_accept(accept: &str) -> Self {
+        if accept.contains("as=Table") {
+            Self::Table
+        } else if accept.contains("as=PartialObjectMetadata") {
+            Self::Metadata
+        } else {
+            Self::Object
+        }
+    }
+
+    /// One object (wire shape) in this representation.
+    pub fn one(self, rt: &ResourceType, v: Value) -> Value {
+        match self {
+            Self::Object => v,
+            Self::Metadata => partial(&v),
+            Self::Table => {
+                let rv = v["metadata"]["resourceVersion"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                crate::table::render(rt, &[v], &rv)
+            }
+        }
+    }
+}
+
+pub fn partial(v: &Value) -> Value {
+    json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": v["metadata"]})
+}
+
 /// The resource a request addresses.
 #[derive(Debug, Clone)]
 pub struct Target {
@@ -146,12 +186,12 @@ pub async fn dispatch(
             return ApiError::page_not_found().into_response();
         }
     }
-    let table = accept.contains("as=Table");
+    let render = Render::from_accept(&accept);
     let result = match (method.as_str(), t.name.is_some(), t.sub.as_deref()) {
-        ("GET", false, _) if q.flag("watch") => return watch::serve(state, t, q).await,
-        ("GET", false, _) => read::list(&state, &t, &q, table),
+        ("GET", false, _) if q.flag("watch") => return watch::serve(state, t, q, render).await,
+        ("GET", false, _) => read::list(&state, &t, &q, render),
         ("GET", true, Some("scale")) => scale::get(&state, &t),
-        ("GET", true, _) => read::get(&state, &t, table),
+        ("GET", true, _) => read::get(&state, &t, render),
         ("POST", false, _) => write::create(&state, &t, &q, &headers, &body),
         ("PUT", true, Some("scale")) => scale::put(&state, &t, &q, &headers, &body),
         ("PUT", true, _) => write::replace(&state, &t, &q, &headers, &body),

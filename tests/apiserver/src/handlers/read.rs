@@ -10,32 +10,21 @@ use axum::response::Response;
 use base64::Engine;
 use serde_json::{Value, json};
 
-use super::{Query, Target};
+use super::{Query, Render, Target, partial};
 use crate::error::{ApiError, Cause, json_response};
 use crate::registry::ResourceType;
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::state::AppState;
 use crate::table;
 
-pub fn get(state: &AppState, t: &Target, table: bool) -> Result<Response, ApiError> {
+pub fn get(state: &AppState, t: &Target, render: Render) -> Result<Response, ApiError> {
     let store = state.lock();
     let ns = if t.rt.namespaced { t.ns() } else { "" };
     let obj = store
         .get(&t.rt.storage, ns, t.name())
         .map(|o| t.rt.to_view(o))
         .ok_or_else(|| ApiError::not_found(&t.rt, t.name()))?;
-    if table {
-        let rv = obj["metadata"]["resourceVersion"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        return Ok(json_response(
-            StatusCode::OK,
-            &table::render(&t.rt, &[obj], &rv),
-            &[],
-        ));
-    }
-    Ok(json_response(StatusCode::OK, &obj, &[]))
+    Ok(json_response(StatusCode::OK, &render.one(&t.rt, obj), &[]))
 }
 
 /// The field labels a resource supports in `fieldSelector`.
@@ -104,7 +93,7 @@ fn check_list_options(q: &Query) -> Result<(), ApiError> {
     }
 }
 
-pub fn list(state: &AppState, t: &Target, q: &Query, table: bool) -> Result<Response, ApiError> {
+pub fn list(state: &AppState, t: &Target, q: &Query, render: Render) -> Result<Response, ApiError> {
     check_list_options(q)?;
     let (labels, fields) = selectors(&t.rt, q)?;
     let store = state.lock();
@@ -180,14 +169,23 @@ pub fn list(state: &AppState, t: &Target, q: &Query, table: bool) -> Result<Resp
     };
     let mut items: Vec<Value> = matching.into_iter().take(take).map(|(_, o)| o).collect();
     let rv_str = list_rv.to_string();
-    if table {
+    if render == Render::Table {
         return Ok(json_response(
             StatusCode::OK,
             &table::render(&t.rt, &items, &rv_str),
             &[],
         ));
     }
-    if !t.rt.custom {
+    let (api_version, list_kind) = if render == Render::Metadata {
+        items = items.iter().map(partial).collect();
+        (
+            "meta.k8s.io/v1".to_string(),
+            "PartialObjectMetadataList".to_string(),
+        )
+    } else {
+        (t.rt.api_version(), t.rt.list_kind.clone())
+    };
+    if !t.rt.custom && render == Render::Object {
         for it in items.iter_mut().filter_map(Value::as_object_mut) {
             it.remove("apiVersion");
             it.remove("kind");
@@ -200,6 +198,7 @@ pub fn list(state: &AppState, t: &Target, q: &Query, table: bool) -> Result<Resp
     } else if t.rt.custom {
         meta["continue"] = json!("");
     }
-    let body = json!({"apiVersion": t.rt.api_version(), "items": items, "kind": t.rt.list_kind, "metadata": meta});
+    let body =
+        json!({"apiVersion": api_version, "items": items, "kind": list_kind, "metadata": meta});
     Ok(json_response(StatusCode::OK, &body, &[]))
 }

@@ -2,6 +2,7 @@
 //! rules, in the apiserver's order, producing its `422 Invalid` body or the unknown-field warnings/400.
 
 pub mod cel;
+pub mod meta;
 pub mod schema;
 
 use serde_json::Value;
