@@ -24,7 +24,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the operator against the current Kubernetes cluster.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Write the CustomResourceDefinitions (to stdout, or one file per kind with --out).
     Crdgen {
         /// Directory to write `<group>_<plural>.yaml` files into.
@@ -89,7 +89,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Crdgen { out } => write_crds(out),
-        Command::Run(args) => run_operator(args),
+        Command::Run(args) => run_operator(*args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
