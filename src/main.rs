@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use verda_operator::cloud::CloudSelection;
+use verda_operator::sim::{SimConfig, Simulator};
 use verda_operator::{config, crdgen, run, telemetry};
 
 #[derive(Parser)]
@@ -25,6 +26,15 @@ struct Cli {
 enum Command {
     /// Run the operator against the current Kubernetes cluster.
     Run(Box<RunArgs>),
+    /// Run the OpenStack simulator alone and print a clouds.yaml for it.
+    Simulate {
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:8774")]
+        listen: SocketAddr,
+        /// Seconds a server stays in BUILD and an Octavia object in PENDING_*.
+        #[arg(long, default_value = "1.5s", value_parser = parse_seconds)]
+        delay: Duration,
+    },
     /// Write the CustomResourceDefinitions (to stdout, or one file per kind with --out).
     Crdgen {
         /// Directory to write `<group>_<plural>.yaml` files into.
@@ -90,6 +100,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Crdgen { out } => write_crds(out),
         Command::Run(args) => run_operator(*args),
+        Command::Simulate { listen, delay } => simulate(listen, delay),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -133,6 +144,45 @@ fn run_operator(args: RunArgs) -> Result<(), String> {
     runtime
         .block_on(run::run(options))
         .map_err(|e| e.to_string())
+}
+
+fn simulate(listen: SocketAddr, delay: Duration) -> Result<(), String> {
+    telemetry::init(telemetry::LogFormat::Text);
+    let runtime = tokio::runtime::Runtime::new()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    runtime.block_on(async {
+        let config = SimConfig {
+            build_delay: delay,
+            lb_delay: delay,
+            ..SimConfig::default()
+        };
+        let sim = Simulator::start_on(listen, config)
+            .await
+            .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+        println!(
+            "# OpenStack simulator on http://{}; save as clouds.yaml and use OS_CLOUD=verda-sim",
+            sim.addr()
+        );
+        print!("{}", sim.clouds_yaml());
+        tokio::signal::ctrl_c()
+            .await
+            .map_err(|e| format!("cannot wait for Ctrl-C: {e}"))
+    })
+}
+
+/// `1.5s`, `200ms` or a bare number of seconds.
+fn parse_seconds(text: &str) -> Result<Duration, String> {
+    let (number, scale) = if let Some(ms) = text.strip_suffix("ms") {
+        (ms, 0.001)
+    } else {
+        (text.strip_suffix('s').unwrap_or(text), 1.0)
+    };
+    number
+        .parse::<f64>()
+        .ok()
+        .filter(|n| n.is_finite() && *n >= 0.0)
+        .map(|n| Duration::from_secs_f64(n * scale))
+        .ok_or_else(|| format!("invalid delay {text:?}: use e.g. 1.5s or 200ms"))
 }
 
 /// Host name plus a random suffix, so two replicas on one host still differ.
