@@ -9,6 +9,7 @@ pub mod driver;
 pub mod error;
 pub mod status_patch;
 pub mod virtual_machine;
+pub mod virtual_machine_group;
 
 use std::sync::Arc;
 

@@ -1,0 +1,110 @@
+//! The VirtualMachineGroup plan: desired replicas and template + the group's
+//! VirtualMachines + which of them load balancers still serve → what to create, what to
+//! drain, what to delete.
+//!
+//! Pure. Removal is two-phase: a VirtualMachine is first marked draining (load
+//! balancers drop it from their pools), and deleted only once no pool lists it or the
+//! drain timed out. A template change rolls out one surge VirtualMachine at a time.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use k8s_openapi::jiff::Timestamp;
+
+/// What the plan needs to know about one VirtualMachine of the group.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Member {
+    pub name: String,
+    /// Index in the name `<group>-<index>`.
+    pub index: u32,
+    pub template_hash: String,
+    pub ready: bool,
+    /// When the VirtualMachine was marked draining, if it was.
+    pub draining_since: Option<Timestamp>,
+    /// Some load balancer pool still lists it.
+    pub in_pools: bool,
+    /// Some load balancer that draws on the group lists it in every pool.
+    pub serving: bool,
+}
+
+/// What to do this round.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Plan {
+    /// Indices of VirtualMachines to create from the current template.
+    pub create: Vec<u32>,
+    /// Names to mark draining.
+    pub drain: Vec<String>,
+    /// Names to delete (drained, or the drain timed out).
+    pub delete: Vec<String>,
+}
+
+/// Decides the round. `serving_required` is whether any load balancer draws on the
+/// group (then a new VirtualMachine counts as up only when it is in the pools).
+pub fn plan(
+    replicas: u32,
+    template_hash: &str,
+    rolling: bool,
+    members: &[Member],
+    serving_required: bool,
+    drain_timeout: Duration,
+    now: Timestamp,
+) -> Plan {
+    let mut plan = Plan::default();
+    for m in members.iter().filter(|m| m.draining_since.is_some()) {
+        let since = m.draining_since.unwrap_or(now);
+        let timed_out = now.duration_since(since).as_secs_f64() >= drain_timeout.as_secs_f64();
+        if !m.in_pools || timed_out {
+            plan.delete.push(m.name.clone());
+        }
+    }
+    let active: Vec<&Member> = members.iter().filter(|m| m.draining_since.is_none()).collect();
+    let up = |m: &Member| m.ready && (!serving_required || m.serving);
+    let outdated: Vec<&Member> = active.iter().copied().filter(|m| m.template_hash != template_hash).collect();
+    let target = if rolling && !outdated.is_empty() { replicas + 1 } else { replicas };
+    let count = active.len() as u32;
+    if count < target {
+        let surge_blocked = rolling
+            && !outdated.is_empty()
+            && active.iter().any(|m| m.template_hash == template_hash && !up(m));
+        if count < replicas || !surge_blocked {
+            plan.create = free_indices(members, (target - count) as usize);
+        }
+    } else if count > target || (rolling && !outdated.is_empty() && count == target) {
+        let surplus = (count - replicas) as usize;
+        let new_ones_up = active
+            .iter()
+            .filter(|m| m.template_hash == template_hash)
+            .all(|m| up(m));
+        if count > target || new_ones_up {
+            plan.drain = victims(&active, template_hash, surplus.max(1).min(count as usize));
+        }
+    }
+    plan
+}
+
+/// Removal order: not ready first, then outdated, then the newest (highest index).
+fn victims(active: &[&Member], template_hash: &str, n: usize) -> Vec<String> {
+    let mut order: Vec<&&Member> = active.iter().collect();
+    order.sort_by_key(|m| (m.ready, m.template_hash == template_hash, std::cmp::Reverse(m.index)));
+    order.into_iter().take(n).map(|m| m.name.clone()).collect()
+}
+
+/// The `n` lowest indices no member (draining ones included) uses.
+fn free_indices(members: &[Member], n: usize) -> Vec<u32> {
+    let used: BTreeSet<u32> = members.iter().map(|m| m.index).collect();
+    (0..).filter(|i| !used.contains(i)).take(n).collect()
+}
+
+/// Stable hash of the template's JSON (FNV-1a), the `template-hash` label.
+pub fn template_hash(template_json: &str) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in template_json.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{:010x}", hash & 0xff_ffff_ffff)
+}
+
+#[cfg(test)]
+#[path = "plan_tests.rs"]
+mod tests;
