@@ -62,10 +62,11 @@ pub(super) async fn create(
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "create_server", &headers).await?;
     let req = body(&cx, &bytes)?;
-    let doom_by_fault = sim.faults.server_error(super::SERVICE, "create_server");
     let mut w = sim.world();
     let request = validate(&cx, &w, &req)?;
     quota(&cx, &w)?;
+    // Only a create that passed validation consumes a ServerError fault.
+    let doom_by_fault = sim.faults.server_error(super::SERVICE, "create_server");
     let server = build(&mut w, request, doom_by_fault);
     let id = server.id.clone();
     let groups: Vec<Value> = server
