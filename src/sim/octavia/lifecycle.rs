@@ -135,7 +135,13 @@ fn delete_tree(w: &mut World, lb_id: &str) {
     for p in pools {
         remove_pool(w, &p);
     }
-    w.delete_port(&lb.vip_port_id);
+    // A port the user passed as `vip_port_id` is theirs; only Octavia's own goes.
+    if w.ports
+        .get(&lb.vip_port_id)
+        .is_some_and(|p| p.device_owner == "Octavia")
+    {
+        w.delete_port(&lb.vip_port_id);
+    }
 }
 
 fn settle_pool(w: &mut World, pool_id: &str) {
