@@ -146,7 +146,7 @@ async fn child_write_while_pending_is_409_with_recorded_body() {
 #[tokio::test]
 async fn member_write_right_after_batch_update_names_the_pool() {
     let c = Client::start(SimConfig {
-        lb_delay: Duration::from_millis(100),
+        lb_delay: Duration::from_millis(400),
         ..SimConfig::fast()
     })
     .await;
