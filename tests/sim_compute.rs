@@ -44,7 +44,7 @@ async fn unsupported_microversion_is_406_with_compute_fault() {
 #[tokio::test]
 async fn server_builds_then_becomes_active_with_private_address() {
     let c = Client::start(SimConfig {
-        build_delay: Duration::from_millis(150),
+        build_delay: Duration::from_millis(500),
         ..SimConfig::fast()
     })
     .await;

@@ -127,7 +127,7 @@ async fn expired_token_is_refused_by_every_service_with_middleware_body() {
 #[tokio::test]
 async fn short_token_lifetime_expires_tokens() {
     let c = Client::start(SimConfig {
-        token_lifetime: std::time::Duration::from_millis(50),
+        token_lifetime: std::time::Duration::from_millis(400),
         ..SimConfig::fast()
     })
     .await;
@@ -139,7 +139,7 @@ async fn short_token_lifetime_expires_tokens() {
             .status(),
         200
     );
-    tokio::time::sleep(std::time::Duration::from_millis(80)).await;
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     assert_eq!(
         c.nova(Method::GET, "/servers", 64)
             .send()

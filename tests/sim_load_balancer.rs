@@ -146,7 +146,7 @@ async fn child_write_while_pending_is_409_with_recorded_body() {
 #[tokio::test]
 async fn member_write_right_after_batch_update_names_the_pool() {
     let c = Client::start(SimConfig {
-        lb_delay: Duration::from_millis(100),
+        lb_delay: Duration::from_millis(400),
         ..SimConfig::fast()
     })
     .await;
@@ -367,4 +367,69 @@ async fn octavia_flavors_are_listed_by_name() {
     let body = get(&c, "/flavors?name=generic").await;
     assert_eq!(body["flavors"].as_array().unwrap().len(), 1);
     assert_eq!(body["flavors"][0]["enabled"], true);
+}
+
+#[tokio::test]
+async fn single_member_update_changes_weight_and_locks_the_pool() {
+    let c = Client::fast().await;
+    let (lb, pool) = stack(&c, false).await;
+    let member = json!({"member": {"address": "10.0.0.11", "protocol_port": 80}});
+    let created = json_of(post(&c, &format!("/pools/{pool}/members"), member).await).await;
+    let id = created["member"]["id"].as_str().unwrap().to_string();
+    wait_active(&c, &lb).await;
+    let path = format!("{LB}/pools/{pool}/members/{id}");
+    let resp = c
+        .req(Method::PUT, &path)
+        .json(&json!({"member": {"weight": 7}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let body = json_of(resp).await;
+    assert_eq!(
+        (
+            &body["member"]["weight"],
+            &body["member"]["provisioning_status"]
+        ),
+        (&json!(7), &json!("PENDING_UPDATE"))
+    );
+    wait_active(&c, &lb).await;
+    assert_eq!(
+        get(&c, &format!("/pools/{pool}/members/{id}")).await["member"]["address"],
+        "10.0.0.11"
+    );
+}
+
+#[tokio::test]
+async fn load_balancer_on_an_existing_port_keeps_that_port_after_delete() {
+    let c = Client::fast().await;
+    let server = c.create_server("port-owner", json!({})).await;
+    let ports = c
+        .req(
+            Method::GET,
+            &format!("/network/v2.0/ports?device_id={server}"),
+        )
+        .send()
+        .await
+        .unwrap();
+    let port = json_of(ports).await["ports"][0]["id"].clone();
+    let body = json!({"loadbalancer": {"name": "on-port", "vip_port_id": port}});
+    let second = json_of(post(&c, "/loadbalancers", body).await).await;
+    assert_eq!(second["loadbalancer"]["vip_port_id"], port);
+    let id = second["loadbalancer"]["id"].as_str().unwrap().to_string();
+    wait_active(&c, &id).await;
+    c.req(Method::DELETE, &format!("{LB}/loadbalancers/{id}"))
+        .send()
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(40)).await;
+    let port = port.as_str().unwrap();
+    assert_eq!(
+        c.req(Method::GET, &format!("/network/v2.0/ports/{port}"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
 }

@@ -163,3 +163,31 @@ async fn floating_ip_create_refuses_tags_and_fixed_addresses() {
         403
     );
 }
+
+#[tokio::test]
+async fn glance_resolves_names_and_id_lists_and_404s_unknown_ids() {
+    let c = Client::fast().await;
+    let by_name = json_of(
+        c.req(Method::GET, "/image/v2/images?name=dup-image")
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(by_name["images"].as_array().unwrap().len(), 2);
+    let ids = "/image/v2/images?id=in:244965c2-7e98-469d-b7cc-fe423698200a";
+    assert_eq!(
+        json_of(c.req(Method::GET, ids).send().await.unwrap()).await["images"][0]["name"],
+        "centos79"
+    );
+    let resp = c
+        .req(Method::GET, "/image/v2/images/centos79")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 404);
+    assert_eq!(
+        json_of(resp).await,
+        json!({"message": "No image found with ID centos79<br /><br />\n\n\n", "code": "404 Not Found", "title": "Not Found"})
+    );
+}

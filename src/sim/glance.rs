@@ -71,8 +71,12 @@ async fn list(
     }
     let rid = [("x-openstack-request-id", wire::request_id())];
     let items: Vec<Value> = sim.world().images.iter().map(view).collect();
-    let known = |_: &Value, key: &str, _: &str| match key {
-        "member_status" | "owner" | "os_hidden" => Some(true),
+    // `id=in:a,b` / `name=in:a,b` is how openstacksdk resolves image IDs to names.
+    let known = |item: &Value, key: &str, value: &str| match (key, value.strip_prefix("in:")) {
+        ("id" | "name", Some(list)) => Some(list.split(',').any(|v| item[key] == v)),
+        ("member_status" | "owner" | "os_hidden" | "sort" | "sort_key" | "sort_dir", _) => {
+            Some(true)
+        }
         _ => None,
     };
     let filtered = query::filter(items, &q, &known).unwrap_or_default();

@@ -145,7 +145,11 @@ fn seed_networks(w: &mut World) {
             vec![],
         ),
     ];
-    w.subnets = vec![
+    w.subnets = subnets(created);
+}
+
+fn subnets(created: chrono::DateTime<Utc>) -> Vec<Subnet> {
+    vec![
         Subnet {
             id: PRIVATE_SUBNET.into(),
             name: "private-subnet".into(),
@@ -168,5 +172,5 @@ fn seed_networks(w: &mut World) {
             dhcp: false,
             created,
         },
-    ];
+    ]
 }

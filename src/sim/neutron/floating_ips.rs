@@ -106,13 +106,8 @@ fn associate(cx: &Cx, w: &mut World, fip_id: &str, port_id: Option<&str>) -> Res
     Ok(())
 }
 
-async fn create(
-    State(sim): State<Sim>,
-    headers: HeaderMap,
-    bytes: Bytes,
-) -> Result<Response, Response> {
-    let cx = enter(&sim, "create_floating_ip", &headers).await?;
-    let req = body_of(&cx, &bytes)?;
+/// Checks a create request: the external network to allocate from.
+fn check_create(cx: &Cx, req: &serde_json::Map<String, Value>) -> Result<String, Response> {
     if req.contains_key("tags") {
         return Err(cx.err(
             400,
@@ -124,14 +119,18 @@ async fn create(
         let msg = "(rule:create_floatingip and rule:create_floatingip:floating_ip_address) is disallowed by policy";
         return Err(cx.err(403, "PolicyNotAuthorized", msg));
     }
-    let Some(net_id) = req.get("floating_network_id").and_then(Value::as_str) else {
-        return Err(cx.err(
-            400,
-            "HTTPBadRequest",
-            "Failed to parse request. Required attribute 'floating_network_id' not specified",
-        ));
-    };
-    let mut w = sim.world();
+    let msg = "Failed to parse request. Required attribute 'floating_network_id' not specified";
+    let net = req.get("floating_network_id").and_then(Value::as_str);
+    net.map(str::to_string)
+        .ok_or_else(|| cx.err(400, "HTTPBadRequest", msg))
+}
+
+/// Allocates an address on the external network's subnet: (subnet ID, address).
+fn allocate(
+    cx: &Cx,
+    w: &mut World,
+    net_id: &str,
+) -> Result<(String, std::net::Ipv4Addr), Response> {
     let net = w.networks.iter().find(|n| n.id == net_id).cloned();
     let net = net.ok_or_else(|| {
         cx.err(
@@ -146,27 +145,34 @@ async fn create(
         .filter(|_| net.external)
         .cloned()
         .ok_or_else(|| {
-            cx.err(
-                400,
-                "BadRequest",
-                &format!(
-                    "Bad floatingip request: Network {net_id} is not a valid external network."
-                ),
-            )
+            let msg = format!(
+                "Bad floatingip request: Network {net_id} is not a valid external network."
+            );
+            cx.err(400, "BadRequest", &msg)
         })?;
     let address = w.allocate_ip(&subnet).ok_or_else(|| {
-        cx.err(
-            409,
-            "IpAddressGenerationFailure",
-            &format!("No more IP addresses available on network {net_id}."),
-        )
+        let msg = format!("No more IP addresses available on network {net_id}.");
+        cx.err(409, "IpAddressGenerationFailure", &msg)
     })?;
+    Ok((subnet, address))
+}
+
+async fn create(
+    State(sim): State<Sim>,
+    headers: HeaderMap,
+    bytes: Bytes,
+) -> Result<Response, Response> {
+    let cx = enter(&sim, "create_floating_ip", &headers).await?;
+    let req = body_of(&cx, &bytes)?;
+    let net_id = check_create(&cx, &req)?;
+    let mut w = sim.world();
+    let (subnet, address) = allocate(&cx, &mut w, &net_id)?;
     let now = Utc::now();
     let fip = FloatingIp {
         id: w.uuid(),
         seq: w.next_seq(),
         address,
-        network_id: net_id.to_string(),
+        network_id: net_id,
         port_id: None,
         fixed_ip: None,
         description: req
@@ -184,9 +190,8 @@ async fn create(
     if let Some(port) = req.get("port_id").and_then(Value::as_str)
         && let Err(e) = associate(&cx, &mut w, &id, Some(port))
     {
-        if let Some(f) = w.fips.remove(&id) {
-            w.release_ip(&subnet, f.address);
-        }
+        w.fips.remove(&id);
+        w.release_ip(&subnet, address);
         return Err(e);
     }
     let body = json!({"floatingip": view(&w, &w.fips[&id])});

@@ -62,10 +62,11 @@ pub(super) async fn create(
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "create_server", &headers).await?;
     let req = body(&cx, &bytes)?;
-    let doom_by_fault = sim.faults.server_error(super::SERVICE, "create_server");
     let mut w = sim.world();
     let request = validate(&cx, &w, &req)?;
     quota(&cx, &w)?;
+    // Only a create that passed validation consumes a ServerError fault.
+    let doom_by_fault = sim.faults.server_error(super::SERVICE, "create_server");
     let server = build(&mut w, request, doom_by_fault);
     let id = server.id.clone();
     let groups: Vec<Value> = server
@@ -252,16 +253,26 @@ fn quota(cx: &Cx, w: &World) -> Result<(), Response> {
     Err(cx.err(403, &msg))
 }
 
-fn build(w: &mut World, r: Request, doom_by_fault: bool) -> Server {
-    let id = w.uuid();
-    let host = scheduler::place(w, r.group.as_deref().and_then(|g| w.groups.get(g)));
-    let doomed = match (&host, doom_by_fault) {
+/// Why the build will end in ERROR, if it will: no host, or an injected fault.
+fn doom(host: &Option<String>, by_fault: bool, id: &str) -> Option<String> {
+    match (host, by_fault) {
         (None, _) => Some(scheduler::NO_VALID_HOST.to_string()),
         (Some(_), true) => Some(format!(
             "Exceeded maximum number of retries. Exhausted all hosts available for retrying build failures for instance {id}."
         )),
         _ => None,
-    };
+    }
+}
+
+fn strings(v: Option<&Value>, pick: fn(&Value) -> Option<&str>) -> Vec<String> {
+    let items = v.and_then(Value::as_array).into_iter().flatten();
+    items.filter_map(|x| pick(x).map(str::to_string)).collect()
+}
+
+fn build(w: &mut World, r: Request, doom_by_fault: bool) -> Server {
+    let id = w.uuid();
+    let host = scheduler::place(w, r.group.as_deref().and_then(|g| w.groups.get(g)));
+    let doomed = doom(&host, doom_by_fault, &id);
     let nics = match &doomed {
         Some(_) => vec![],
         None => r.networks.iter().map(|n| nic(w, n, &id)).collect(),
@@ -271,17 +282,16 @@ fn build(w: &mut World, r: Request, doom_by_fault: bool) -> Server {
     }
     let s = &r.server;
     let str_of = |k: &str| s.get(k).and_then(Value::as_str).map(str::to_string);
-    let now = Utc::now();
-    let mut security_groups: Vec<String> = s
-        .get("security_groups")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|g| g["name"].as_str().map(str::to_string))
-        .collect();
+    let mut security_groups = strings(s.get("security_groups"), |g| g["name"].as_str());
     if security_groups.is_empty() {
         security_groups.push("default".into());
     }
+    let metadata = s
+        .get("metadata")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten();
+    let now = Utc::now();
     Server {
         seq: w.next_seq(),
         name: r.name,
@@ -297,34 +307,20 @@ fn build(w: &mut World, r: Request, doom_by_fault: bool) -> Server {
         image_id: r.image_id,
         nics,
         host,
-        metadata: s
-            .get("metadata")
-            .and_then(Value::as_object)
-            .map(|m| {
-                m.iter()
-                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
-                    .collect()
-            })
-            .unwrap_or_default(),
-        tags: s
-            .get("tags")
-            .and_then(Value::as_array)
-            .map(|t| {
-                t.iter()
-                    .filter_map(|v| v.as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default(),
+        metadata: metadata
+            .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+            .collect(),
+        tags: strings(s.get("tags"), Value::as_str).into_iter().collect(),
         description: str_of("description"),
         key_name: str_of("key_name"),
         user_data: str_of("user_data"),
         security_groups,
         availability_zone: str_of("availability_zone"),
         fault: None,
-        scheduler_hints: match &r.group {
-            Some(g) => json!({"group": [g]}),
-            None => json!({}),
-        },
+        scheduler_hints: r
+            .group
+            .as_ref()
+            .map_or_else(|| json!({}), |g| json!({"group": [g]})),
         group: r.group,
         id,
     }

@@ -105,12 +105,7 @@ pub(super) fn server(cx: &Cx, w: &World, s: &Server) -> Value {
         m.insert(k.to_string(), v);
     };
     put(&mut m, "flavor", flavor(cx, w, s));
-    let (task, vm, power) = match s.status {
-        _ if s.deleting => ("deleting", vm_state(s.status), power(s.status)),
-        Status::Build => ("scheduling", "building", 0),
-        Status::Resize => ("resize_migrating", "active", 1),
-        st => ("", vm_state(st), power(st)),
-    };
+    let (task, vm, power) = states(s);
     let placed = !matches!(s.status, Status::Build) && s.host.is_some();
     if s.status != Status::Error {
         put(&mut m, "progress", json!(0));
@@ -158,6 +153,16 @@ pub(super) fn server(cx: &Cx, w: &World, s: &Server) -> Value {
     }
     versioned(cx, s, &mut m);
     Value::Object(m)
+}
+
+/// `task_state` ("" = none), `vm_state` and `power_state`.
+fn states(s: &Server) -> (&'static str, &'static str, u8) {
+    match s.status {
+        _ if s.deleting => ("deleting", vm_state(s.status), power(s.status)),
+        Status::Build => ("scheduling", "building", 0),
+        Status::Resize => ("resize_migrating", "active", 1),
+        st => ("", vm_state(st), power(st)),
+    }
 }
 
 fn vm_state(st: Status) -> &'static str {

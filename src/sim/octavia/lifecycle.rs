@@ -78,20 +78,7 @@ fn settle_lb(w: &mut World, lb_id: &str) {
     };
     lb.settle_at = None;
     if lb.meta.prov == Prov::PendingDelete {
-        let port = lb.vip_port_id.clone();
-        w.octavia.lbs.remove(lb_id);
-        w.octavia.listeners.retain(|_, l| l.lb_id != lb_id);
-        let pools: Vec<String> = w
-            .octavia
-            .pools
-            .values()
-            .filter(|p| p.lb_id == lb_id)
-            .map(|p| p.meta.id.clone())
-            .collect();
-        for p in pools {
-            remove_pool(w, &p);
-        }
-        w.delete_port(&port);
+        delete_tree(w, lb_id);
         return;
     }
     lb.meta.prov = Prov::Active;
@@ -129,6 +116,31 @@ fn settle_lb(w: &mut World, lb_id: &str) {
         .collect();
     for id in pool_ids {
         settle_pool(w, &id);
+    }
+}
+
+/// Removes a load balancer, its children and its VIP port.
+fn delete_tree(w: &mut World, lb_id: &str) {
+    let Some(lb) = w.octavia.lbs.remove(lb_id) else {
+        return;
+    };
+    w.octavia.listeners.retain(|_, l| l.lb_id != lb_id);
+    let pools: Vec<String> = w
+        .octavia
+        .pools
+        .values()
+        .filter(|p| p.lb_id == lb_id)
+        .map(|p| p.meta.id.clone())
+        .collect();
+    for p in pools {
+        remove_pool(w, &p);
+    }
+    // A port the user passed as `vip_port_id` is theirs; only Octavia's own goes.
+    if w.ports
+        .get(&lb.vip_port_id)
+        .is_some_and(|p| p.device_owner == "Octavia")
+    {
+        w.delete_port(&lb.vip_port_id);
     }
 }
 

@@ -30,19 +30,25 @@ pub(super) fn not_found(cx: &Cx, id: &str) -> Response {
     cx.err(404, &format!("Load Balancer {id} not found."))
 }
 
-/// Resolves the VIP: (subnet ID, network ID).
-fn vip(
-    cx: &Cx,
-    w: &World,
-    req: &serde_json::Map<String, Value>,
-) -> Result<(String, String), Response> {
+/// The VIP: (subnet ID, network ID, an existing port to use).
+type Vip = (String, String, Option<String>);
+
+fn vip(cx: &Cx, w: &World, req: &serde_json::Map<String, Value>) -> Result<Vip, Response> {
+    if let Some(port) = str_field(req, "vip_port_id") {
+        let p = w
+            .ports
+            .get(&port)
+            .ok_or_else(|| cx.err(400, &format!("Port {port} not found.")))?;
+        let subnet = p.subnet_id.clone().unwrap_or_default();
+        return Ok((subnet, p.network_id.clone(), Some(port)));
+    }
     if let Some(subnet) = str_field(req, "vip_subnet_id") {
         let s = w
             .subnets
             .iter()
             .find(|s| s.id == subnet)
             .ok_or_else(|| cx.err(400, &format!("Subnet {subnet} not found.")))?;
-        return Ok((s.id.clone(), s.network_id.clone()));
+        return Ok((s.id.clone(), s.network_id.clone(), None));
     }
     if let Some(net) = str_field(req, "vip_network_id") {
         let n = w
@@ -56,7 +62,7 @@ fn vip(
                 "Validation failure: Supplied network does not contain a subnet.",
             )
         })?;
-        return Ok((s.clone(), n.id.clone()));
+        return Ok((s.clone(), n.id.clone(), None));
     }
     Err(cx.err(
         400,
@@ -72,7 +78,7 @@ async fn create(
     let cx = enter(&sim, "create_load_balancer", &headers).await?;
     let req = body(&cx, &bytes, "loadbalancer")?;
     let mut w = sim.world();
-    let (subnet_id, network_id) = vip(&cx, &w, &req)?;
+    let (subnet_id, network_id, existing) = vip(&cx, &w, &req)?;
     let flavor_id = str_field(&req, "flavor_id");
     if let Some(f) = flavor_id
         .as_deref()
@@ -88,12 +94,13 @@ async fn create(
         ));
     }
     let meta = new_meta(&mut w, &req);
-    let port = w.create_port(
-        &network_id,
-        &format!("octavia-lb-{}", meta.id),
-        &format!("lb-{}", meta.id),
-        "Octavia",
-    );
+    let port = match existing.and_then(|p| w.ports.get(&p).cloned()) {
+        Some(p) => p,
+        None => {
+            let (name, device) = (format!("octavia-lb-{}", meta.id), format!("lb-{}", meta.id));
+            w.create_port(&network_id, &name, &device, "Octavia")
+        }
+    };
     let at = Instant::now() + w.lb_delay;
     let lb = LoadBalancer {
         vip_address: port.ip.map(|ip| ip.to_string()).unwrap_or_default(),

@@ -26,7 +26,7 @@ pub(super) fn routes(r: Router<Sim>, p: &str) -> Router<Sim> {
     )
     .route(
         &format!("{p}/pools/{{id}}/members/{{member}}"),
-        get(get_one).delete(delete),
+        get(get_one).put(update).delete(delete),
     )
 }
 
@@ -156,6 +156,46 @@ async fn create(
         p.members.push(member);
     }
     Ok(cx.ok(201, &body))
+}
+
+async fn update(
+    State(sim): State<Sim>,
+    Path((id, member)): Path<(String, String)>,
+    headers: HeaderMap,
+    bytes: Bytes,
+) -> Result<Response, Response> {
+    let cx = enter(&sim, "update_member", &headers).await?;
+    let mut req = super::body(&cx, &bytes, "member")?;
+    let mut w = sim.world();
+    let old = pool_of(&cx, &w, &id)?
+        .members
+        .iter()
+        .find(|m| m.meta.id == member)
+        .cloned();
+    let old = old.ok_or_else(|| member_not_found(&cx, &member))?;
+    // Address and port cannot change; unset fields keep their values.
+    req.insert("address".into(), json!(old.address));
+    req.insert("protocol_port".into(), json!(old.protocol_port));
+    for (k, v) in [
+        ("name", json!(old.meta.name)),
+        ("weight", json!(old.weight)),
+        ("monitor_port", json!(old.monitor_port)),
+    ] {
+        req.entry(k).or_insert(v);
+    }
+    let updated = fill(&cx, &mut w, &req, Some(&old))?;
+    lock_pool(&cx, &mut w, &id)?;
+    let pool = pool_of(&cx, &w, &id)?;
+    let body = json!({"member": views::member(&w, pool, &updated)});
+    if let Some(m) = w
+        .octavia
+        .pools
+        .get_mut(&id)
+        .and_then(|p| p.members.iter_mut().find(|m| m.meta.id == member))
+    {
+        *m = updated;
+    }
+    Ok(cx.ok(200, &body))
 }
 
 async fn delete(

@@ -15,7 +15,7 @@ use super::{
     views,
 };
 use crate::sim::query::Params;
-use crate::sim::state::Sim;
+use crate::sim::state::{Sim, World};
 
 const PROTOCOLS: &[&str] = &["HTTP", "HTTPS", "PROXY", "PROXYV2", "TCP", "UDP", "SCTP"];
 const ALGORITHMS: &[&str] = &[
@@ -35,6 +35,34 @@ pub(super) fn routes(r: Router<Sim>, p: &str) -> Router<Sim> {
 
 pub(super) fn not_found(cx: &Cx, id: &str) -> Response {
     cx.err(404, &format!("Pool {id} not found."))
+}
+
+/// The load balancer a new pool belongs to (through its listener, if given).
+fn owner(
+    cx: &Cx,
+    w: &World,
+    listener_id: Option<&str>,
+    lb_id: Option<String>,
+) -> Result<String, Response> {
+    match (listener_id, lb_id) {
+        (Some(l), _) => {
+            let listener = w
+                .octavia
+                .listeners
+                .get(l)
+                .ok_or_else(|| cx.err(404, &format!("Listener {l} not found.")))?;
+            if listener.default_pool_id.is_some() {
+                return Err(cx.err(409, &format!("Listener {l} already has a default pool.")));
+            }
+            Ok(listener.lb_id.clone())
+        }
+        (None, Some(lb)) if w.octavia.lbs.contains_key(&lb) => Ok(lb),
+        (None, Some(lb)) => Err(super::loadbalancers::not_found(cx, &lb)),
+        (None, None) => Err(cx.err(
+            400,
+            "Validation failure: loadbalancer_id or listener_id must be specified.",
+        )),
+    }
 }
 
 async fn create(
@@ -58,27 +86,12 @@ async fn create(
     )?;
     let listener_id = str_field(&req, "listener_id");
     let mut w = sim.world();
-    let lb_id = match (&listener_id, str_field(&req, "loadbalancer_id")) {
-        (Some(l), _) => {
-            let listener = w
-                .octavia
-                .listeners
-                .get(l)
-                .ok_or_else(|| cx.err(404, &format!("Listener {l} not found.")))?;
-            if listener.default_pool_id.is_some() {
-                return Err(cx.err(409, &format!("Listener {l} already has a default pool.")));
-            }
-            listener.lb_id.clone()
-        }
-        (None, Some(lb)) if w.octavia.lbs.contains_key(&lb) => lb,
-        (None, Some(lb)) => return Err(super::loadbalancers::not_found(&cx, &lb)),
-        (None, None) => {
-            return Err(cx.err(
-                400,
-                "Validation failure: loadbalancer_id or listener_id must be specified.",
-            ));
-        }
-    };
+    let lb_id = owner(
+        &cx,
+        &w,
+        listener_id.as_deref(),
+        str_field(&req, "loadbalancer_id"),
+    )?;
     if let Some(msg) = lifecycle::immutable(&w, &lb_id, None) {
         return Err(cx.err(409, &msg));
     }
