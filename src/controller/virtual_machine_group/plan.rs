@@ -57,15 +57,28 @@ pub fn plan(
             plan.delete.push(m.name.clone());
         }
     }
-    let active: Vec<&Member> = members.iter().filter(|m| m.draining_since.is_none()).collect();
+    let active: Vec<&Member> = members
+        .iter()
+        .filter(|m| m.draining_since.is_none())
+        .collect();
     let up = |m: &Member| m.ready && (!serving_required || m.serving);
-    let outdated: Vec<&Member> = active.iter().copied().filter(|m| m.template_hash != template_hash).collect();
-    let target = if rolling && !outdated.is_empty() { replicas + 1 } else { replicas };
+    let outdated: Vec<&Member> = active
+        .iter()
+        .copied()
+        .filter(|m| m.template_hash != template_hash)
+        .collect();
+    let target = if rolling && !outdated.is_empty() {
+        replicas + 1
+    } else {
+        replicas
+    };
     let count = active.len() as u32;
     if count < target {
         let surge_blocked = rolling
             && !outdated.is_empty()
-            && active.iter().any(|m| m.template_hash == template_hash && !up(m));
+            && active
+                .iter()
+                .any(|m| m.template_hash == template_hash && !up(m));
         if count < replicas || !surge_blocked {
             plan.create = free_indices(members, (target - count) as usize);
         }
@@ -85,7 +98,13 @@ pub fn plan(
 /// Removal order: not ready first, then outdated, then the newest (highest index).
 fn victims(active: &[&Member], template_hash: &str, n: usize) -> Vec<String> {
     let mut order: Vec<&&Member> = active.iter().collect();
-    order.sort_by_key(|m| (m.ready, m.template_hash == template_hash, std::cmp::Reverse(m.index)));
+    order.sort_by_key(|m| {
+        (
+            m.ready,
+            m.template_hash == template_hash,
+            std::cmp::Reverse(m.index),
+        )
+    });
     order.into_iter().take(n).map(|m| m.name.clone()).collect()
 }
 

@@ -34,7 +34,12 @@ fn scaling_up_creates_the_lowest_free_indices() {
 
 #[test]
 fn scaling_down_drains_not_ready_first_then_the_newest() {
-    let members = [member(0, "new", true), member(1, "new", false), member(2, "new", true), member(3, "new", true)];
+    let members = [
+        member(0, "new", true),
+        member(1, "new", false),
+        member(2, "new", true),
+        member(3, "new", true),
+    ];
     let p = run(2, &members, false);
     assert_eq!(p.drain, vec!["web-1".to_owned(), "web-3".to_owned()]);
     assert!(p.create.is_empty() && p.delete.is_empty());
@@ -44,23 +49,49 @@ fn scaling_down_drains_not_ready_first_then_the_newest() {
 fn a_draining_member_is_deleted_only_once_no_pool_lists_it_or_the_drain_times_out() {
     let mut draining = member(2, "new", true);
     draining.draining_since = Some(at(0));
-    let members = [member(0, "new", true), member(1, "new", true), draining.clone()];
-    assert!(plan(2, "new", true, &members, true, TIMEOUT, at(1)).delete.is_empty());
-    assert_eq!(plan(2, "new", true, &members, true, TIMEOUT, at(61)).delete, vec!["web-2".to_owned()]);
+    let members = [
+        member(0, "new", true),
+        member(1, "new", true),
+        draining.clone(),
+    ];
+    assert!(
+        plan(2, "new", true, &members, true, TIMEOUT, at(1))
+            .delete
+            .is_empty()
+    );
+    assert_eq!(
+        plan(2, "new", true, &members, true, TIMEOUT, at(61)).delete,
+        vec!["web-2".to_owned()]
+    );
     draining.in_pools = false;
     let members = [member(0, "new", true), member(1, "new", true), draining];
-    assert_eq!(plan(2, "new", true, &members, true, TIMEOUT, at(1)).delete, vec!["web-2".to_owned()]);
+    assert_eq!(
+        plan(2, "new", true, &members, true, TIMEOUT, at(1)).delete,
+        vec!["web-2".to_owned()]
+    );
 }
 
 #[test]
 fn a_template_change_surges_one_then_drains_an_old_one_when_the_new_one_serves() {
     let old = [member(0, "old", true), member(1, "old", true)];
-    assert_eq!(run(2, &old, true).create, vec![2], "one surge VirtualMachine");
+    assert_eq!(
+        run(2, &old, true).create,
+        vec![2],
+        "one surge VirtualMachine"
+    );
 
     let mut fresh = member(2, "new", true);
     fresh.serving = false;
-    let waiting = [member(0, "old", true), member(1, "old", true), fresh.clone()];
-    assert_eq!(run(2, &waiting, true), Plan::default(), "wait until it is in the pools");
+    let waiting = [
+        member(0, "old", true),
+        member(1, "old", true),
+        fresh.clone(),
+    ];
+    assert_eq!(
+        run(2, &waiting, true),
+        Plan::default(),
+        "wait until it is in the pools"
+    );
 
     fresh.serving = true;
     let serving = [member(0, "old", true), member(1, "old", true), fresh];
@@ -72,7 +103,10 @@ fn a_template_change_surges_one_then_drains_an_old_one_when_the_new_one_serves()
 #[test]
 fn on_delete_strategy_leaves_outdated_members_alone() {
     let old = [member(0, "old", true), member(1, "old", true)];
-    assert_eq!(plan(2, "new", false, &old, false, TIMEOUT, at(0)), Plan::default());
+    assert_eq!(
+        plan(2, "new", false, &old, false, TIMEOUT, at(0)),
+        Plan::default()
+    );
 }
 
 #[test]
