@@ -22,5 +22,8 @@ pub async fn run_all(ctx: Arc<Context>) {
         resync_period_secs = ctx.timing.resync.as_secs(),
         "controllers running"
     );
-    virtual_machine::run(ctx).await;
+    tokio::join!(
+        virtual_machine::run(ctx.clone()),
+        virtual_machine_group::run(ctx),
+    );
 }

@@ -1,1 +1,197 @@
+//! The VirtualMachineGroup controller: a Nova server group and `replicas` owned
+//! VirtualMachines.
+//!
+//! `resolve` (server group, owned VirtualMachines, LoadBalancers drawing on the group)
+//! → `plan` (pure: create / drain / delete) → `apply` (Kubernetes writes only; the
+//! VirtualMachine controller owns the servers) → `status`.
+
+pub mod apply;
 pub mod plan;
+pub mod resolve;
+pub mod status;
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
+use kube::api::{Api, DeleteParams};
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::watcher;
+use verda_api::v1alpha1::{
+    LoadBalancer, UpdateStrategy, VirtualMachine, VirtualMachineGroup, finalizers,
+};
+
+use super::driver::{Cleanup, Managed, error_policy, object_key, reconcile_with};
+use super::status_patch::write_status;
+use super::{Context, ReconcileError};
+use crate::cloud::owner::{Owner, is_server_group_of};
+use crate::metrics::ObjectLabels;
+
+impl Managed for VirtualMachineGroup {
+    const CONTROLLER: &'static str = "virtualmachinegroup";
+    const FINALIZER: &'static str = finalizers::VIRTUAL_MACHINE_GROUP;
+
+    fn conditions(&self) -> &[Condition] {
+        self.status
+            .as_ref()
+            .map(|s| s.conditions.as_slice())
+            .unwrap_or_default()
+    }
+}
+
+/// Runs the controller: its VirtualMachines and the LoadBalancers drawing on it wake it.
+pub async fn run(ctx: Arc<Context>) {
+    let client = ctx.client.clone();
+    let config = watcher::Config::default().any_semantic();
+    Controller::new(
+        Api::<VirtualMachineGroup>::all(client.clone()),
+        config.clone(),
+    )
+    .owns(Api::<VirtualMachine>::all(client.clone()), config.clone())
+    .watches(Api::<LoadBalancer>::all(client), config, |lb| {
+        let ns = lb.namespace().unwrap_or_default();
+        lb.spec
+            .ports
+            .iter()
+            .filter_map(|p| p.real_servers.virtual_machine_group_ref.clone())
+            .map(|name| ObjectRef::new(&name).within(&ns))
+            .collect::<Vec<_>>()
+    })
+    .run(reconcile, error_policy, ctx)
+    .for_each(|_| futures::future::ready(()))
+    .await;
+}
+
+fn owner_of(group: &VirtualMachineGroup) -> Owner {
+    Owner::new(
+        group.uid().unwrap_or_default(),
+        group.namespace().unwrap_or_default(),
+        group.name_any(),
+    )
+}
+
+pub async fn reconcile(
+    group: Arc<VirtualMachineGroup>,
+    ctx: Arc<Context>,
+) -> Result<Action, ReconcileError> {
+    reconcile_with(group, ctx, apply_spec, cleanup).await
+}
+
+async fn apply_spec(
+    group: Arc<VirtualMachineGroup>,
+    ctx: Arc<Context>,
+) -> Result<Action, ReconcileError> {
+    let owner = owner_of(&group);
+    let compute = ctx.cloud.compute();
+    let server_group = resolve::ensure_server_group(compute.as_ref(), &group, &owner).await?;
+    let vms = resolve::owned_vms(&ctx.client, &group).await?;
+    let lbs = resolve::referencing_lbs(&ctx.client, &group).await?;
+    let members = resolve::members(&group, &vms, &lbs);
+    let hash =
+        plan::template_hash(&serde_json::to_string(&group.spec.template).unwrap_or_default());
+    let now = Timestamp::now();
+    let plan = plan::plan(
+        group.spec.replicas.max(0) as u32,
+        &hash,
+        group.spec.update_strategy == UpdateStrategy::RollingUpdate,
+        &members,
+        !lbs.is_empty(),
+        ctx.timing.drain_timeout,
+        now,
+    );
+    let writes = apply::run(&ctx.client, &group, &plan, &hash, server_group.as_ref()).await?;
+    let status = status::next_status(&group, &vms, &members, &hash, server_group.as_ref(), now);
+    if group.status.as_ref() != Some(&status) {
+        write_status(&ctx.client, &*group, &status).await?;
+    }
+    record_metrics(&ctx, &group, &status);
+    let converged = writes == 0
+        && verda_api::conditions::is_true(&status.conditions, verda_api::conditions::READY);
+    Ok(Action::requeue(if converged {
+        ctx.timing.resync
+    } else {
+        ctx.timing.poll
+    }))
+}
+
+fn record_metrics(
+    ctx: &Context,
+    group: &VirtualMachineGroup,
+    status: &verda_api::v1alpha1::VirtualMachineGroupStatus,
+) {
+    let labels = ObjectLabels {
+        namespace: group.namespace().unwrap_or_default(),
+        name: group.name_any(),
+    };
+    ctx.metrics
+        .group_desired_replicas
+        .get_or_create(&labels)
+        .set(group.spec.replicas.into());
+    ctx.metrics
+        .group_ready_replicas
+        .get_or_create(&labels)
+        .set(status.ready_replicas.into());
+    let reason =
+        verda_api::conditions::find_condition(&status.conditions, verda_api::conditions::READY)
+            .map(|c| c.reason.clone())
+            .unwrap_or_default();
+    ctx.metrics.set_object_state(
+        VirtualMachineGroup::CONTROLLER,
+        &object_key(group),
+        Some(&reason),
+    );
+}
+
+/// Deletes the VirtualMachines (their controller deletes the servers), then the server
+/// group once they are all gone.
+async fn cleanup(
+    group: Arc<VirtualMachineGroup>,
+    ctx: Arc<Context>,
+) -> Result<Cleanup, ReconcileError> {
+    let key = object_key(&*group);
+    let vms = resolve::owned_vms(&ctx.client, &group).await?;
+    if !vms.is_empty() {
+        let api: Api<VirtualMachine> =
+            Api::namespaced(ctx.client.clone(), &group.namespace().unwrap_or_default());
+        for vm in vms
+            .iter()
+            .filter(|vm| vm.metadata.deletion_timestamp.is_none())
+        {
+            apply::ignore_missing(
+                api.delete(&vm.name_any(), &DeleteParams::background())
+                    .await
+                    .map(drop),
+            )
+            .map_err(ReconcileError::kube("delete a VirtualMachine", &key))?;
+        }
+        return Ok(Cleanup::Wait(ctx.timing.poll));
+    }
+    let owner = owner_of(&group);
+    let compute = ctx.cloud.compute();
+    let groups = compute
+        .list_server_groups()
+        .await
+        .map_err(ReconcileError::cloud("list server groups", &key))?;
+    for sg in groups
+        .iter()
+        .filter(|g| is_server_group_of(&g.name, &owner.uid))
+    {
+        match compute.delete_server_group(&sg.id).await {
+            Ok(()) => {}
+            Err(e) if e.is_not_found() => {}
+            Err(e) => return Err(ReconcileError::cloud("delete the server group", &key)(e)),
+        }
+    }
+    let labels = ObjectLabels {
+        namespace: group.namespace().unwrap_or_default(),
+        name: group.name_any(),
+    };
+    ctx.metrics.group_desired_replicas.remove(&labels);
+    ctx.metrics.group_ready_replicas.remove(&labels);
+    ctx.metrics
+        .set_object_state(VirtualMachineGroup::CONTROLLER, &key, None);
+    Ok(Cleanup::Done)
+}

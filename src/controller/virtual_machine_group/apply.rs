@@ -1,0 +1,91 @@
+//! The only writes of the group controller: create VirtualMachines, mark them
+//! draining, delete them. Creates use deterministic names, so a retried create meets
+//! 409 AlreadyExists instead of making a second VirtualMachine.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::{Resource, ResourceExt};
+use serde_json::json;
+use verda_api::v1alpha1::{VirtualMachine, VirtualMachineGroup, annotations, labels};
+
+use super::plan::Plan;
+use crate::cloud::ids::ServerGroupId;
+use crate::controller::ReconcileError;
+
+/// The VirtualMachine of `group` with index `index`.
+pub fn new_vm(
+    group: &VirtualMachineGroup,
+    index: u32,
+    hash: &str,
+    server_group: Option<&ServerGroupId>,
+) -> VirtualMachine {
+    let mut annotations_map = BTreeMap::new();
+    if let Some(id) = server_group {
+        annotations_map.insert(annotations::SERVER_GROUP.to_owned(), id.to_string());
+    }
+    VirtualMachine {
+        metadata: ObjectMeta {
+            name: Some(format!("{}-{index}", group.name_any())),
+            namespace: group.namespace(),
+            labels: Some(BTreeMap::from([
+                (labels::GROUP.to_owned(), group.name_any()),
+                (labels::TEMPLATE_HASH.to_owned(), hash.to_owned()),
+            ])),
+            annotations: (!annotations_map.is_empty()).then_some(annotations_map),
+            owner_references: group.controller_owner_ref(&()).map(|r| vec![r]),
+            ..ObjectMeta::default()
+        },
+        spec: group.spec.template.clone(),
+        status: None,
+    }
+}
+
+/// Carries out `plan`; returns how many writes it made.
+pub async fn run(
+    client: &kube::Client,
+    group: &VirtualMachineGroup,
+    plan: &Plan,
+    hash: &str,
+    server_group: Option<&ServerGroupId>,
+) -> Result<usize, ReconcileError> {
+    let ns = group.namespace().unwrap_or_default();
+    let key = format!("{ns}/{}", group.name_any());
+    let api: Api<VirtualMachine> = Api::namespaced(client.clone(), &ns);
+    for index in &plan.create {
+        let vm = new_vm(group, *index, hash, server_group);
+        match api.create(&PostParams::default(), &vm).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 409 => {}
+            Err(e) => return Err(ReconcileError::kube("create a VirtualMachine", &key)(e)),
+        }
+    }
+    let now = Timestamp::now().to_string();
+    for name in &plan.drain {
+        let patch = json!({"metadata": {"annotations": {annotations::DRAINING: now}}});
+        ignore_missing(
+            api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .map(drop),
+        )
+        .map_err(ReconcileError::kube("mark a VirtualMachine draining", &key))?;
+    }
+    for name in &plan.delete {
+        ignore_missing(
+            api.delete(name, &DeleteParams::background())
+                .await
+                .map(drop),
+        )
+        .map_err(ReconcileError::kube("delete a VirtualMachine", &key))?;
+    }
+    Ok(plan.create.len() + plan.drain.len() + plan.delete.len())
+}
+
+/// A VirtualMachine that is already gone needs nothing more.
+pub fn ignore_missing(result: Result<(), kube::Error>) -> Result<(), kube::Error> {
+    match result {
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+        other => other,
+    }
+}

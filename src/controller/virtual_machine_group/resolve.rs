@@ -1,0 +1,182 @@
+//! What a VirtualMachineGroup refers to: its Nova server group, its VirtualMachines
+//! (by label and controller reference), and the LoadBalancers that draw on it.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
+use kube::api::{Api, ListParams};
+use verda_api::conditions::{READY, is_true};
+use verda_api::v1alpha1::{
+    HaPolicy, LoadBalancer, VirtualMachine, VirtualMachineGroup, annotations, labels,
+};
+
+use super::plan::Member;
+use crate::cloud::Compute;
+use crate::cloud::ids::ServerGroupId;
+use crate::cloud::model::compute::ServerGroupPolicy;
+use crate::cloud::owner::{Owner, is_server_group_of};
+use crate::controller::ReconcileError;
+
+/// The group's VirtualMachines, those it controls.
+pub async fn owned_vms(
+    client: &kube::Client,
+    group: &VirtualMachineGroup,
+) -> Result<Vec<VirtualMachine>, ReconcileError> {
+    let ns = group.namespace().unwrap_or_default();
+    let key = format!("{ns}/{}", group.name_any());
+    let api: Api<VirtualMachine> = Api::namespaced(client.clone(), &ns);
+    let selector = format!("{}={}", labels::GROUP, group.name_any());
+    let list = api
+        .list(&ListParams::default().labels(&selector))
+        .await
+        .map_err(ReconcileError::kube(
+            "list the group's VirtualMachines",
+            &key,
+        ))?;
+    let uid = group.uid();
+    Ok(list
+        .items
+        .into_iter()
+        .filter(|vm| {
+            vm.owner_references()
+                .iter()
+                .any(|o| o.controller == Some(true) && Some(&o.uid) == uid.as_ref())
+        })
+        .collect())
+}
+
+/// LoadBalancers of the namespace with a port drawing on this group.
+pub async fn referencing_lbs(
+    client: &kube::Client,
+    group: &VirtualMachineGroup,
+) -> Result<Vec<LoadBalancer>, ReconcileError> {
+    let ns = group.namespace().unwrap_or_default();
+    let key = format!("{ns}/{}", group.name_any());
+    let api: Api<LoadBalancer> = Api::namespaced(client.clone(), &ns);
+    let list = api
+        .list(&ListParams::default())
+        .await
+        .map_err(ReconcileError::kube("list LoadBalancers", &key))?;
+    let name = group.name_any();
+    Ok(list
+        .items
+        .into_iter()
+        .filter(|lb| draws_on(lb, &name))
+        .collect())
+}
+
+/// Whether any port of `lb` takes its members from the group `name`.
+pub fn draws_on(lb: &LoadBalancer, name: &str) -> bool {
+    lb.spec
+        .ports
+        .iter()
+        .any(|p| p.real_servers.virtual_machine_group_ref.as_deref() == Some(name))
+}
+
+/// The plan's view of each VirtualMachine: index, template, readiness, draining, and
+/// whether the load balancers list it.
+pub fn members(
+    group: &VirtualMachineGroup,
+    vms: &[VirtualMachine],
+    lbs: &[LoadBalancer],
+) -> Vec<Member> {
+    let prefix = format!("{}-", group.name_any());
+    let listed: Vec<BTreeMap<String, bool>> = lbs
+        .iter()
+        .map(|lb| pool_listing(lb, &group.name_any()))
+        .collect();
+    vms.iter()
+        .filter_map(|vm| {
+            let name = vm.name_any();
+            let index = name.strip_prefix(&prefix)?.parse().ok()?;
+            let in_every = |v: &BTreeMap<String, bool>| v.get(&name).copied().unwrap_or(false);
+            Some(Member {
+                index,
+                template_hash: vm
+                    .labels()
+                    .get(labels::TEMPLATE_HASH)
+                    .cloned()
+                    .unwrap_or_default(),
+                ready: vm
+                    .status
+                    .as_ref()
+                    .is_some_and(|s| is_true(&s.conditions, READY)),
+                draining_since: vm
+                    .annotations()
+                    .get(annotations::DRAINING)
+                    .and_then(|t| t.parse::<Timestamp>().ok()),
+                in_pools: listed.iter().any(|v| v.contains_key(&name)),
+                serving: !listed.is_empty() && listed.iter().all(in_every),
+                name,
+            })
+        })
+        .collect()
+}
+
+/// For one LoadBalancer: member name → whether every port drawing on the group lists it.
+fn pool_listing(lb: &LoadBalancer, group: &str) -> BTreeMap<String, bool> {
+    let ports: Vec<usize> = lb
+        .spec
+        .ports
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.real_servers.virtual_machine_group_ref.as_deref() == Some(group))
+        .map(|(i, _)| i)
+        .collect();
+    let status_ports = lb
+        .status
+        .as_ref()
+        .map(|s| s.ports.as_slice())
+        .unwrap_or_default();
+    let mut listing: BTreeMap<String, usize> = BTreeMap::new();
+    for i in &ports {
+        for m in status_ports
+            .get(*i)
+            .map(|p| p.members.as_slice())
+            .unwrap_or_default()
+        {
+            *listing.entry(m.name.clone()).or_default() += 1;
+        }
+    }
+    listing
+        .into_iter()
+        .map(|(name, n)| (name, n == ports.len()))
+        .collect()
+}
+
+/// The group's Nova server group: recorded in status, else found by owner, else created.
+pub async fn ensure_server_group(
+    compute: &dyn Compute,
+    group: &VirtualMachineGroup,
+    owner: &Owner,
+) -> Result<Option<ServerGroupId>, ReconcileError> {
+    let policy = match group.spec.ha_policy {
+        HaPolicy::None => return Ok(None),
+        HaPolicy::Soft => ServerGroupPolicy::SoftAntiAffinity,
+        HaPolicy::Hard => ServerGroupPolicy::AntiAffinity,
+    };
+    if let Some(id) = group
+        .status
+        .as_ref()
+        .and_then(|s| s.server_group_id.clone())
+    {
+        return Ok(Some(ServerGroupId::new(id)));
+    }
+    let key = format!("{}/{}", owner.namespace, owner.name);
+    let existing = compute
+        .list_server_groups()
+        .await
+        .map_err(ReconcileError::cloud("list server groups", &key))?;
+    if let Some(found) = existing
+        .into_iter()
+        .find(|g| is_server_group_of(&g.name, &owner.uid))
+    {
+        return Ok(Some(found.id));
+    }
+    let created = compute
+        .create_server_group(&owner.server_group_name(), policy)
+        .await
+        .map_err(ReconcileError::cloud("create the server group", &key))?;
+    Ok(Some(created.id))
+}
