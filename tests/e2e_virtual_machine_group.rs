@@ -134,3 +134,30 @@ async fn published_group_scales_through_the_scale_subresource_and_cleans_up() {
     assert!(live_servers(&env).is_empty());
     assert!(env.sim.server_groups().is_empty(), "server group deleted");
 }
+
+#[tokio::test]
+async fn hard_anti_affinity_beyond_the_host_count_reports_how_many_could_not_be_placed() {
+    // The simulator has 3 hypervisors; 4 replicas cannot all be apart.
+    let env = Env::start(SimConfig::fast(), test_timing()).await;
+    let manifest = sample("virtualmachinegroup.yaml")
+        .replace("replicas: 2", "replicas: 4")
+        .replace("haPolicy: \"soft\"", "haPolicy: \"hard\"");
+    let _: VirtualMachineGroup = env.create_from_yaml(&manifest).await;
+    let api = env.api::<VirtualMachineGroup>();
+    let condition = eventually("the group reports NoValidHost", LIMIT, || async {
+        let g = api.get(NAME).await.ok()?;
+        let s = g.status?;
+        let c = verda_api::conditions::find_condition(&s.conditions, "Ready")?.clone();
+        (c.reason == "NoValidHost" && s.ready_replicas == 3).then_some(c)
+    })
+    .await;
+    assert_eq!(condition.status, "False");
+    assert!(
+        condition
+            .message
+            .starts_with("1 of 4 VirtualMachines could not be placed"),
+        "{}",
+        condition.message
+    );
+    assert_eq!(env.sim.server_groups()[0].policy, "anti-affinity");
+}
