@@ -50,6 +50,15 @@ pub enum Cleanup {
     Wait(Duration),
 }
 
+/// The owner record (UID, namespace, name) of `obj`'s cloud resources.
+pub fn owner_of<K: Resource>(obj: &K) -> crate::cloud::owner::Owner {
+    crate::cloud::owner::Owner::new(
+        obj.uid().unwrap_or_default(),
+        obj.namespace().unwrap_or_default(),
+        obj.name_any(),
+    )
+}
+
 /// `namespace/name` of an object.
 pub fn object_key<K: Resource>(obj: &K) -> String {
     format!("{}/{}", obj.namespace().unwrap_or_default(), obj.name_any())

@@ -113,13 +113,9 @@ pub async fn run(
             }
         }
         Step::Wait => provisioning(kept, "waiting for the server to become ACTIVE".into(), poll),
-        Step::Resize(id) => {
-            let flavor = compute
-                .find_flavor(&vm.spec.flavor)
-                .await
-                .map_err(ReconcileError::cloud("look up the flavor", &key))?;
+        Step::Resize(id, flavor) => {
             compute
-                .resize_server(&id, &flavor.id)
+                .resize_server(&id, &flavor)
                 .await
                 .map_err(ReconcileError::cloud("resize server", &key))?;
             Outcome {

@@ -15,16 +15,17 @@ use std::sync::Arc;
 use futures::StreamExt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use k8s_openapi::jiff::Timestamp;
+use kube::Api;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::EventType;
 use kube::runtime::watcher;
-use kube::{Api, ResourceExt};
 use verda_api::v1alpha1::{VirtualMachine, finalizers};
 
-use super::driver::{Cleanup, Managed, error_policy, object_key, publish, reconcile_with};
+use super::driver::{
+    Cleanup, Managed, error_policy, object_key, owner_of, publish, reconcile_with,
+};
 use super::status_patch::write_status;
 use super::{Context, ReconcileError};
-use crate::cloud::owner::Owner;
 
 impl Managed for VirtualMachine {
     const CONTROLLER: &'static str = "virtualmachine";
@@ -47,15 +48,6 @@ pub async fn run(ctx: Arc<Context>) {
         .await;
 }
 
-/// The owner record of `vm`'s cloud resources.
-pub fn owner_of(vm: &VirtualMachine) -> Owner {
-    Owner::new(
-        vm.uid().unwrap_or_default(),
-        vm.namespace().unwrap_or_default(),
-        vm.name_any(),
-    )
-}
-
 pub async fn reconcile(
     vm: Arc<VirtualMachine>,
     ctx: Arc<Context>,
@@ -64,7 +56,7 @@ pub async fn reconcile(
 }
 
 async fn apply_spec(vm: Arc<VirtualMachine>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
-    let owner = owner_of(&vm);
+    let owner = owner_of(&*vm);
     let compute = ctx.cloud.compute();
     let observed = resolve::observe(compute.as_ref(), &vm, &owner).await?;
     let now = Timestamp::now();
@@ -92,7 +84,7 @@ async fn apply_spec(vm: Arc<VirtualMachine>, ctx: Arc<Context>) -> Result<Action
 
 /// Deletes every server of the owner; done when none is left.
 async fn cleanup(vm: Arc<VirtualMachine>, ctx: Arc<Context>) -> Result<Cleanup, ReconcileError> {
-    let owner = owner_of(&vm);
+    let owner = owner_of(&*vm);
     let key = object_key(&*vm);
     let compute = ctx.cloud.compute();
     let servers = compute

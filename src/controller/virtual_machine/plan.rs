@@ -10,7 +10,7 @@ use k8s_openapi::jiff::Timestamp;
 use verda_api::conditions::{READY, find_condition};
 use verda_api::v1alpha1::VirtualMachine;
 
-use crate::cloud::ids::ServerId;
+use crate::cloud::ids::{FlavorId, ServerId};
 use crate::cloud::model::compute::{Server, ServerStatus};
 use crate::cloud::owner::Owner;
 
@@ -34,7 +34,8 @@ pub enum Step {
     ReplaceErrored(ServerId),
     /// Still building or busy (resize in progress, …): look again soon.
     Wait,
-    Resize(ServerId),
+    /// Resize to the flavor resolved while observing.
+    Resize(ServerId, FlavorId),
     ConfirmResize(ServerId),
     UpdateDescription(ServerId, Option<String>),
     SetMetadata(ServerId, BTreeMap<String, String>),
@@ -47,8 +48,8 @@ pub enum Step {
 pub enum FlavorCheck {
     /// The server runs the spec's flavor.
     Matches,
-    /// It does not: a resize is due.
-    Differs,
+    /// It does not: a resize to this flavor is due.
+    Differs(FlavorId),
 }
 
 /// The server this object keeps: the one recorded in status, else the first ACTIVE,
@@ -95,8 +96,8 @@ pub fn plan(
         ServerStatus::Active => {}
         _ => return Step::Wait,
     }
-    if *flavor == FlavorCheck::Differs {
-        return Step::Resize(server.id.clone());
+    if let FlavorCheck::Differs(wanted) = flavor {
+        return Step::Resize(server.id.clone(), wanted.clone());
     }
     if server.description != vm.spec.description {
         return Step::UpdateDescription(server.id.clone(), vm.spec.description.clone());

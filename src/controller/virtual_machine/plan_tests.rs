@@ -101,11 +101,11 @@ fn a_flavor_change_resizes_and_verify_resize_is_confirmed() {
         &vm,
         &owner(),
         &active,
-        &FlavorCheck::Differs,
+        &FlavorCheck::Differs(FlavorId::new("11")),
         REPLACE,
         at(0),
     );
-    assert_eq!(step, Step::Resize(ServerId::new("s1")));
+    assert_eq!(step, Step::Resize(ServerId::new("s1"), FlavorId::new("11")));
     let verify = [server("s1", ServerStatus::VerifyResize)];
     assert_eq!(
         plan_for(&vm, &verify),

@@ -41,7 +41,7 @@ pub async fn observe(
             if wanted.name == current || wanted.id.as_str() == current {
                 FlavorCheck::Matches
             } else {
-                FlavorCheck::Differs
+                FlavorCheck::Differs(wanted.id)
             }
         }
         _ => FlavorCheck::Matches,

@@ -24,10 +24,10 @@ use verda_api::v1alpha1::{
     LoadBalancer, UpdateStrategy, VirtualMachine, VirtualMachineGroup, finalizers,
 };
 
-use super::driver::{Cleanup, Managed, error_policy, object_key, reconcile_with};
+use super::driver::{Cleanup, Managed, error_policy, object_key, owner_of, reconcile_with};
 use super::status_patch::write_status;
 use super::{Context, ReconcileError};
-use crate::cloud::owner::{Owner, is_server_group_of};
+use crate::cloud::owner::is_server_group_of;
 use crate::metrics::ObjectLabels;
 
 impl Managed for VirtualMachineGroup {
@@ -65,14 +65,6 @@ pub async fn run(ctx: Arc<Context>) {
     .await;
 }
 
-fn owner_of(group: &VirtualMachineGroup) -> Owner {
-    Owner::new(
-        group.uid().unwrap_or_default(),
-        group.namespace().unwrap_or_default(),
-        group.name_any(),
-    )
-}
-
 pub async fn reconcile(
     group: Arc<VirtualMachineGroup>,
     ctx: Arc<Context>,
@@ -84,7 +76,7 @@ async fn apply_spec(
     group: Arc<VirtualMachineGroup>,
     ctx: Arc<Context>,
 ) -> Result<Action, ReconcileError> {
-    let owner = owner_of(&group);
+    let owner = owner_of(&*group);
     let compute = ctx.cloud.compute();
     let server_group = resolve::ensure_server_group(compute.as_ref(), &group, &owner).await?;
     let vms = resolve::owned_vms(&ctx.client, &group).await?;
@@ -169,7 +161,7 @@ async fn cleanup(
         }
         return Ok(Cleanup::Wait(ctx.timing.poll));
     }
-    let owner = owner_of(&group);
+    let owner = owner_of(&*group);
     let compute = ctx.cloud.compute();
     let groups = compute
         .list_server_groups()
