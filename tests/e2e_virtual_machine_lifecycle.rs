@@ -3,6 +3,7 @@
 
 mod support;
 
+use std::cell::Cell;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Event};
@@ -109,6 +110,59 @@ async fn a_server_deleted_outside_kubernetes_is_recreated_with_an_event() {
             .then_some(())
     })
     .await;
+}
+
+#[tokio::test]
+async fn a_server_in_error_is_reported_then_replaced_and_never_doubled() {
+    let env = Env::start(SimConfig::fast(), test_timing()).await;
+    let _: VirtualMachine = env
+        .create_from_yaml(&manifest("fragile", "centos79", ""))
+        .await;
+    let first = ready_vm(&env, "fragile").await;
+    let first_id = first.status.and_then(|s| s.server_id).expect("server id");
+    env.sim.set_server_error(&first_id);
+
+    let api = env.api::<VirtualMachine>();
+    let most_alive = Cell::new(0);
+    let saw_report = Cell::new(false);
+    let replaced = eventually(
+        "the failed server is replaced by an ACTIVE one",
+        LIMIT,
+        || {
+            let alive = env.sim.servers().iter().filter(|s| !s.deleting).count();
+            most_alive.set(most_alive.get().max(alive));
+            let (api, saw_report) = (&api, &saw_report);
+            let first_id = first_id.clone();
+            async move {
+                let status = api.get("fragile").await.ok()?.status?;
+                let ready = find_condition(&status.conditions, READY)?;
+                saw_report.set(saw_report.get() || ready.reason == "ServerError");
+                let id = status.server_id.clone()?;
+                (id != first_id && ready.status == "True").then_some(status)
+            }
+        },
+    )
+    .await;
+    assert!(
+        saw_report.get(),
+        "the ERROR was reported as ServerError before the replacement"
+    );
+    assert!(
+        most_alive.get() <= 1,
+        "{} servers alive at once",
+        most_alive.get()
+    );
+    assert!(
+        replaced.last_failure.is_none(),
+        "an ACTIVE server clears the failure"
+    );
+    let reasons = event_reasons(&env).await;
+    assert_eq!(
+        reasons.iter().filter(|r| *r == "ServerError").count(),
+        1,
+        "one Warning per failed server: {reasons:?}"
+    );
+    assert!(reasons.iter().any(|r| r == "Replacing"), "{reasons:?}");
 }
 
 #[tokio::test]

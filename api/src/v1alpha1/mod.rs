@@ -12,7 +12,7 @@ pub use load_balancer::{
     MemberStatus, MonitorProtocol, PortStatus, Protocol, RealServers, VipType,
 };
 pub use virtual_machine::{
-    VirtualMachine, VirtualMachineAddress, VirtualMachineSpec, VirtualMachineStatus,
+    ServerFailure, VirtualMachine, VirtualMachineAddress, VirtualMachineSpec, VirtualMachineStatus,
 };
 pub use virtual_machine_group::{
     HaPolicy, UpdateStrategy, VirtualMachineGroup, VirtualMachineGroupSpec,

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::{CustomResource, KubeSchema};
 use serde::{Deserialize, Serialize};
 
@@ -104,6 +104,27 @@ pub struct VirtualMachineStatus {
     /// The `metadata.generation` this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+    /// The latest server that went to ERROR, kept until a server is ACTIVE again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_failure: Option<ServerFailure>,
+}
+
+/// A server that went to ERROR. It is replaced after a delay that doubles with every
+/// failure in a row, so a cloud that cannot place the server is not hammered.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerFailure {
+    /// The Nova server that failed.
+    #[serde(rename = "serverID")]
+    pub server_id: String,
+    /// `NoValidHost` when Nova found no host for it, else `ServerError`.
+    pub reason: String,
+    /// Nova's fault message.
+    pub message: String,
+    /// When the operator first saw this server in ERROR.
+    pub since: Time,
+    /// Servers that failed in a row, this one included.
+    pub count: i32,
 }
 
 /// One address of a server.

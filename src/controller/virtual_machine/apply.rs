@@ -23,10 +23,13 @@ pub struct Outcome {
     pub requeue: Duration,
 }
 
+/// The Ready reason while a server is on its way.
+pub const PROVISIONING: &str = "Provisioning";
+
 fn provisioning(id: Option<ServerId>, message: String, requeue: Duration) -> Outcome {
     Outcome {
         server_id: id,
-        ready: (Status::False, "Provisioning", message),
+        ready: (Status::False, PROVISIONING, message),
         event: None,
         requeue,
     }
@@ -90,11 +93,16 @@ pub async fn run(
                 ..provisioning(kept, "removing duplicate servers".into(), poll)
             }
         }
-        Step::ReportError { reason, message } => Outcome {
+        Step::ReportError {
+            reason,
+            message,
+            first,
+            retry_in,
+        } => Outcome {
             server_id: kept,
             ready: (Status::False, reason, message.clone()),
-            event: Some((EventType::Warning, reason, message)),
-            requeue: ctx.timing.error_replace,
+            event: first.then_some((EventType::Warning, reason, message)),
+            requeue: retry_in.max(poll),
         },
         Step::ReplaceErrored(id) => {
             ignore_not_found(compute.delete_server(&id).await)

@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use k8s_openapi::jiff::Timestamp;
-use verda_api::conditions::{READY, find_condition};
 use verda_api::v1alpha1::VirtualMachine;
 
 use crate::cloud::ids::{FlavorId, ServerId};
@@ -26,10 +25,13 @@ pub enum Step {
     /// More than one server carries this owner (a crash between create and status
     /// write, twice): keep one, delete these.
     DeleteDuplicates(Vec<ServerId>),
-    /// The server is in ERROR: report it now, replace it once `error_replace` passed.
+    /// The server is in ERROR: report it (with an event the `first` time), look again
+    /// in `retry_in`, replace it once the delay has passed.
     ReportError {
         reason: &'static str,
         message: String,
+        first: bool,
+        retry_in: Duration,
     },
     ReplaceErrored(ServerId),
     /// Still building or busy (resize in progress, …): look again soon.
@@ -109,32 +111,26 @@ pub fn plan(
     Step::Converged
 }
 
-/// A server in ERROR is reported first, and replaced once the report is older than
-/// `error_replace` (the backoff that keeps a broken image from looping).
+/// A server in ERROR is reported first, and replaced once `replace_delay` has passed
+/// since the report: the backoff that keeps a broken image or a full cloud from looping.
 fn error_step(
     vm: &VirtualMachine,
     server: &Server,
     error_replace: Duration,
     now: Timestamp,
 ) -> Step {
-    let no_valid_host = server.fault.as_ref().is_some_and(|f| f.is_no_valid_host());
-    let reason = if no_valid_host {
-        NO_VALID_HOST
-    } else {
-        SERVER_ERROR
-    };
-    let conditions = vm
+    let reason = error_reason(server);
+    let recorded = vm
         .status
         .as_ref()
-        .map(|s| s.conditions.as_slice())
-        .unwrap_or_default();
-    let reported_since = find_condition(conditions, READY)
-        .filter(|c| c.status == "False" && c.reason == reason)
-        .map(|c| c.last_transition_time.0);
-    let due = reported_since.is_some_and(|since| {
-        now.duration_since(since).as_secs_f64() >= error_replace.as_secs_f64()
-    });
-    if due {
+        .and_then(|s| s.last_failure.as_ref())
+        .filter(|f| f.server_id == server.id.as_str());
+    let (count, waited) = match recorded {
+        Some(f) => (f.count, now.duration_since(f.since.0).unsigned_abs()),
+        None => (failures_in_a_row(vm) + 1, Duration::ZERO),
+    };
+    let delay = replace_delay(error_replace, count);
+    if recorded.is_some() && waited >= delay {
         return Step::ReplaceErrored(server.id.clone());
     }
     let fault = server
@@ -145,11 +141,37 @@ fn error_step(
     Step::ReportError {
         reason,
         message: format!(
-            "server {} is in ERROR ({fault}); it is replaced after {}s",
+            "server {} is in ERROR ({fault}); it is replaced after {}s (failure {count} in a row)",
             server.id,
-            error_replace.as_secs()
+            delay.as_secs()
         ),
+        first: recorded.is_none(),
+        retry_in: delay.saturating_sub(waited),
     }
+}
+
+/// The condition reason for a server in ERROR.
+pub fn error_reason(server: &Server) -> &'static str {
+    if server.fault.as_ref().is_some_and(|f| f.is_no_valid_host()) {
+        NO_VALID_HOST
+    } else {
+        SERVER_ERROR
+    }
+}
+
+/// Failed servers in a row before the current one.
+fn failures_in_a_row(vm: &VirtualMachine) -> i32 {
+    vm.status
+        .as_ref()
+        .and_then(|s| s.last_failure.as_ref())
+        .map_or(0, |f| f.count)
+}
+
+/// How long the `count`th failed server in a row stays before it is replaced:
+/// `base`, doubling with each failure, at most 32 × `base`.
+pub fn replace_delay(base: Duration, count: i32) -> Duration {
+    let doublings = count.saturating_sub(1).clamp(0, 5) as u32;
+    base.saturating_mul(1 << doublings)
 }
 
 #[cfg(test)]

@@ -137,37 +137,46 @@ fn description_and_metadata_drift_is_corrected_in_place() {
     );
 }
 
-#[test]
-fn an_errored_server_is_reported_then_replaced_after_the_delay() {
-    let mut errored = server("s1", ServerStatus::Error);
+fn failed(
+    server_id: &str,
+    count: i32,
+    since: Timestamp,
+) -> verda_api::v1alpha1::VirtualMachineStatus {
+    verda_api::v1alpha1::VirtualMachineStatus {
+        server_id: Some(server_id.into()),
+        last_failure: Some(verda_api::v1alpha1::ServerFailure {
+            server_id: server_id.into(),
+            reason: NO_VALID_HOST.into(),
+            message: String::new(),
+            since: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(since),
+            count,
+        }),
+        ..Default::default()
+    }
+}
+
+fn no_valid_host(id: &str) -> Server {
+    let mut errored = server(id, ServerStatus::Error);
     errored.fault = Some(ServerFault {
         code: 500,
         message: "No valid host was found. There are not enough hosts available.".into(),
     });
+    errored
+}
+
+#[test]
+fn an_errored_server_is_reported_then_replaced_after_the_delay() {
+    let errored = no_valid_host("s1");
     let mut vm = published();
-    let Step::ReportError { reason, .. } = plan_for(&vm, std::slice::from_ref(&errored)) else {
+    let Step::ReportError { reason, first, .. } = plan_for(&vm, std::slice::from_ref(&errored))
+    else {
         panic!("expected a report first");
     };
     assert_eq!(reason, NO_VALID_HOST);
+    assert!(first, "the first report carries the event");
 
     // Once reported, the replacement waits for the delay to pass.
-    let mut conditions = vec![];
-    verda_api::conditions::set_condition(
-        &mut conditions,
-        verda_api::conditions::NewCondition {
-            type_: READY,
-            status: verda_api::conditions::Status::False,
-            reason: NO_VALID_HOST,
-            message: String::new(),
-        },
-        None,
-        at(0),
-    );
-    vm.status = Some(verda_api::v1alpha1::VirtualMachineStatus {
-        server_id: Some("s1".into()),
-        conditions,
-        ..Default::default()
-    });
+    vm.status = Some(failed("s1", 1, at(0)));
     let early = plan(
         &vm,
         &owner(),
@@ -176,7 +185,14 @@ fn an_errored_server_is_reported_then_replaced_after_the_delay() {
         REPLACE,
         at(10),
     );
-    assert!(matches!(early, Step::ReportError { .. }), "{early:?}");
+    let Step::ReportError {
+        first, retry_in, ..
+    } = early
+    else {
+        panic!("expected the report to stand: {early:?}");
+    };
+    assert!(!first, "no second event for the same server");
+    assert_eq!(retry_in, Duration::from_secs(20));
     let due = plan(
         &vm,
         &owner(),
@@ -186,4 +202,30 @@ fn an_errored_server_is_reported_then_replaced_after_the_delay() {
         at(31),
     );
     assert_eq!(due, Step::ReplaceErrored(ServerId::new("s1")));
+}
+
+#[test]
+fn each_failure_in_a_row_doubles_the_wait_before_the_replacement() {
+    // The third server in a row fails: 4 × the base delay, not counted from an older
+    // condition transition.
+    let errored = no_valid_host("s3");
+    let mut vm = published();
+    vm.status = Some(failed("s2", 2, at(0)));
+    let Step::ReportError {
+        first, retry_in, ..
+    } = plan(
+        &vm,
+        &owner(),
+        std::slice::from_ref(&errored),
+        &FlavorCheck::Matches,
+        REPLACE,
+        at(500),
+    )
+    else {
+        panic!("a new failed server is reported first");
+    };
+    assert!(first);
+    assert_eq!(retry_in, REPLACE * 4);
+    assert_eq!(replace_delay(REPLACE, 6), REPLACE * 32);
+    assert_eq!(replace_delay(REPLACE, 60), REPLACE * 32, "capped");
 }
