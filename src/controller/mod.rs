@@ -7,6 +7,7 @@ pub mod backoff;
 pub mod context;
 pub mod driver;
 pub mod error;
+pub mod load_balancer;
 pub mod status_patch;
 pub mod virtual_machine;
 pub mod virtual_machine_group;
@@ -24,6 +25,7 @@ pub async fn run_all(ctx: Arc<Context>) {
     );
     tokio::join!(
         virtual_machine::run(ctx.clone()),
-        virtual_machine_group::run(ctx),
+        virtual_machine_group::run(ctx.clone()),
+        load_balancer::run(ctx),
     );
 }

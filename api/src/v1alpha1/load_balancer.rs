@@ -1,7 +1,7 @@
 //! LoadBalancer: one Octavia load balancer with a listener, pool and health monitor per
 //! port, its members drawn from a VirtualMachineGroup, VirtualMachines or addresses.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -218,6 +218,10 @@ pub struct LoadBalancerStatus {
     /// Per port, in the order of `spec.ports`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ports: Vec<PortStatus>,
+    /// When the load balancer was first seen in ERROR; it is deleted and created anew
+    /// after a delay.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_since: Option<Time>,
     /// Conditions: `Ready`, and `MonitorsApplied` when some monitors could not be applied.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]

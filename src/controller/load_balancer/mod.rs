@@ -1,0 +1,256 @@
+//! The LoadBalancer controller: an Octavia load balancer with a listener, pool and
+//! health monitor per port, members from a group, VirtualMachines or addresses, and a
+//! floating IP for `vipType: public`.
+//!
+//! `resolve` (backends from Kubernetes, the Octavia tree by owner tag) → `plan` (pure:
+//! the one next write) → `apply` (that write) → `status`. VirtualMachine and group
+//! changes wake the LoadBalancers that draw on them at once.
+
+pub mod apply;
+pub mod desired;
+pub mod plan;
+pub mod resolve;
+pub mod status;
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
+use kube::api::Api;
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::events::EventType;
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::watcher;
+use verda_api::conditions::{READY, find_condition};
+use verda_api::v1alpha1::{
+    LoadBalancer, LoadBalancerStatus, VirtualMachine, VirtualMachineGroup, finalizers, labels,
+};
+
+use super::driver::{
+    Cleanup, Managed, error_policy, object_key, owner_of, publish, reconcile_with,
+};
+use super::status_patch::write_status;
+use super::{Context, ReconcileError};
+use crate::cloud::model::loadbalancing::{LbFilter, ProvisioningStatus};
+use crate::cloud::model::network::FloatingIpFilter;
+use crate::metrics::ObjectLabels;
+
+impl Managed for LoadBalancer {
+    const CONTROLLER: &'static str = "loadbalancer";
+    const FINALIZER: &'static str = finalizers::LOAD_BALANCER;
+
+    fn conditions(&self) -> &[Condition] {
+        self.status
+            .as_ref()
+            .map(|s| s.conditions.as_slice())
+            .unwrap_or_default()
+    }
+}
+
+/// Runs the controller until the stream ends.
+pub async fn run(ctx: Arc<Context>) {
+    let client = ctx.client.clone();
+    let config = watcher::Config::default().any_semantic();
+    let controller = Controller::new(Api::<LoadBalancer>::all(client.clone()), config.clone());
+    let by_vm = controller.store();
+    let by_group = controller.store();
+    controller
+        .watches(
+            Api::<VirtualMachine>::all(client.clone()),
+            config.clone(),
+            move |vm| {
+                let group = vm.labels().get(labels::GROUP).cloned();
+                let name = vm.name_any();
+                drawing_on(&by_vm, vm.namespace(), |rs| {
+                    group.is_some() && rs.virtual_machine_group_ref == group
+                        || rs
+                            .virtual_machines
+                            .as_ref()
+                            .is_some_and(|names| names.contains(&name))
+                })
+            },
+        )
+        .watches(
+            Api::<VirtualMachineGroup>::all(client),
+            config,
+            move |group| {
+                let name = group.name_any();
+                drawing_on(&by_group, group.namespace(), |rs| {
+                    rs.virtual_machine_group_ref.as_deref() == Some(name.as_str())
+                })
+            },
+        )
+        .run(reconcile, error_policy, ctx)
+        .for_each(|_| futures::future::ready(()))
+        .await;
+}
+
+/// The LoadBalancers of `namespace` with a port whose real servers satisfy `draws`.
+fn drawing_on(
+    store: &Store<LoadBalancer>,
+    namespace: Option<String>,
+    draws: impl Fn(&verda_api::v1alpha1::RealServers) -> bool,
+) -> Vec<ObjectRef<LoadBalancer>> {
+    store
+        .state()
+        .iter()
+        .filter(|lb| lb.namespace() == namespace)
+        .filter(|lb| lb.spec.ports.iter().any(|p| draws(&p.real_servers)))
+        .map(|lb| ObjectRef::from_obj(&**lb))
+        .collect()
+}
+
+pub async fn reconcile(lb: Arc<LoadBalancer>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
+    reconcile_with(lb, ctx, apply_spec, cleanup).await
+}
+
+async fn apply_spec(lb: Arc<LoadBalancer>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
+    let owner = owner_of(&*lb);
+    let region = lb.spec.region.as_deref();
+    let octavia = ctx.cloud.load_balancing(region);
+    let neutron = ctx.cloud.network(region);
+    let backends = resolve::backends(&ctx.client, &lb).await?;
+    let observed = resolve::observe(octavia.as_ref(), neutron.as_ref(), &lb, &owner).await?;
+    let now = Timestamp::now();
+    let step = plan::plan(
+        &lb,
+        &observed,
+        &backends.ports,
+        ctx.timing.error_replace,
+        now,
+    );
+    let inputs = apply::Inputs {
+        ctx: &ctx,
+        octavia: octavia.as_ref(),
+        neutron: neutron.as_ref(),
+        lb: &lb,
+        owner: &owner,
+        observed: &observed,
+        backends: &backends.ports,
+    };
+    let outcome = apply::run(&inputs, step).await?;
+    let status = status::next_status(&lb, &observed, &outcome, &backends.missing_groups, now);
+    if lb.status.as_ref() != Some(&status) {
+        write_status(&ctx.client, &*lb, &status).await?;
+    }
+    record_metrics(&ctx, &lb, &status);
+    for (type_, reason, note) in news(lb.status.as_ref(), &status)
+        .into_iter()
+        .chain(outcome.event)
+    {
+        publish(&ctx, &*lb, type_, reason, note, "Reconcile").await;
+    }
+    Ok(Action::requeue(outcome.requeue))
+}
+
+/// Warnings for conditions that just turned bad: a missing group, ignored monitors.
+fn news(
+    before: Option<&LoadBalancerStatus>,
+    after: &LoadBalancerStatus,
+) -> Vec<(EventType, &'static str, String)> {
+    let reason_of = |s: Option<&LoadBalancerStatus>, type_: &str| {
+        s.and_then(|s| find_condition(&s.conditions, type_))
+            .map(|c| (c.reason.clone(), c.message.clone()))
+    };
+    let mut events = Vec::new();
+    for (type_, bad, event) in [
+        (READY, status::GROUP_NOT_FOUND, status::GROUP_NOT_FOUND),
+        (
+            status::MONITORS_APPLIED,
+            "ExtraMonitorsIgnored",
+            "MonitorsNotApplied",
+        ),
+    ] {
+        let now = reason_of(Some(after), type_);
+        if now.as_ref().is_some_and(|(r, _)| r == bad) && reason_of(before, type_) != now {
+            let message = now.map(|(_, m)| m).unwrap_or_default();
+            events.push((EventType::Warning, event, message));
+        }
+    }
+    events
+}
+
+fn record_metrics(ctx: &Context, lb: &LoadBalancer, status: &LoadBalancerStatus) {
+    let labels = ObjectLabels {
+        namespace: lb.namespace().unwrap_or_default(),
+        name: lb.name_any(),
+    };
+    let members: Vec<_> = status.ports.iter().flat_map(|p| &p.members).collect();
+    let ready = members
+        .iter()
+        .filter(|m| matches!(m.operating_status.as_deref(), Some("ONLINE" | "NO_MONITOR")))
+        .count();
+    ctx.metrics
+        .load_balancer_members
+        .get_or_create(&labels)
+        .set(members.len() as i64);
+    ctx.metrics
+        .load_balancer_ready_members
+        .get_or_create(&labels)
+        .set(ready as i64);
+    let reason = find_condition(&status.conditions, READY).map(|c| c.reason.clone());
+    ctx.metrics
+        .set_object_state(LoadBalancer::CONTROLLER, &object_key(lb), reason.as_deref());
+}
+
+/// Releases the floating IPs, then deletes every tagged load balancer (Octavia's
+/// cascade takes listeners, pools, monitors and members); done when none is left.
+async fn cleanup(lb: Arc<LoadBalancer>, ctx: Arc<Context>) -> Result<Cleanup, ReconcileError> {
+    let owner = owner_of(&*lb);
+    let key = object_key(&*lb);
+    let region = lb.spec.region.as_deref();
+    let octavia = ctx.cloud.load_balancing(region);
+    let neutron = ctx.cloud.network(region);
+    let fips = neutron
+        .list_floating_ips(&FloatingIpFilter {
+            description: Some(owner.tag()),
+            ..FloatingIpFilter::default()
+        })
+        .await
+        .map_err(ReconcileError::cloud("list floating IPs", &key))?;
+    for fip in &fips {
+        apply::ignore_gone(neutron.delete_floating_ip(&fip.id).await)
+            .map_err(ReconcileError::cloud("release a floating IP", &key))?;
+    }
+    let found = octavia
+        .list_load_balancers(&LbFilter {
+            tags: vec![owner.tag()],
+            ..LbFilter::default()
+        })
+        .await
+        .map_err(ReconcileError::cloud("list load balancers", &key))?;
+    if found.is_empty() {
+        let labels = ObjectLabels {
+            namespace: lb.namespace().unwrap_or_default(),
+            name: lb.name_any(),
+        };
+        ctx.metrics.load_balancer_members.remove(&labels);
+        ctx.metrics.load_balancer_ready_members.remove(&labels);
+        ctx.metrics
+            .set_object_state(LoadBalancer::CONTROLLER, &key, None);
+        publish(
+            &ctx,
+            &*lb,
+            EventType::Normal,
+            "Deleted",
+            "load balancer deleted".into(),
+            "Delete",
+        )
+        .await;
+        return Ok(Cleanup::Done);
+    }
+    for l in found
+        .iter()
+        .filter(|l| l.provisioning_status != ProvisioningStatus::PendingDelete)
+    {
+        match octavia.delete_load_balancer(&l.id).await {
+            Ok(()) => {}
+            // Busy with an earlier change, or already gone: look again.
+            Err(e) if e.is_not_found() || e.is_immutable() => {}
+            Err(e) => return Err(ReconcileError::cloud("delete the load balancer", &key)(e)),
+        }
+    }
+    Ok(Cleanup::Wait(ctx.timing.poll))
+}

@@ -1,0 +1,201 @@
+//! The LoadBalancer plan: spec + the Octavia tree found for it → the one next write.
+//!
+//! Pure. One write per reconcile: every Octavia write puts the load balancer in
+//! `PENDING_UPDATE`, during which a second write would only meet 409.
+
+use std::time::Duration;
+
+use k8s_openapi::jiff::Timestamp;
+use verda_api::v1alpha1::{LoadBalancer, VipType};
+
+use super::desired::{self, Backend};
+use super::resolve::{Observed, keeper};
+use crate::cloud::ids::{
+    FloatingIpId, HealthMonitorId, ListenerId, LoadBalancerId, PoolId, PortId,
+};
+use crate::cloud::model::loadbalancing::ProvisioningStatus;
+
+/// The next thing to do for one LoadBalancer.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Step {
+    /// No load balancer carries this owner's tag.
+    Create,
+    /// A crash between create and status write left more than one: keep one.
+    DeleteDuplicates(Vec<LoadBalancerId>),
+    /// The load balancer is in ERROR: report it, replace it once the delay passed.
+    ReportError {
+        first: bool,
+        retry_in: Duration,
+    },
+    DeleteErrored(LoadBalancerId),
+    /// Octavia is busy with the last write (`PENDING_*`).
+    Wait(ProvisioningStatus),
+    CreateListener(usize),
+    CreatePool(usize, ListenerId),
+    CreateMonitor(usize, PoolId),
+    UpdateMonitor(usize, HealthMonitorId),
+    DeleteMonitor(HealthMonitorId),
+    /// A pool whose protocol changed, or of a port no longer in the spec.
+    DeletePool(PoolId),
+    DeleteListener(ListenerId),
+    /// The batch update that makes the pool's members those of the port.
+    ReplaceMembers(usize, PoolId),
+    CreateFloatingIp(PortId),
+    AssociateFloatingIp(FloatingIpId, PortId),
+    DeleteFloatingIp(FloatingIpId),
+    Converged,
+}
+
+/// Decides the next write.
+pub fn plan(
+    lb: &LoadBalancer,
+    observed: &Observed,
+    backends: &[Vec<Backend>],
+    error_replace: Duration,
+    now: Timestamp,
+) -> Step {
+    let Some(kept) = keeper(lb, &observed.load_balancers) else {
+        return Step::Create;
+    };
+    let extra: Vec<LoadBalancerId> = observed
+        .load_balancers
+        .iter()
+        .filter(|l| l.id != kept.id && l.provisioning_status != ProvisioningStatus::PendingDelete)
+        .map(|l| l.id.clone())
+        .collect();
+    if !extra.is_empty() {
+        return Step::DeleteDuplicates(extra);
+    }
+    match kept.provisioning_status {
+        ProvisioningStatus::Error => return error_step(lb, &kept.id, error_replace, now),
+        s if s.is_pending() => return Step::Wait(s),
+        _ => {}
+    }
+    for (index, port) in lb.spec.ports.iter().enumerate() {
+        let Some(listener) = observed
+            .listeners
+            .iter()
+            .find(|l| i32::from(l.protocol_port) == port.port)
+        else {
+            return Step::CreateListener(index);
+        };
+        let pool = listener
+            .default_pool_id
+            .as_ref()
+            .and_then(|id| observed.pools.iter().find(|p| &p.id == id));
+        if listener.protocol != desired::protocol(port.protocol) {
+            // Octavia cannot change a listener's protocol: remove it (pool first) and
+            // create it anew.
+            return match pool {
+                Some(p) => Step::DeletePool(p.id.clone()),
+                None => Step::DeleteListener(listener.id.clone()),
+            };
+        }
+        let Some(pool) = pool else {
+            return Step::CreatePool(index, listener.id.clone());
+        };
+        if pool.protocol != desired::protocol(port.real_servers.protocol) {
+            return Step::DeletePool(pool.id.clone());
+        }
+        let monitor = pool
+            .healthmonitor_id
+            .as_ref()
+            .and_then(|id| observed.monitors.iter().find(|m| &m.id == id));
+        match (desired::monitor_settings(port), monitor) {
+            (None, Some(m)) => return Step::DeleteMonitor(m.id.clone()),
+            (Some(_), None) => return Step::CreateMonitor(index, pool.id.clone()),
+            (Some(s), Some(m)) if m.kind != s.kind => return Step::DeleteMonitor(m.id.clone()),
+            (Some(s), Some(m)) if !desired::monitor_matches(&s, m) => {
+                return Step::UpdateMonitor(index, m.id.clone());
+            }
+            _ => {}
+        }
+        let wanted = desired::members(port, backends.get(index).map_or(&[], Vec::as_slice));
+        let existing = observed
+            .members
+            .get(pool.id.as_str())
+            .map_or(&[][..], Vec::as_slice);
+        if !desired::members_match(&wanted, existing) {
+            return Step::ReplaceMembers(index, pool.id.clone());
+        }
+    }
+    if let Some(stale) = observed.listeners.iter().find(|l| {
+        !lb.spec
+            .ports
+            .iter()
+            .any(|p| p.port == i32::from(l.protocol_port))
+    }) {
+        let pool = stale
+            .default_pool_id
+            .as_ref()
+            .filter(|id| observed.pools.iter().any(|p| &p.id == *id));
+        return match pool {
+            Some(id) => Step::DeletePool(id.clone()),
+            None => Step::DeleteListener(stale.id.clone()),
+        };
+    }
+    floating_ip_step(lb, observed, kept.vip_port_id.as_ref())
+}
+
+/// `vipType: public` wants exactly one floating IP on the VIP port; `private` none.
+fn floating_ip_step(lb: &LoadBalancer, observed: &Observed, vip_port: Option<&PortId>) -> Step {
+    let fips = &observed.floating_ips;
+    if lb.spec.vip_type == VipType::Private {
+        return match fips.first() {
+            Some(f) => Step::DeleteFloatingIp(f.id.clone()),
+            None => Step::Converged,
+        };
+    }
+    let Some(vip_port) = vip_port else {
+        return Step::Converged;
+    };
+    // Keep the one on the VIP port, else the first; release the rest.
+    let kept = fips
+        .iter()
+        .find(|f| f.port_id.as_ref() == Some(vip_port))
+        .or_else(|| fips.first());
+    if let Some(extra) = fips.iter().find(|f| Some(&f.id) != kept.map(|k| &k.id)) {
+        return Step::DeleteFloatingIp(extra.id.clone());
+    }
+    match kept {
+        None => Step::CreateFloatingIp(vip_port.clone()),
+        Some(f) if f.port_id.as_ref() != Some(vip_port) => {
+            Step::AssociateFloatingIp(f.id.clone(), vip_port.clone())
+        }
+        Some(_) => Step::Converged,
+    }
+}
+
+/// A load balancer in ERROR is reported first and replaced `error_replace` after it
+/// was first seen so.
+fn error_step(
+    lb: &LoadBalancer,
+    id: &LoadBalancerId,
+    error_replace: Duration,
+    now: Timestamp,
+) -> Step {
+    let since = lb
+        .status
+        .as_ref()
+        .filter(|s| s.load_balancer_id.as_deref() == Some(id.as_str()))
+        .and_then(|s| s.error_since.as_ref());
+    let Some(since) = since else {
+        return Step::ReportError {
+            first: true,
+            retry_in: error_replace,
+        };
+    };
+    let waited = now.duration_since(since.0).unsigned_abs();
+    if waited >= error_replace {
+        Step::DeleteErrored(id.clone())
+    } else {
+        Step::ReportError {
+            first: false,
+            retry_in: error_replace - waited,
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "plan_tests.rs"]
+mod tests;
