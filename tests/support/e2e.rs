@@ -44,24 +44,20 @@ pub fn test_timing() -> Timing {
 
 impl Env {
     pub async fn start(sim_config: SimConfig, timing: Timing) -> Self {
+        Self::start_with(sim_config, timing, |client| Arc::new(client)).await
+    }
+
+    /// As [`Env::start`], the controllers seeing the cloud through the ports `wrap`
+    /// builds around the real client.
+    pub async fn start_with(
+        sim_config: SimConfig,
+        timing: Timing,
+        wrap: impl FnOnce(OpenStackClient) -> Arc<dyn CloudPorts>,
+    ) -> Self {
         let cluster = TestCluster::from_env_or_start().await.expect("a cluster");
         let ns = cluster.namespace("e2e").await.expect("a namespace");
         let sim = Simulator::start(sim_config).await.expect("simulator");
-        let metrics = Metrics::new();
-        let client = OpenStackClient::new(
-            simulator_cloud(&sim),
-            metrics.clone(),
-            ClientOptions::default(),
-        )
-        .expect("cloud client");
-        let ports: Arc<dyn CloudPorts> = Arc::new(client);
-        let ctx = Arc::new(Context::new(
-            cluster.client(),
-            Config::default(),
-            metrics,
-            ports,
-            timing,
-        ));
+        let ctx = context(&cluster, &sim, timing, wrap);
         let controllers = tokio::spawn(controller::run_all(ctx.clone()));
         Env {
             cluster,
@@ -70,6 +66,19 @@ impl Env {
             ns,
             controllers,
         }
+    }
+
+    /// Stops the controllers as a crash would (every reconcile in flight is dropped
+    /// where it stands) and starts new ones, with a fresh context and the real client,
+    /// on the same cluster and cloud.
+    pub async fn restart(&mut self) {
+        self.controllers.abort();
+        // Gone only once the task has dropped everything it held.
+        let _ = (&mut self.controllers).await;
+        self.ctx = context(&self.cluster, &self.sim, self.ctx.timing, |client| {
+            Arc::new(client)
+        });
+        self.controllers = tokio::spawn(controller::run_all(self.ctx.clone()));
     }
 
     pub fn api<K>(&self) -> Api<K>
@@ -96,6 +105,28 @@ impl Env {
             .await
             .expect("created")
     }
+}
+
+fn context(
+    cluster: &TestCluster,
+    sim: &Simulator,
+    timing: Timing,
+    wrap: impl FnOnce(OpenStackClient) -> Arc<dyn CloudPorts>,
+) -> Arc<Context> {
+    let metrics = Metrics::new();
+    let client = OpenStackClient::new(
+        simulator_cloud(sim),
+        metrics.clone(),
+        ClientOptions::default(),
+    )
+    .expect("cloud client");
+    Arc::new(Context::new(
+        cluster.client(),
+        Config::default(),
+        metrics,
+        wrap(client),
+        timing,
+    ))
 }
 
 /// Polls `check` every 50 ms until it gives `Some`, for at most `limit`.

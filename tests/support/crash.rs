@@ -1,0 +1,223 @@
+//! A cloud that "crashes" the controllers right after a create: the `k`th create call
+//! (or batch member update) reaches the cloud and completes, but never returns to the
+//! controller, so the status write that would record its result never happens. From
+//! then on every call hangs, freezing the cloud as the crash left it, until the test
+//! aborts the controllers and starts fresh ones on the same cloud.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::watch;
+use verda_operator::cloud::ids::*;
+use verda_operator::cloud::model::compute::{
+    CreateServer, Flavor, Image, Server, ServerGroup, ServerGroupPolicy,
+};
+use verda_operator::cloud::model::loadbalancing::*;
+use verda_operator::cloud::model::network::{
+    self as net, CreateFloatingIp, FloatingIp, FloatingIpFilter, Port, PortFilter, Subnet,
+    SubnetFilter,
+};
+use verda_operator::cloud::{
+    CloudFuture, Compute, LoadBalancing, MetadataMode, Network, OpenStackClient,
+};
+use verda_operator::controller::CloudPorts;
+
+/// Counts create calls and trips on the armed one.
+pub struct Tripwire {
+    armed: usize,
+    creates: Mutex<Vec<&'static str>>,
+    tripped: watch::Sender<Option<&'static str>>,
+}
+
+impl Tripwire {
+    /// Trips right after the `k`th create call (counting from 1) has completed.
+    pub fn armed(k: usize) -> Arc<Self> {
+        Arc::new(Self {
+            armed: k,
+            creates: Mutex::new(Vec::new()),
+            tripped: watch::channel(None).0,
+        })
+    }
+
+    /// The operations of the create calls made so far, in call order.
+    pub fn creates(&self) -> Vec<&'static str> {
+        self.creates.lock().expect("not poisoned").clone()
+    }
+
+    /// Waits for the trip; the operation that tripped.
+    pub async fn tripped(&self) -> &'static str {
+        let mut rx = self.tripped.subscribe();
+        let op = *rx.wait_for(Option::is_some).await.expect("sender alive");
+        op.expect("tripped")
+    }
+
+    fn is_tripped(&self) -> bool {
+        self.tripped.borrow().is_some()
+    }
+
+    /// After the trip nothing gets through in either direction: the process is "dead".
+    async fn halt_if_tripped(&self) {
+        if self.is_tripped() {
+            std::future::pending::<()>().await;
+        }
+    }
+
+    fn pass<'a, T: Send + 'a>(&'a self, call: CloudFuture<'a, T>) -> CloudFuture<'a, T> {
+        Box::pin(async move {
+            self.halt_if_tripped().await;
+            let result = call.await;
+            self.halt_if_tripped().await;
+            result
+        })
+    }
+
+    fn create<'a, T: Send + 'a>(
+        &'a self,
+        op: &'static str,
+        call: CloudFuture<'a, T>,
+    ) -> CloudFuture<'a, T> {
+        Box::pin(async move {
+            self.halt_if_tripped().await;
+            let n = {
+                let mut creates = self.creates.lock().expect("not poisoned");
+                creates.push(op);
+                creates.len()
+            };
+            let result = call.await;
+            if n == self.armed {
+                self.tripped.send_replace(Some(op));
+            }
+            self.halt_if_tripped().await;
+            result
+        })
+    }
+}
+
+/// The real client's ports behind a [`Tripwire`].
+pub struct CrashingCloud {
+    client: OpenStackClient,
+    wire: Arc<Tripwire>,
+}
+
+impl CrashingCloud {
+    pub fn new(client: OpenStackClient, wire: Arc<Tripwire>) -> Self {
+        Self { client, wire }
+    }
+}
+
+impl CloudPorts for CrashingCloud {
+    fn compute(&self) -> Arc<dyn Compute> {
+        Arc::new(Wired {
+            inner: self.client.compute(),
+            wire: self.wire.clone(),
+        })
+    }
+
+    fn network(&self, region: Option<&str>) -> Arc<dyn Network> {
+        Arc::new(Wired {
+            inner: self.client.network(region),
+            wire: self.wire.clone(),
+        })
+    }
+
+    fn load_balancing(&self, region: Option<&str>) -> Arc<dyn LoadBalancing> {
+        Arc::new(Wired {
+            inner: self.client.load_balancing(region),
+            wire: self.wire.clone(),
+        })
+    }
+}
+
+/// One port, every call through the wire.
+struct Wired<P: ?Sized> {
+    inner: Arc<P>,
+    wire: Arc<Tripwire>,
+}
+
+/// Delegating methods; `create fn` ones count towards the trip.
+macro_rules! wired {
+    ($(fn $name:ident $(<$lt:lifetime>)? (&$($slt:lifetime)? self $(, $arg:ident: $ty:ty)*) -> $out:ty;)*) => {
+        $(fn $name $(<$lt>)? (&$($slt)? self $(, $arg: $ty)*) -> $out {
+            self.wire.pass(self.inner.$name($($arg),*))
+        })*
+    };
+    ($(create fn $name:ident <$lt:lifetime> (&$slt:lifetime self $(, $arg:ident: $ty:ty)*) -> $out:ty;)*) => {
+        $(fn $name<$lt>(&$slt self $(, $arg: $ty)*) -> $out {
+            self.wire.create(stringify!($name), self.inner.$name($($arg),*))
+        })*
+    };
+}
+
+impl Compute for Wired<dyn Compute> {
+    wired! {
+        create fn create_server<'a>(&'a self, request: &'a CreateServer) -> CloudFuture<'a, ServerId>;
+        create fn create_server_group<'a>(&'a self, name: &'a str, policy: ServerGroupPolicy) -> CloudFuture<'a, ServerGroup>;
+    }
+    wired! {
+        fn list_flavors(&self) -> CloudFuture<'_, Vec<Flavor>>;
+        fn get_flavor<'a>(&'a self, id: &'a FlavorId) -> CloudFuture<'a, Flavor>;
+        fn find_flavor<'a>(&'a self, name_or_id: &'a str) -> CloudFuture<'a, Flavor>;
+        fn get_server<'a>(&'a self, id: &'a ServerId) -> CloudFuture<'a, Server>;
+        fn list_servers<'a>(&'a self, owner_uid: &'a str) -> CloudFuture<'a, Vec<Server>>;
+        fn delete_server<'a>(&'a self, id: &'a ServerId) -> CloudFuture<'a, ()>;
+        fn update_server<'a>(&'a self, id: &'a ServerId, description: Option<&'a str>) -> CloudFuture<'a, Server>;
+        fn set_server_metadata<'a>(&'a self, id: &'a ServerId, metadata: &'a BTreeMap<String, String>, mode: MetadataMode) -> CloudFuture<'a, BTreeMap<String, String>>;
+        fn resize_server<'a>(&'a self, id: &'a ServerId, flavor: &'a FlavorId) -> CloudFuture<'a, ()>;
+        fn confirm_resize<'a>(&'a self, id: &'a ServerId) -> CloudFuture<'a, ()>;
+        fn get_server_group<'a>(&'a self, id: &'a ServerGroupId) -> CloudFuture<'a, ServerGroup>;
+        fn list_server_groups(&self) -> CloudFuture<'_, Vec<ServerGroup>>;
+        fn delete_server_group<'a>(&'a self, id: &'a ServerGroupId) -> CloudFuture<'a, ()>;
+        fn list_images<'a>(&'a self, name: Option<&'a str>) -> CloudFuture<'a, Vec<Image>>;
+        fn get_image<'a>(&'a self, id: &'a ImageId) -> CloudFuture<'a, Image>;
+        fn find_image<'a>(&'a self, name_or_id: &'a str) -> CloudFuture<'a, Image>;
+    }
+}
+
+impl Network for Wired<dyn Network> {
+    wired! {
+        create fn create_floating_ip<'a>(&'a self, request: &'a CreateFloatingIp) -> CloudFuture<'a, FloatingIp>;
+        create fn update_floating_ip<'a>(&'a self, id: &'a FloatingIpId, port: Option<&'a PortId>) -> CloudFuture<'a, FloatingIp>;
+    }
+    wired! {
+        fn list_networks<'a>(&'a self, name: Option<&'a str>) -> CloudFuture<'a, Vec<net::Network>>;
+        fn get_network<'a>(&'a self, id: &'a NetworkId) -> CloudFuture<'a, net::Network>;
+        fn find_network<'a>(&'a self, name_or_id: &'a str) -> CloudFuture<'a, net::Network>;
+        fn list_subnets<'a>(&'a self, filter: &'a SubnetFilter) -> CloudFuture<'a, Vec<Subnet>>;
+        fn get_subnet<'a>(&'a self, id: &'a SubnetId) -> CloudFuture<'a, Subnet>;
+        fn find_subnet<'a>(&'a self, name_or_id: &'a str) -> CloudFuture<'a, Subnet>;
+        fn list_ports<'a>(&'a self, filter: &'a PortFilter) -> CloudFuture<'a, Vec<Port>>;
+        fn get_floating_ip<'a>(&'a self, id: &'a FloatingIpId) -> CloudFuture<'a, FloatingIp>;
+        fn list_floating_ips<'a>(&'a self, filter: &'a FloatingIpFilter) -> CloudFuture<'a, Vec<FloatingIp>>;
+        fn delete_floating_ip<'a>(&'a self, id: &'a FloatingIpId) -> CloudFuture<'a, ()>;
+    }
+}
+
+impl LoadBalancing for Wired<dyn LoadBalancing> {
+    wired! {
+        create fn create_load_balancer<'a>(&'a self, request: &'a CreateLoadBalancer) -> CloudFuture<'a, LoadBalancer>;
+        create fn create_listener<'a>(&'a self, request: &'a CreateListener) -> CloudFuture<'a, Listener>;
+        create fn create_pool<'a>(&'a self, request: &'a CreatePool) -> CloudFuture<'a, Pool>;
+        create fn create_health_monitor<'a>(&'a self, request: &'a CreateHealthMonitor) -> CloudFuture<'a, HealthMonitor>;
+        create fn replace_members<'a>(&'a self, pool: &'a PoolId, members: &'a [MemberSpec]) -> CloudFuture<'a, ()>;
+    }
+    wired! {
+        fn get_load_balancer<'a>(&'a self, id: &'a LoadBalancerId) -> CloudFuture<'a, LoadBalancer>;
+        fn list_load_balancers<'a>(&'a self, filter: &'a LbFilter) -> CloudFuture<'a, Vec<LoadBalancer>>;
+        fn delete_load_balancer<'a>(&'a self, id: &'a LoadBalancerId) -> CloudFuture<'a, ()>;
+        fn get_status_tree<'a>(&'a self, id: &'a LoadBalancerId) -> CloudFuture<'a, StatusTree>;
+        fn list_listeners<'a>(&'a self, filter: &'a LbFilter) -> CloudFuture<'a, Vec<Listener>>;
+        fn get_listener<'a>(&'a self, id: &'a ListenerId) -> CloudFuture<'a, Listener>;
+        fn update_listener<'a>(&'a self, id: &'a ListenerId, request: &'a UpdateListener) -> CloudFuture<'a, Listener>;
+        fn delete_listener<'a>(&'a self, id: &'a ListenerId) -> CloudFuture<'a, ()>;
+        fn list_pools<'a>(&'a self, filter: &'a LbFilter) -> CloudFuture<'a, Vec<Pool>>;
+        fn get_pool<'a>(&'a self, id: &'a PoolId) -> CloudFuture<'a, Pool>;
+        fn update_pool<'a>(&'a self, id: &'a PoolId, request: &'a UpdatePool) -> CloudFuture<'a, Pool>;
+        fn delete_pool<'a>(&'a self, id: &'a PoolId) -> CloudFuture<'a, ()>;
+        fn get_health_monitor<'a>(&'a self, id: &'a HealthMonitorId) -> CloudFuture<'a, HealthMonitor>;
+        fn update_health_monitor<'a>(&'a self, id: &'a HealthMonitorId, request: &'a UpdateHealthMonitor) -> CloudFuture<'a, HealthMonitor>;
+        fn delete_health_monitor<'a>(&'a self, id: &'a HealthMonitorId) -> CloudFuture<'a, ()>;
+        fn list_members<'a>(&'a self, pool: &'a PoolId) -> CloudFuture<'a, Vec<Member>>;
+        fn list_lb_flavors(&self) -> CloudFuture<'_, Vec<LbFlavor>>;
+        fn find_lb_flavor<'a>(&'a self, name_or_id: &'a str) -> CloudFuture<'a, LbFlavor>;
+    }
+}
