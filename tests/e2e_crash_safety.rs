@@ -24,10 +24,23 @@ const LIMIT: Duration = Duration::from_secs(20);
 /// More creates than any scenario makes: a run that never converges untripped fails.
 const MAX_CREATES: usize = 40;
 
-/// Published manifests, applied in this order and deleted in the reverse one.
+/// Published manifests, applied in this order and deleted in the reverse one, each
+/// passed through `edit` first.
 struct Scenario {
     name: &'static str,
     samples: &'static [&'static str],
+    edit: fn(String) -> String,
+}
+
+fn as_published(manifest: String) -> String {
+    manifest
+}
+
+/// The published LoadBalancer with a public VIP: a floating IP joins the creates.
+fn public_vip(manifest: String) -> String {
+    manifest
+        .replace("vipType: private", "vipType: public")
+        .replace("zone: dev", "zone: dev\n  vipSubnet: private-subnet")
 }
 
 #[tokio::test]
@@ -35,6 +48,7 @@ async fn virtual_machine_survives_a_crash_after_every_create() {
     crash_after_every_create(Scenario {
         name: "vm",
         samples: &["virtualmachine.yaml"],
+        edit: as_published,
     })
     .await;
 }
@@ -44,16 +58,27 @@ async fn virtual_machine_group_survives_a_crash_after_every_create() {
     crash_after_every_create(Scenario {
         name: "group",
         samples: &["virtualmachinegroup.yaml"],
+        edit: as_published,
     })
     .await;
 }
 
 #[tokio::test]
-#[ignore = "needs the LoadBalancer controller"]
 async fn load_balancer_survives_a_crash_after_every_create() {
     crash_after_every_create(Scenario {
         name: "lb",
         samples: &["virtualmachinegroup.yaml", "loadbalancer.yaml"],
+        edit: as_published,
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn public_load_balancer_survives_a_crash_after_every_create() {
+    crash_after_every_create(Scenario {
+        name: "public-lb",
+        samples: &["virtualmachinegroup.yaml", "loadbalancer.yaml"],
+        edit: public_vip,
     })
     .await;
 }
@@ -79,7 +104,7 @@ async fn crash_after(scenario: &Scenario, k: usize) -> bool {
     })
     .await;
     for name in scenario.samples {
-        apply(&env, &sample(name)).await;
+        apply(&env, &(scenario.edit)(sample(name))).await;
     }
     // Converged with fewer than k creates made: nothing left to crash after.
     let untripped = async {
