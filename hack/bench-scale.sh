@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# The scale story and the steady state, measured against the simulator without
+# latency: time and cloud calls from replicas 2 -> 3 to the third member in every
+# pool, and cloud calls per resync when nothing changes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo test --locked --test bench_scale -- --ignored --nocapture 2>&1 | grep -E '^(SCALE|STEADY)|test result'
