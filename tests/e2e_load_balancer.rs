@@ -284,3 +284,43 @@ async fn a_missing_group_is_reported_and_its_members_appear_when_it_does() {
     wait_members(&env, &[&format!("{GROUP}-0"), &format!("{GROUP}-1")]).await;
     wait_ready(&env, "4/4").await;
 }
+
+#[tokio::test]
+async fn a_load_balancer_in_error_is_reported_then_recreated() {
+    let env = Env::start(SimConfig::fast(), test_timing()).await;
+    let manifest = sample("loadbalancer.yaml").replace(
+        "virtualMachineGroupRef: virtualmachinegroup-sample",
+        "addresses: [\"10.0.0.5\"]",
+    );
+    let _: LoadBalancer = env.create_from_yaml(&manifest).await;
+    let api = env.api::<LoadBalancer>();
+    let first = eventually("the LoadBalancer is Ready", LIMIT, || async {
+        let s = api.get(LB).await.ok()?.status?;
+        is_true(&s.conditions, READY).then_some(s.load_balancer_id?)
+    })
+    .await;
+    env.sim.set_load_balancer_error(&first);
+
+    let reported = eventually("Ready=False LoadBalancerError", LIMIT, || async {
+        let s = api.get(LB).await.ok()?.status?;
+        let c = find_condition(&s.conditions, READY)?.clone();
+        (c.reason == "LoadBalancerError").then_some(s)
+    })
+    .await;
+    assert_eq!(reported.provisioning_status.as_deref(), Some("ERROR"));
+    let second = eventually("a new load balancer is Ready", LIMIT, || async {
+        let s = api.get(LB).await.ok()?.status?;
+        let id = s.load_balancer_id.clone()?;
+        (id != first && is_true(&s.conditions, READY) && s.ports.len() == 2).then_some(id)
+    })
+    .await;
+    let lbs = env.sim.load_balancers();
+    assert_eq!(lbs.len(), 1, "the failed one is gone: {lbs:?}");
+    assert_eq!(lbs[0].id, second);
+    let reasons = event_reasons(&env).await;
+    assert!(
+        reasons.iter().any(|r| r == "LoadBalancerError"),
+        "{reasons:?}"
+    );
+    assert!(reasons.iter().any(|r| r == "Recreating"), "{reasons:?}");
+}

@@ -1,13 +1,14 @@
 //! The metrics a Prometheus scrape sees after the published group converged:
 //! reconciles by controller and result, cloud requests by service/operation/code,
-//! managed objects by kind and state, group desired and ready replicas.
+//! managed objects by kind and state, group desired and ready replicas, load-balancer
+//! members.
 
 mod support;
 
 use std::time::Duration;
 
 use support::e2e::{Env, eventually, sample, test_timing};
-use verda_api::v1alpha1::VirtualMachineGroup;
+use verda_api::v1alpha1::{LoadBalancer, VirtualMachineGroup};
 use verda_operator::sim::SimConfig;
 
 #[tokio::test]
@@ -16,6 +17,7 @@ async fn metrics_describe_reconciles_cloud_calls_objects_and_replicas() {
     let _: VirtualMachineGroup = env
         .create_from_yaml(&sample("virtualmachinegroup.yaml"))
         .await;
+    let _: LoadBalancer = env.create_from_yaml(&sample("loadbalancer.yaml")).await;
     let api = env.api::<VirtualMachineGroup>();
     eventually("the group is ready", Duration::from_secs(30), || async {
         let s = api.get("virtualmachinegroup-sample").await.ok()?.status?;
@@ -27,11 +29,13 @@ async fn metrics_describe_reconciles_cloud_calls_objects_and_replicas() {
         Duration::from_secs(10),
         || async {
             let text = env.ctx.metrics.encode();
-            text.contains(&format!(
-            "verda_group_ready_replicas{{namespace=\"{}\",name=\"virtualmachinegroup-sample\"}} 2",
-            env.ns
-        ))
-        .then_some(text)
+            let ns = &env.ns;
+            (text.contains(&format!(
+                "verda_group_ready_replicas{{namespace=\"{ns}\",name=\"virtualmachinegroup-sample\"}} 2"
+            )) && text.contains(&format!(
+                "verda_load_balancer_ready_members{{namespace=\"{ns}\",name=\"loadbalancer-sample\"}} 4"
+            )))
+            .then_some(text)
         },
     )
     .await;
@@ -44,9 +48,22 @@ async fn metrics_describe_reconciles_cloud_calls_objects_and_replicas() {
         r#"verda_managed_objects{kind="virtualmachine",state="Active"} 2"#,
         r#"verda_managed_objects{kind="virtualmachinegroup",state="AllReplicasReady"} 1"#,
         "verda_group_desired_replicas{",
+        r#"verda_reconciles_total{controller="loadbalancer",result="success"}"#,
+        r#"verda_managed_objects{kind="loadbalancer",state="Active"} 1"#,
+        r#"verda_cloud_requests_total{service="load-balancer",operation="replace_members",code="202"} 2"#,
+        &format!(
+            "verda_load_balancer_members{{namespace=\"{}\",name=\"loadbalancer-sample\"}} 4",
+            env.ns
+        ),
     ] {
         assert!(text.contains(expected), "missing {expected} in\n{text}");
     }
+    // Octavia's PENDING_* and 409 are waits, not failed reconciles.
+    assert!(
+        !text.lines().any(|l| l
+            .starts_with(r#"verda_reconciles_total{controller="loadbalancer",result="Conflict"}"#)),
+        "{text}"
+    );
     // Nothing secret reaches the metrics.
     let password = env.sim.credentials().password;
     assert!(!text.contains(&password));

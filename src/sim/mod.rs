@@ -162,6 +162,15 @@ impl Simulator {
         }
     }
 
+    /// Puts a load balancer in ERROR, as a failed amphora would.
+    pub fn set_load_balancer_error(&self, lb_id: &str) {
+        let mut w = self.sim.world();
+        if let Some(lb) = w.octavia.lbs.get_mut(lb_id) {
+            lb.meta.prov = octavia::model::Prov::Error;
+            lb.settle_at = None;
+        }
+    }
+
     /// Deletes a server at once, as someone using the dashboard would.
     pub fn delete_server_out_of_band(&self, server_id: &str) {
         self.sim.world().remove_server(server_id);

@@ -13,6 +13,8 @@ pub(crate) enum Prov {
     PendingCreate,
     PendingUpdate,
     PendingDelete,
+    /// Octavia gave up on the object (a failed amphora, …); only delete helps.
+    Error,
 }
 
 impl Prov {
@@ -22,11 +24,15 @@ impl Prov {
             Prov::PendingCreate => "PENDING_CREATE",
             Prov::PendingUpdate => "PENDING_UPDATE",
             Prov::PendingDelete => "PENDING_DELETE",
+            Prov::Error => "ERROR",
         }
     }
 
     pub fn pending(self) -> bool {
-        self != Prov::Active
+        matches!(
+            self,
+            Prov::PendingCreate | Prov::PendingUpdate | Prov::PendingDelete
+        )
     }
 }
 
