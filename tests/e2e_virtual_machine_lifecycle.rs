@@ -12,7 +12,7 @@ use serde_json::json;
 use support::e2e::{Env, eventually, test_timing};
 use verda_api::conditions::{READY, find_condition, is_true};
 use verda_api::v1alpha1::VirtualMachine;
-use verda_operator::sim::SimConfig;
+use verda_operator::sim::{Fault, FaultKind, SimConfig};
 
 const LIMIT: Duration = Duration::from_secs(20);
 
@@ -74,6 +74,73 @@ async fn an_unknown_image_is_reported_and_retried_slowly_with_bounded_cloud_call
         "{during} cloud calls in 3 s for a permanently failing object"
     );
     assert!(env.sim.servers().is_empty());
+}
+
+/// Each permanent failure: its reason, its Warning event, and a bounded call rate.
+#[tokio::test]
+async fn flavor_quota_and_placement_failures_are_reported_and_retried_slowly() {
+    let cases = [
+        ("FlavorNotFound", SimConfig::fast(), "no-such-flavor"),
+        (
+            "QuotaExceeded",
+            SimConfig {
+                instance_quota: 0,
+                ..SimConfig::fast()
+            },
+            "n3-1vcpu-2gb",
+        ),
+        // Every build fails on every host: Nova's MaxRetriesExceeded, a NoValidHost.
+        ("NoValidHost", SimConfig::fast(), "n3-1vcpu-2gb"),
+    ];
+    for (reason, sim, flavor) in cases {
+        let env = Env::start(sim, test_timing()).await;
+        if reason == "NoValidHost" {
+            env.sim.inject(Fault::new(
+                "compute",
+                Some("create_server"),
+                FaultKind::ServerError,
+            ));
+        }
+        let yaml = manifest("stuck", "centos79", "").replace("n3-1vcpu-2gb", flavor);
+        let _: VirtualMachine = env.create_from_yaml(&yaml).await;
+        let api = env.api::<VirtualMachine>();
+        eventually(&format!("Ready=False {reason}"), LIMIT, || async {
+            let vm = api.get("stuck").await.ok()?;
+            let c = find_condition(&vm.status.as_ref()?.conditions, READY)?.clone();
+            (c.reason == reason && c.status == "False").then_some(())
+        })
+        .await;
+        eventually(&format!("a Warning event {reason}"), LIMIT, || async {
+            event_reasons(&env)
+                .await
+                .iter()
+                .any(|r| r == reason)
+                .then_some(())
+        })
+        .await;
+        let before = env.sim.total_requests();
+        let creates_before = env.sim.requests("compute", "create_server");
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let during = env.sim.total_requests() - before;
+        let creates = env.sim.requests("compute", "create_server") - creates_before;
+        println!(
+            "FAILURE {reason}: {during} cloud calls, {creates} server creates in the 3 s after the report"
+        );
+        if reason == "NoValidHost" {
+            // Replaced after 0.5 s, then 1 s, then 2 s: at most 3 attempts in 3 s, each a
+            // bounded handful of calls (delete, lookups, create, polls).
+            assert!(creates <= 3, "{creates} replacements in 3 s");
+            assert!(
+                during <= 12 * (creates + 1),
+                "{during} calls for {creates} attempts"
+            );
+        } else {
+            // Terminal: retried every 20 s here (2 min by default).
+            assert!(during <= 3, "{reason}: {during} cloud calls in 3 s");
+        }
+        let live = env.sim.servers().iter().filter(|s| !s.deleting).count();
+        assert!(live <= 1, "{reason}: {live} servers for one VirtualMachine");
+    }
 }
 
 #[tokio::test]

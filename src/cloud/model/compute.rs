@@ -155,8 +155,13 @@ pub struct ServerFault {
 }
 
 impl ServerFault {
+    /// Nova's NoValidHost, and MaxRetriesExceeded (its subclass: every host tried
+    /// failed the build).
     pub fn is_no_valid_host(&self) -> bool {
         self.message.contains("No valid host")
+            || self
+                .message
+                .starts_with("Exceeded maximum number of retries")
     }
 }
 
