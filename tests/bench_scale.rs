@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 use kube::api::{Patch, PatchParams};
 use serde_json::json;
 use support::e2e::{Env, eventually, sample, test_timing};
-use verda_api::conditions::{READY, is_true};
 use verda_api::v1alpha1::{LoadBalancer, VirtualMachineGroup};
 use verda_operator::controller::Timing;
 use verda_operator::sim::{SimConfig, Simulator};
@@ -37,19 +36,6 @@ fn production() -> Timing {
     }
 }
 
-async fn converged(env: &Env, members: &str) {
-    let api = env.api::<LoadBalancer>();
-    eventually(
-        &format!("LoadBalancer Ready with {members}"),
-        LIMIT,
-        || async {
-            let s = api.get("loadbalancer-sample").await.ok()?.status?;
-            (is_true(&s.conditions, READY) && s.members.as_deref() == Some(members)).then_some(())
-        },
-    )
-    .await;
-}
-
 fn calls_since(sim: &Simulator, before: &BTreeMap<(String, String), u64>) -> BTreeMap<String, u64> {
     sim.request_counts()
         .into_iter()
@@ -73,7 +59,7 @@ async fn scale_two_to_three(label: &str, timing: Timing) {
         .create_from_yaml(&sample("virtualmachinegroup.yaml"))
         .await;
     let _: LoadBalancer = env.create_from_yaml(&sample("loadbalancer.yaml")).await;
-    converged(&env, "4/4").await;
+    env.load_balancer_ready("loadbalancer-sample", "4/4").await;
     let before = env.sim.request_counts();
     let started = Instant::now();
     env.api::<VirtualMachineGroup>()
@@ -119,7 +105,7 @@ async fn scale_story_and_steady_state() {
         .create_from_yaml(&sample("virtualmachinegroup.yaml"))
         .await;
     let _: LoadBalancer = env.create_from_yaml(&sample("loadbalancer.yaml")).await;
-    converged(&env, "4/4").await;
+    env.load_balancer_ready("loadbalancer-sample", "4/4").await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let before = env.sim.request_counts();
     let rounds = 10;

@@ -12,25 +12,11 @@ use kube::ResourceExt;
 use kube::api::{ListParams, Patch, PatchParams};
 use serde_json::json;
 use support::e2e::{Env, eventually, sample, test_timing};
-use verda_api::conditions::{READY, is_true};
 use verda_api::v1alpha1::{LoadBalancer, VirtualMachine, VirtualMachineGroup, labels};
 use verda_operator::sim::SimConfig;
 
 const LIMIT: Duration = Duration::from_secs(30);
 const GROUP: &str = "virtualmachinegroup-sample";
-
-async fn lb_ready(env: &Env, members: &str) {
-    let api = env.api::<LoadBalancer>();
-    eventually(
-        &format!("LoadBalancer Ready with {members}"),
-        LIMIT,
-        || async {
-            let s = api.get("loadbalancer-sample").await.ok()?.status?;
-            (is_true(&s.conditions, READY) && s.members.as_deref() == Some(members)).then_some(())
-        },
-    )
-    .await;
-}
 
 async fn vm_hashes(env: &Env) -> Vec<(String, String)> {
     env.api::<VirtualMachine>()
@@ -68,7 +54,7 @@ async fn a_template_change_replaces_one_at_a_time_and_pools_never_shrink() {
         .create_from_yaml(&sample("virtualmachinegroup.yaml"))
         .await;
     let _: LoadBalancer = env.create_from_yaml(&sample("loadbalancer.yaml")).await;
-    lb_ready(&env, "4/4").await;
+    env.load_balancer_ready("loadbalancer-sample", "4/4").await;
     let old: BTreeSet<String> = vm_hashes(&env).await.into_iter().map(|(n, _)| n).collect();
 
     edit_template(&env).await;
@@ -120,7 +106,7 @@ async fn a_template_change_replaces_one_at_a_time_and_pools_never_shrink() {
             .all(|s| s.description.as_deref() == Some("version 2")),
         "{servers:?}"
     );
-    lb_ready(&env, "4/4").await;
+    env.load_balancer_ready("loadbalancer-sample", "4/4").await;
 }
 
 #[tokio::test]

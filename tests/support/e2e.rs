@@ -88,6 +88,37 @@ impl Env {
         Api::namespaced(self.cluster.client(), &self.ns)
     }
 
+    /// The reason of every event in the test namespace.
+    pub async fn event_reasons(&self) -> Vec<String> {
+        let events: Api<k8s_openapi::api::core::v1::Event> = self.api();
+        let list = events
+            .list(&kube::api::ListParams::default())
+            .await
+            .expect("events");
+        list.items.into_iter().filter_map(|e| e.reason).collect()
+    }
+
+    /// Waits until the LoadBalancer `name` is Ready with `members` ("ready/total").
+    pub async fn load_balancer_ready(
+        &self,
+        name: &str,
+        members: &str,
+    ) -> verda_api::v1alpha1::LoadBalancer {
+        let api = self.api::<verda_api::v1alpha1::LoadBalancer>();
+        eventually(
+            &format!("{name} is Ready with {members} members"),
+            Duration::from_secs(60),
+            || async {
+                let lb = api.get(name).await.ok()?;
+                let s = lb.status.as_ref()?;
+                (verda_api::conditions::is_true(&s.conditions, verda_api::conditions::READY)
+                    && s.members.as_deref() == Some(members))
+                .then_some(lb)
+            },
+        )
+        .await
+    }
+
     /// Creates the first document of `yaml` of kind K in the test namespace, as
     /// `kubectl apply` of a new object does.
     pub async fn create_from_yaml<K>(&self, yaml: &str) -> K
