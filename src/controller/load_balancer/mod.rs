@@ -12,7 +12,8 @@ pub mod plan;
 pub mod resolve;
 pub mod status;
 
-use std::sync::Arc;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
@@ -56,11 +57,16 @@ pub async fn run(ctx: Arc<Context>) {
     let controller = Controller::new(Api::<LoadBalancer>::all(client.clone()), config.clone());
     let by_vm = controller.store();
     let by_group = controller.store();
+    let seen = Mutex::new(HashMap::new());
+    let groups = Mutex::new(HashSet::new());
     controller
         .watches(
             Api::<VirtualMachine>::all(client.clone()),
             config.clone(),
             move |vm| {
+                if !membership_changed(&seen, &vm) {
+                    return Vec::new();
+                }
                 let group = vm.labels().get(labels::GROUP).cloned();
                 let name = vm.name_any();
                 drawing_on(&by_vm, vm.namespace(), |rs| {
@@ -76,6 +82,20 @@ pub async fn run(ctx: Arc<Context>) {
             Api::<VirtualMachineGroup>::all(client),
             config,
             move |group| {
+                // Only a group's coming and going matters here; its members wake the
+                // LoadBalancers through the VirtualMachine watch.
+                let key = object_key(&group);
+                let mut known = groups
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                let news = if group.metadata.deletion_timestamp.is_some() {
+                    known.remove(&key)
+                } else {
+                    known.insert(key)
+                };
+                if !news {
+                    return Vec::new();
+                }
                 let name = group.name_any();
                 drawing_on(&by_group, group.namespace(), |rs| {
                     rs.virtual_machine_group_ref.as_deref() == Some(name.as_str())
@@ -85,6 +105,37 @@ pub async fn run(ctx: Arc<Context>) {
         .run(reconcile, error_policy, ctx)
         .for_each(|_| futures::future::ready(()))
         .await;
+}
+
+/// What pool membership depends on: the group, the address, and whether it serves.
+#[derive(Clone, PartialEq)]
+struct Membership {
+    group: Option<String>,
+    address: Option<String>,
+    serving: bool,
+}
+
+/// Whether `vm` changed in a way its pools can see since it was last watched: status
+/// updates that change none of that wake no LoadBalancer.
+fn membership_changed(seen: &Mutex<HashMap<String, Membership>>, vm: &VirtualMachine) -> bool {
+    let itself = verda_api::v1alpha1::RealServers {
+        virtual_machines: Some(vec![vm.name_any()]),
+        ..Default::default()
+    };
+    let now = Membership {
+        group: vm.labels().get(labels::GROUP).cloned(),
+        address: vm.status.as_ref().and_then(|s| s.primary_ip.clone()),
+        serving: !resolve::port_backends(&itself, std::slice::from_ref(vm)).is_empty(),
+    };
+    let key = object_key(vm);
+    let mut seen = seen
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if vm.metadata.deletion_timestamp.is_some() {
+        // On its way out: pass the change on once, then forget it.
+        return seen.remove(&key).is_some_and(|before| before != now);
+    }
+    seen.insert(key, now.clone()) != Some(now)
 }
 
 /// The LoadBalancers of `namespace` with a port whose real servers satisfy `draws`.
