@@ -154,7 +154,13 @@ async fn write(inputs: &Inputs<'_>, step: Step) -> Result<Outcome, ReconcileErro
                 )
             }
         }
-        Step::Wait(status) => busy(format!("Octavia is applying a change ({status:?})"), poll),
+        Step::Wait(status) => busy(
+            format!(
+                "Octavia is applying a change ({})",
+                super::status::word(status).unwrap_or_default()
+            ),
+            poll,
+        ),
         Step::CreateListener(i) => {
             let lb_id = recorded_or_kept(inputs)?;
             let l = octavia

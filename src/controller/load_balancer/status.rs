@@ -15,7 +15,7 @@ pub const MONITORS_APPLIED: &str = "MonitorsApplied";
 pub const GROUP_NOT_FOUND: &str = "GroupNotFound";
 
 /// Octavia's word for a status (`ACTIVE`, `PENDING_UPDATE`, `ONLINE`, …).
-fn word<T: serde::Serialize>(value: T) -> Option<String> {
+pub fn word<T: serde::Serialize>(value: T) -> Option<String> {
     serde_json::to_value(value)
         .ok()
         .and_then(|v| v.as_str().map(str::to_owned))
