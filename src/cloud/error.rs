@@ -172,6 +172,14 @@ impl CloudError {
     }
 }
 
+/// Deleting what is already gone is success.
+pub fn ignore_not_found(result: Result<(), CloudError>) -> Result<(), CloudError> {
+    match result {
+        Err(e) if e.is_not_found() => Ok(()),
+        other => other,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

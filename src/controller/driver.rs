@@ -59,6 +59,14 @@ pub fn owner_of<K: Resource>(obj: &K) -> crate::cloud::owner::Owner {
     )
 }
 
+/// The labels of `obj`'s per-object gauges.
+pub fn object_labels<K: Resource>(obj: &K) -> crate::metrics::ObjectLabels {
+    crate::metrics::ObjectLabels {
+        namespace: obj.namespace().unwrap_or_default(),
+        name: obj.name_any(),
+    }
+}
+
 /// `namespace/name` of an object.
 pub fn object_key<K: Resource>(obj: &K) -> String {
     format!("{}/{}", obj.namespace().unwrap_or_default(), obj.name_any())

@@ -3,19 +3,18 @@
 
 use std::time::Duration;
 
-use kube::ResourceExt;
 use kube::runtime::events::EventType;
 use verda_api::conditions::Status;
 use verda_api::v1alpha1::LoadBalancer;
 
-use super::desired::{self, Backend};
+use super::desired;
 use super::plan::Step;
-use super::resolve::{self, Observed};
+use super::resolve;
 use crate::cloud::ids::LoadBalancerId;
 use crate::cloud::model::loadbalancing::CreateLoadBalancer;
 use crate::cloud::model::network::CreateFloatingIp;
 use crate::cloud::owner::Owner;
-use crate::cloud::{CloudError, LoadBalancing, Network};
+use crate::cloud::{LoadBalancing, Network, ignore_not_found};
 use crate::controller::{Context, ReconcileError};
 
 /// The Ready reasons of a load balancer on its way.
@@ -59,8 +58,6 @@ pub struct Inputs<'a> {
     pub neutron: &'a dyn Network,
     pub lb: &'a LoadBalancer,
     pub owner: &'a Owner,
-    pub observed: &'a Observed,
-    pub backends: &'a [Vec<Backend>],
 }
 
 /// Carries out `step`. Octavia's 409 while the load balancer is busy is not a failure:
@@ -83,8 +80,6 @@ async fn write(inputs: &Inputs<'_>, step: Step) -> Result<Outcome, ReconcileErro
         neutron,
         lb,
         owner,
-        observed: _,
-        backends,
     } = *inputs;
     let key = format!("{}/{}", owner.namespace, owner.name);
     let poll = ctx.timing.poll;
@@ -115,7 +110,7 @@ async fn write(inputs: &Inputs<'_>, step: Step) -> Result<Outcome, ReconcileErro
         }
         Step::DeleteDuplicates(ids) => {
             for id in &ids {
-                ignore_gone(octavia.delete_load_balancer(id).await).map_err(
+                ignore_not_found(octavia.delete_load_balancer(id).await).map_err(
                     ReconcileError::cloud("delete a duplicate load balancer", &key),
                 )?;
             }
@@ -140,10 +135,9 @@ async fn write(inputs: &Inputs<'_>, step: Step) -> Result<Outcome, ReconcileErro
             }
         }
         Step::DeleteErrored(id) => {
-            ignore_gone(octavia.delete_load_balancer(&id).await).map_err(ReconcileError::cloud(
-                "delete the failed load balancer",
-                &key,
-            ))?;
+            ignore_not_found(octavia.delete_load_balancer(&id).await).map_err(
+                ReconcileError::cloud("delete the failed load balancer", &key),
+            )?;
             let note = format!("deleted load balancer {id}, which was in ERROR; a new one follows");
             Outcome {
                 recorded: Some(None),
@@ -161,8 +155,7 @@ async fn write(inputs: &Inputs<'_>, step: Step) -> Result<Outcome, ReconcileErro
             ),
             poll,
         ),
-        Step::CreateListener(i) => {
-            let lb_id = recorded_or_kept(inputs)?;
+        Step::CreateListener(i, lb_id) => {
             let l = octavia
                 .create_listener(&desired::listener(owner, &lb_id, port(i)))
                 .await
@@ -184,9 +177,7 @@ async fn write(inputs: &Inputs<'_>, step: Step) -> Result<Outcome, ReconcileErro
                 poll,
             )
         }
-        Step::CreateMonitor(i, pool) => {
-            let settings =
-                desired::monitor_settings(port(i)).ok_or_else(|| invalid(&key, "no monitor"))?;
+        Step::CreateMonitor(i, pool, settings) => {
             octavia
                 .create_health_monitor(&desired::create_monitor(owner, &pool, port(i), &settings))
                 .await
@@ -197,9 +188,7 @@ async fn write(inputs: &Inputs<'_>, step: Step) -> Result<Outcome, ReconcileErro
                 poll,
             )
         }
-        Step::UpdateMonitor(i, id) => {
-            let settings =
-                desired::monitor_settings(port(i)).ok_or_else(|| invalid(&key, "no monitor"))?;
+        Step::UpdateMonitor(i, id, settings) => {
             octavia
                 .update_health_monitor(&id, &desired::update_monitor(&settings))
                 .await
@@ -211,22 +200,21 @@ async fn write(inputs: &Inputs<'_>, step: Step) -> Result<Outcome, ReconcileErro
             )
         }
         Step::DeleteMonitor(id) => {
-            ignore_gone(octavia.delete_health_monitor(&id).await)
+            ignore_not_found(octavia.delete_health_monitor(&id).await)
                 .map_err(ReconcileError::cloud("delete a health monitor", &key))?;
             wrote(format!("deleted health monitor {id}"), None, poll)
         }
         Step::DeletePool(id) => {
-            ignore_gone(octavia.delete_pool(&id).await)
+            ignore_not_found(octavia.delete_pool(&id).await)
                 .map_err(ReconcileError::cloud("delete a pool", &key))?;
             wrote(format!("deleted pool {id}"), None, poll)
         }
         Step::DeleteListener(id) => {
-            ignore_gone(octavia.delete_listener(&id).await)
+            ignore_not_found(octavia.delete_listener(&id).await)
                 .map_err(ReconcileError::cloud("delete a listener", &key))?;
             wrote(format!("deleted listener {id}"), None, poll)
         }
-        Step::ReplaceMembers(i, pool) => {
-            let members = desired::members(port(i), backends.get(i).map_or(&[], Vec::as_slice));
+        Step::ReplaceMembers(i, pool, members) => {
             octavia
                 .replace_members(&pool, &members)
                 .await
@@ -273,7 +261,7 @@ async fn write(inputs: &Inputs<'_>, step: Step) -> Result<Outcome, ReconcileErro
             )
         }
         Step::DeleteFloatingIp(id) => {
-            ignore_gone(neutron.delete_floating_ip(&id).await)
+            ignore_not_found(neutron.delete_floating_ip(&id).await)
                 .map_err(ReconcileError::cloud("release a floating IP", &key))?;
             let note = format!("released floating IP {id}");
             wrote(
@@ -294,32 +282,4 @@ async fn write(inputs: &Inputs<'_>, step: Step) -> Result<Outcome, ReconcileErro
         },
     };
     Ok(outcome)
-}
-
-/// The load balancer the children go on.
-fn recorded_or_kept(inputs: &Inputs<'_>) -> Result<LoadBalancerId, ReconcileError> {
-    resolve::keeper(inputs.lb, &inputs.observed.load_balancers)
-        .map(|l| l.id.clone())
-        .ok_or_else(|| {
-            invalid(
-                &format!("{}/{}", inputs.owner.namespace, inputs.lb.name_any()),
-                "no load balancer",
-            )
-        })
-}
-
-fn invalid(key: &str, what: &str) -> ReconcileError {
-    ReconcileError::Invalid {
-        object: key.to_owned(),
-        reason: "InternalError",
-        message: format!("planned a step that needs {what}"),
-    }
-}
-
-/// Deleting what is already gone is success.
-pub fn ignore_gone(result: Result<(), CloudError>) -> Result<(), CloudError> {
-    match result {
-        Err(e) if e.is_not_found() => Ok(()),
-        other => other,
-    }
 }

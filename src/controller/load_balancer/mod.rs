@@ -30,13 +30,12 @@ use verda_api::v1alpha1::{
 };
 
 use super::driver::{
-    Cleanup, Managed, error_policy, object_key, owner_of, publish, reconcile_with,
+    Cleanup, Managed, error_policy, object_key, object_labels, owner_of, publish, reconcile_with,
 };
 use super::status_patch::write_status;
 use super::{Context, ReconcileError};
 use crate::cloud::model::loadbalancing::{LbFilter, ProvisioningStatus};
 use crate::cloud::model::network::FloatingIpFilter;
-use crate::metrics::ObjectLabels;
 
 impl Managed for LoadBalancer {
     const CONTROLLER: &'static str = "loadbalancer";
@@ -118,14 +117,10 @@ struct Membership {
 /// Whether `vm` changed in a way its pools can see since it was last watched: status
 /// updates that change none of that wake no LoadBalancer.
 fn membership_changed(seen: &Mutex<HashMap<String, Membership>>, vm: &VirtualMachine) -> bool {
-    let itself = verda_api::v1alpha1::RealServers {
-        virtual_machines: Some(vec![vm.name_any()]),
-        ..Default::default()
-    };
     let now = Membership {
         group: vm.labels().get(labels::GROUP).cloned(),
         address: vm.status.as_ref().and_then(|s| s.primary_ip.clone()),
-        serving: !resolve::port_backends(&itself, std::slice::from_ref(vm)).is_empty(),
+        serving: resolve::serving_backend(vm).is_some(),
     };
     let key = object_key(vm);
     let mut seen = seen
@@ -178,8 +173,6 @@ async fn apply_spec(lb: Arc<LoadBalancer>, ctx: Arc<Context>) -> Result<Action, 
         neutron: neutron.as_ref(),
         lb: &lb,
         owner: &owner,
-        observed: &observed,
-        backends: &backends.ports,
     };
     let outcome = apply::run(&inputs, step).await?;
     let status = status::next_status(&lb, &observed, &outcome, &backends.missing_groups, now);
@@ -224,19 +217,12 @@ fn news(
 }
 
 fn record_metrics(ctx: &Context, lb: &LoadBalancer, status: &LoadBalancerStatus) {
-    let labels = ObjectLabels {
-        namespace: lb.namespace().unwrap_or_default(),
-        name: lb.name_any(),
-    };
-    let members: Vec<_> = status.ports.iter().flat_map(|p| &p.members).collect();
-    let ready = members
-        .iter()
-        .filter(|m| matches!(m.operating_status.as_deref(), Some("ONLINE" | "NO_MONITOR")))
-        .count();
+    let labels = object_labels(lb);
+    let (ready, total) = status::member_counts(&status.ports);
     ctx.metrics
         .load_balancer_members
         .get_or_create(&labels)
-        .set(members.len() as i64);
+        .set(total as i64);
     ctx.metrics
         .load_balancer_ready_members
         .get_or_create(&labels)
@@ -262,7 +248,7 @@ async fn cleanup(lb: Arc<LoadBalancer>, ctx: Arc<Context>) -> Result<Cleanup, Re
         .await
         .map_err(ReconcileError::cloud("list floating IPs", &key))?;
     for fip in &fips {
-        apply::ignore_gone(neutron.delete_floating_ip(&fip.id).await)
+        crate::cloud::ignore_not_found(neutron.delete_floating_ip(&fip.id).await)
             .map_err(ReconcileError::cloud("release a floating IP", &key))?;
     }
     let found = octavia
@@ -273,10 +259,7 @@ async fn cleanup(lb: Arc<LoadBalancer>, ctx: Arc<Context>) -> Result<Cleanup, Re
         .await
         .map_err(ReconcileError::cloud("list load balancers", &key))?;
     if found.is_empty() {
-        let labels = ObjectLabels {
-            namespace: lb.namespace().unwrap_or_default(),
-            name: lb.name_any(),
-        };
+        let labels = object_labels(&*lb);
         ctx.metrics.load_balancer_members.remove(&labels);
         ctx.metrics.load_balancer_ready_members.remove(&labels);
         ctx.metrics

@@ -8,12 +8,12 @@ use std::time::Duration;
 use k8s_openapi::jiff::Timestamp;
 use verda_api::v1alpha1::{LoadBalancer, VipType};
 
-use super::desired::{self, Backend};
+use super::desired::{self, Backend, MonitorSettings};
 use super::resolve::{Observed, keeper};
 use crate::cloud::ids::{
     FloatingIpId, HealthMonitorId, ListenerId, LoadBalancerId, PoolId, PortId,
 };
-use crate::cloud::model::loadbalancing::ProvisioningStatus;
+use crate::cloud::model::loadbalancing::{MemberSpec, ProvisioningStatus};
 
 /// The next thing to do for one LoadBalancer.
 #[derive(Clone, Debug, PartialEq)]
@@ -30,16 +30,17 @@ pub enum Step {
     DeleteErrored(LoadBalancerId),
     /// Octavia is busy with the last write (`PENDING_*`).
     Wait(ProvisioningStatus),
-    CreateListener(usize),
+    /// A listener for the port at this index, on this load balancer.
+    CreateListener(usize, LoadBalancerId),
     CreatePool(usize, ListenerId),
-    CreateMonitor(usize, PoolId),
-    UpdateMonitor(usize, HealthMonitorId),
+    CreateMonitor(usize, PoolId, MonitorSettings),
+    UpdateMonitor(usize, HealthMonitorId, MonitorSettings),
     DeleteMonitor(HealthMonitorId),
     /// A pool whose protocol changed, or of a port no longer in the spec.
     DeletePool(PoolId),
     DeleteListener(ListenerId),
     /// The batch update that makes the pool's members those of the port.
-    ReplaceMembers(usize, PoolId),
+    ReplaceMembers(usize, PoolId, Vec<MemberSpec>),
     CreateFloatingIp(PortId),
     AssociateFloatingIp(FloatingIpId, PortId),
     DeleteFloatingIp(FloatingIpId),
@@ -77,7 +78,7 @@ pub fn plan(
             .iter()
             .find(|l| i32::from(l.protocol_port) == port.port)
         else {
-            return Step::CreateListener(index);
+            return Step::CreateListener(index, kept.id.clone());
         };
         let pool = listener
             .default_pool_id
@@ -103,10 +104,10 @@ pub fn plan(
             .and_then(|id| observed.monitors.iter().find(|m| &m.id == id));
         match (desired::monitor_settings(port), monitor) {
             (None, Some(m)) => return Step::DeleteMonitor(m.id.clone()),
-            (Some(_), None) => return Step::CreateMonitor(index, pool.id.clone()),
+            (Some(s), None) => return Step::CreateMonitor(index, pool.id.clone(), s),
             (Some(s), Some(m)) if m.kind != s.kind => return Step::DeleteMonitor(m.id.clone()),
             (Some(s), Some(m)) if !desired::monitor_matches(&s, m) => {
-                return Step::UpdateMonitor(index, m.id.clone());
+                return Step::UpdateMonitor(index, m.id.clone(), s);
             }
             _ => {}
         }
@@ -116,7 +117,7 @@ pub fn plan(
             .get(pool.id.as_str())
             .map_or(&[][..], Vec::as_slice);
         if !desired::members_match(&wanted, existing) {
-            return Step::ReplaceMembers(index, pool.id.clone());
+            return Step::ReplaceMembers(index, pool.id.clone(), wanted);
         }
     }
     if let Some(stale) = observed.listeners.iter().find(|l| {

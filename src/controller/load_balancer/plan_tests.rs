@@ -77,6 +77,31 @@ fn backend(name: &str, address: &str) -> Backend {
     }
 }
 
+/// The published port's monitor: HTTP on `/health`, checked every `delay` seconds.
+fn health(delay: u32) -> desired::MonitorSettings {
+    desired::MonitorSettings {
+        kind: crate::cloud::model::loadbalancing::MonitorType::Http,
+        delay,
+        timeout: 3,
+        max_retries: 3,
+        url_path: Some("/health".into()),
+        expected_codes: Some("200".into()),
+    }
+}
+
+/// A member serving the published port (8080; the monitor checks the same port).
+fn member(name: &str, address: &str) -> crate::cloud::model::loadbalancing::MemberSpec {
+    crate::cloud::model::loadbalancing::MemberSpec {
+        address: address.into(),
+        protocol_port: 8080,
+        monitor_port: None,
+        name: name.into(),
+        subnet_id: None,
+        weight: None,
+        tags: vec![],
+    }
+}
+
 fn plan_for(lb: &LoadBalancer, observed: &Observed, backends: &[Backend]) -> Step {
     plan(lb, observed, &[backends.to_vec()], REPLACE, at(0))
 }
@@ -113,7 +138,7 @@ fn the_tree_is_built_listener_then_pool_then_monitor() {
     observed.pools[0].healthmonitor_id = None;
     assert_eq!(
         plan_for(&lb, &observed, &[]),
-        Step::CreateMonitor(0, PoolId::new("p-80"))
+        Step::CreateMonitor(0, PoolId::new("p-80"), health(5))
     );
     observed.pools.clear();
     assert_eq!(
@@ -121,7 +146,10 @@ fn the_tree_is_built_listener_then_pool_then_monitor() {
         Step::CreatePool(0, ListenerId::new("l-80"))
     );
     observed.listeners.clear();
-    assert_eq!(plan_for(&lb, &observed, &[]), Step::CreateListener(0));
+    assert_eq!(
+        plan_for(&lb, &observed, &[]),
+        Step::CreateListener(0, LoadBalancerId::new("lb-1"))
+    );
 }
 
 #[test]
@@ -131,7 +159,11 @@ fn members_follow_the_backends_in_one_batch_and_converge() {
     let observed = tree(&[("web-0", "10.0.0.10")]);
     assert_eq!(
         plan_for(&lb, &observed, &two),
-        Step::ReplaceMembers(0, PoolId::new("p-80"))
+        Step::ReplaceMembers(
+            0,
+            PoolId::new("p-80"),
+            vec![member("web-0", "10.0.0.10"), member("web-1", "10.0.0.11")]
+        )
     );
     let observed = tree(&[("web-1", "10.0.0.11"), ("web-0", "10.0.0.10")]);
     assert_eq!(plan_for(&lb, &observed, &two), Step::Converged);
@@ -143,7 +175,7 @@ fn a_monitor_change_updates_in_place_unless_its_type_changed() {
     lb.spec.ports[0].monitors[0].delay_seconds = Some(10);
     assert_eq!(
         plan_for(&lb, &tree(&[]), &[]),
-        Step::UpdateMonitor(0, HealthMonitorId::new("hm-80"))
+        Step::UpdateMonitor(0, HealthMonitorId::new("hm-80"), health(10))
     );
     lb.spec.ports[0].monitors[0].protocol = verda_api::v1alpha1::MonitorProtocol::Tcp;
     lb.spec.ports[0].monitors[0].endpoint = None;

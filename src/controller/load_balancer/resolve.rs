@@ -74,8 +74,7 @@ pub async fn backends(
     Ok(result)
 }
 
-/// The backends of one port. A VirtualMachine serves once it is Ready, has an address,
-/// and is neither draining nor being deleted.
+/// The backends of one port: its addresses, or the serving VirtualMachines it names.
 pub fn port_backends(rs: &RealServers, vms: &[VirtualMachine]) -> Vec<Backend> {
     if let Some(addresses) = &rs.addresses {
         return addresses
@@ -94,21 +93,28 @@ pub fn port_backends(rs: &RealServers, vms: &[VirtualMachine]) -> Vec<Backend> {
     let mut backends: Vec<Backend> = vms
         .iter()
         .filter(|vm| chosen(vm))
-        .filter(|vm| vm.metadata.deletion_timestamp.is_none())
-        .filter(|vm| !vm.annotations().contains_key(annotations::DRAINING))
-        .filter_map(|vm| {
-            let status = vm.status.as_ref()?;
-            if !is_true(&status.conditions, READY) {
-                return None;
-            }
-            Some(Backend {
-                name: vm.name_any(),
-                address: status.primary_ip.clone()?,
-            })
-        })
+        .filter_map(serving_backend)
         .collect();
     backends.sort();
     backends
+}
+
+/// The backend a VirtualMachine gives while it serves: Ready, with an address, and
+/// neither draining nor being deleted.
+pub fn serving_backend(vm: &VirtualMachine) -> Option<Backend> {
+    if vm.metadata.deletion_timestamp.is_some()
+        || vm.annotations().contains_key(annotations::DRAINING)
+    {
+        return None;
+    }
+    let status = vm.status.as_ref()?;
+    if !is_true(&status.conditions, READY) {
+        return None;
+    }
+    Some(Backend {
+        name: vm.name_any(),
+        address: status.primary_ip.clone()?,
+    })
 }
 
 /// The Octavia objects of one LoadBalancer, found by its owner tag.

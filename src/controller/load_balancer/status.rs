@@ -21,9 +21,15 @@ pub fn word<T: serde::Serialize>(value: T) -> Option<String> {
         .and_then(|v| v.as_str().map(str::to_owned))
 }
 
-/// Members that take traffic: ONLINE, or NO_MONITOR (nothing checks them).
-fn serving(status: Option<&str>) -> bool {
-    matches!(status, Some("ONLINE" | "NO_MONITOR"))
+/// Members that take traffic (ONLINE, or NO_MONITOR: nothing checks them) and all
+/// members, over every port: the MEMBERS column and the member gauges.
+pub fn member_counts(ports: &[PortStatus]) -> (usize, usize) {
+    let all = ports.iter().flat_map(|p| &p.members);
+    let ready = all
+        .clone()
+        .filter(|m| matches!(m.operating_status.as_deref(), Some("ONLINE" | "NO_MONITOR")))
+        .count();
+    (ready, all.count())
 }
 
 /// The status after `outcome`, from the tree observed before it.
@@ -63,12 +69,8 @@ pub fn next_status(
     } else {
         Vec::new()
     };
-    let all: Vec<&MemberStatus> = status.ports.iter().flat_map(|p| &p.members).collect();
-    let ready = all
-        .iter()
-        .filter(|m| serving(m.operating_status.as_deref()))
-        .count();
-    status.members = Some(format!("{ready}/{}", all.len()));
+    let (ready, total) = member_counts(&status.ports);
+    status.members = Some(format!("{ready}/{total}"));
 
     let (ready, reason, message) = &outcome.ready;
     let (ready, reason, message) = if !missing_groups.is_empty() && *reason != LOAD_BALANCER_ERROR {

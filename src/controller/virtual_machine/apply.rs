@@ -11,7 +11,7 @@ use super::plan::Step;
 use super::resolve::{self, Observed};
 use crate::cloud::ids::ServerId;
 use crate::cloud::owner::Owner;
-use crate::cloud::{Compute, MetadataMode};
+use crate::cloud::{Compute, MetadataMode, ignore_not_found};
 use crate::controller::{Context, ReconcileError};
 
 /// What a step did.
@@ -182,14 +182,4 @@ pub async fn run(
         },
     };
     Ok(outcome)
-}
-
-/// Deleting what is already gone is success.
-pub fn ignore_not_found(
-    result: Result<(), crate::cloud::CloudError>,
-) -> Result<(), crate::cloud::CloudError> {
-    match result {
-        Err(e) if e.is_not_found() => Ok(()),
-        other => other,
-    }
 }

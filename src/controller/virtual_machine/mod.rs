@@ -110,7 +110,7 @@ async fn cleanup(vm: Arc<VirtualMachine>, ctx: Arc<Context>) -> Result<Cleanup, 
         .iter()
         .filter(|s| s.task_state.as_deref() != Some("deleting"))
     {
-        apply::ignore_not_found(compute.delete_server(&server.id).await)
+        crate::cloud::ignore_not_found(compute.delete_server(&server.id).await)
             .map_err(ReconcileError::cloud("delete server", &key))?;
     }
     Ok(Cleanup::Wait(ctx.timing.poll))

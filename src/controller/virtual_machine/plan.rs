@@ -133,11 +133,7 @@ fn error_step(
     if recorded.is_some() && waited >= delay {
         return Step::ReplaceErrored(server.id.clone());
     }
-    let fault = server
-        .fault
-        .as_ref()
-        .map(|f| f.message.clone())
-        .unwrap_or_else(|| "no fault recorded".to_owned());
+    let fault = fault_message(server);
     Step::ReportError {
         reason,
         message: format!(
@@ -157,6 +153,15 @@ pub fn error_reason(server: &Server) -> &'static str {
     } else {
         SERVER_ERROR
     }
+}
+
+/// Nova's fault message for a server in ERROR.
+pub fn fault_message(server: &Server) -> String {
+    server
+        .fault
+        .as_ref()
+        .map(|f| f.message.clone())
+        .unwrap_or_else(|| "no fault recorded".to_owned())
 }
 
 /// Failed servers in a row before the current one.

@@ -8,7 +8,7 @@ use verda_api::v1alpha1::{
 };
 
 use super::apply::{Outcome, PROVISIONING};
-use super::plan::error_reason;
+use super::plan::{error_reason, fault_message};
 use crate::cloud::model::compute::{Server, ServerStatus};
 
 /// The status after `outcome`, given the servers observed before it.
@@ -86,11 +86,7 @@ fn next_failure(
             Some(ServerFailure {
                 server_id: server.id.to_string(),
                 reason: error_reason(server).to_owned(),
-                message: server
-                    .fault
-                    .as_ref()
-                    .map(|f| f.message.clone())
-                    .unwrap_or_else(|| "no fault recorded".to_owned()),
+                message: fault_message(server),
                 since: Time(now),
                 count: last.map_or(0, |f| f.count) + 1,
             })

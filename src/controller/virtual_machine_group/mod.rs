@@ -24,11 +24,12 @@ use verda_api::v1alpha1::{
     LoadBalancer, UpdateStrategy, VirtualMachine, VirtualMachineGroup, finalizers,
 };
 
-use super::driver::{Cleanup, Managed, error_policy, object_key, owner_of, reconcile_with};
+use super::driver::{
+    Cleanup, Managed, error_policy, object_key, object_labels, owner_of, reconcile_with,
+};
 use super::status_patch::write_status;
 use super::{Context, ReconcileError};
 use crate::cloud::owner::is_server_group_of;
-use crate::metrics::ObjectLabels;
 
 impl Managed for VirtualMachineGroup {
     const CONTROLLER: &'static str = "virtualmachinegroup";
@@ -114,10 +115,7 @@ fn record_metrics(
     group: &VirtualMachineGroup,
     status: &verda_api::v1alpha1::VirtualMachineGroupStatus,
 ) {
-    let labels = ObjectLabels {
-        namespace: group.namespace().unwrap_or_default(),
-        name: group.name_any(),
-    };
+    let labels = object_labels(group);
     ctx.metrics
         .group_desired_replicas
         .get_or_create(&labels)
@@ -171,16 +169,10 @@ async fn cleanup(
         .iter()
         .filter(|g| is_server_group_of(&g.name, &owner.uid))
     {
-        match compute.delete_server_group(&sg.id).await {
-            Ok(()) => {}
-            Err(e) if e.is_not_found() => {}
-            Err(e) => return Err(ReconcileError::cloud("delete the server group", &key)(e)),
-        }
+        crate::cloud::ignore_not_found(compute.delete_server_group(&sg.id).await)
+            .map_err(ReconcileError::cloud("delete the server group", &key))?;
     }
-    let labels = ObjectLabels {
-        namespace: group.namespace().unwrap_or_default(),
-        name: group.name_any(),
-    };
+    let labels = object_labels(&*group);
     ctx.metrics.group_desired_replicas.remove(&labels);
     ctx.metrics.group_ready_replicas.remove(&labels);
     ctx.metrics
