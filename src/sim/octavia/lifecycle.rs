@@ -7,6 +7,9 @@ use std::time::Instant;
 
 use chrono::Utc;
 
+use axum::response::Response;
+
+use super::Cx;
 use super::model::{Pool, Prov};
 use crate::sim::model::Status;
 use crate::sim::state::World;
@@ -31,22 +34,27 @@ pub(crate) fn touch(prov: &mut Prov) {
     }
 }
 
-/// The 409 message for a child write while the tree is locked, if it is.
-pub(crate) fn immutable(w: &World, lb_id: &str, pool_id: Option<&str>) -> Option<String> {
+/// Refuses a child write with Octavia's 409 while the tree is locked.
+pub(crate) fn ensure_mutable(
+    cx: &Cx,
+    w: &World,
+    lb_id: &str,
+    pool_id: Option<&str>,
+) -> Result<(), Response> {
     if let Some(pool) = pool_id
         .and_then(|p| w.octavia.pools.get(p))
         .filter(|p| p.meta.prov.pending())
     {
-        return Some(format!(
-            "Pool {} is immutable and cannot be updated.",
-            pool.meta.id
-        ));
+        let message = format!("Pool {} is immutable and cannot be updated.", pool.meta.id);
+        return Err(cx.err(409, &message));
     }
-    let lb = w.octavia.lbs.get(lb_id)?;
-    lb.meta
-        .prov
-        .pending()
-        .then(|| format!("Load Balancer {lb_id} is immutable and cannot be updated."))
+    match w.octavia.lbs.get(lb_id) {
+        Some(lb) if lb.meta.prov.pending() => Err(cx.err(
+            409,
+            &format!("Load Balancer {lb_id} is immutable and cannot be updated."),
+        )),
+        _ => Ok(()),
+    }
 }
 
 pub(crate) fn settle(w: &mut World, now: Instant) {

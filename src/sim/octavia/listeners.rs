@@ -73,9 +73,7 @@ async fn create(
     if !w.octavia.lbs.contains_key(&lb_id) {
         return Err(super::loadbalancers::not_found(&cx, &lb_id));
     }
-    if let Some(msg) = lifecycle::immutable(&w, &lb_id, None) {
-        return Err(cx.err(409, &msg));
-    }
+    lifecycle::ensure_mutable(&cx, &w, &lb_id, None)?;
     let clash = w.octavia.listeners.values().any(|l| {
         l.lb_id == lb_id && l.protocol_port == port && is_udp(&l.protocol) == is_udp(&protocol)
     });
@@ -145,9 +143,7 @@ async fn update(
         .get(&id)
         .map(|l| l.lb_id.clone())
         .ok_or_else(|| not_found(&cx, &id))?;
-    if let Some(msg) = lifecycle::immutable(&w, &lb_id, None) {
-        return Err(cx.err(409, &msg));
-    }
+    lifecycle::ensure_mutable(&cx, &w, &lb_id, None)?;
     if let Some(pool) =
         str_field(&req, "default_pool_id").filter(|p| !w.octavia.pools.contains_key(p))
     {
@@ -183,9 +179,7 @@ async fn delete(
         .get(&id)
         .map(|l| l.lb_id.clone())
         .ok_or_else(|| not_found(&cx, &id))?;
-    if let Some(msg) = lifecycle::immutable(&w, &lb_id, None) {
-        return Err(cx.err(409, &msg));
-    }
+    lifecycle::ensure_mutable(&cx, &w, &lb_id, None)?;
     if let Some(l) = w.octavia.listeners.get_mut(&id) {
         l.meta.prov = Prov::PendingDelete;
     }

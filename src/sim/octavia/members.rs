@@ -80,9 +80,7 @@ fn fill(
 fn lock_pool(cx: &Cx, w: &mut World, pool_id: &str) -> Result<(), Response> {
     let pool = pool_of(cx, w, pool_id)?;
     let (lb_id, listener) = (pool.lb_id.clone(), pool.listener_id.clone());
-    if let Some(msg) = lifecycle::immutable(w, &lb_id, Some(pool_id)) {
-        return Err(cx.err(409, &msg));
-    }
+    lifecycle::ensure_mutable(cx, w, &lb_id, Some(pool_id))?;
     if let Some(p) = w.octavia.pools.get_mut(pool_id) {
         lifecycle::touch(&mut p.meta.prov);
     }

@@ -73,9 +73,7 @@ async fn create(
         return Err(cx.err(409, &format!("Pool {pool_id} already has a health monitor")));
     }
     let lb_id = pool.lb_id.clone();
-    if let Some(msg) = lifecycle::immutable(&w, &lb_id, Some(&pool_id)) {
-        return Err(cx.err(409, &msg));
-    }
+    lifecycle::ensure_mutable(&cx, &w, &lb_id, Some(&pool_id))?;
     let http = kind.starts_with("HTTP");
     let http_field = |f: &str, default: &str| {
         http.then(|| str_field(&req, f).unwrap_or_else(|| default.to_string()))
@@ -144,9 +142,7 @@ fn owners(cx: &Cx, w: &World, id: &str) -> Result<(String, String), Response> {
         .get(&m.pool_id)
         .map(|p| p.lb_id.clone())
         .unwrap_or_default();
-    if let Some(msg) = lifecycle::immutable(w, &lb_id, Some(&m.pool_id)) {
-        return Err(cx.err(409, &msg));
-    }
+    lifecycle::ensure_mutable(cx, w, &lb_id, Some(&m.pool_id))?;
     Ok((m.pool_id.clone(), lb_id))
 }
 

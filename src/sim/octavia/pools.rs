@@ -92,9 +92,7 @@ async fn create(
         listener_id.as_deref(),
         str_field(&req, "loadbalancer_id"),
     )?;
-    if let Some(msg) = lifecycle::immutable(&w, &lb_id, None) {
-        return Err(cx.err(409, &msg));
-    }
+    lifecycle::ensure_mutable(&cx, &w, &lb_id, None)?;
     let pool = Pool {
         meta: new_meta(&mut w, &req),
         lb_id: lb_id.clone(),
@@ -162,9 +160,7 @@ async fn update(
         .get(&id)
         .map(|p| p.lb_id.clone())
         .ok_or_else(|| not_found(&cx, &id))?;
-    if let Some(msg) = lifecycle::immutable(&w, &lb_id, Some(&id)) {
-        return Err(cx.err(409, &msg));
-    }
+    lifecycle::ensure_mutable(&cx, &w, &lb_id, Some(&id))?;
     let p = w
         .octavia
         .pools
@@ -192,9 +188,7 @@ async fn delete(
         .get(&id)
         .map(|p| p.lb_id.clone())
         .ok_or_else(|| not_found(&cx, &id))?;
-    if let Some(msg) = lifecycle::immutable(&w, &lb_id, Some(&id)) {
-        return Err(cx.err(409, &msg));
-    }
+    lifecycle::ensure_mutable(&cx, &w, &lb_id, Some(&id))?;
     if let Some(p) = w.octavia.pools.get_mut(&id) {
         p.meta.prov = Prov::PendingDelete;
     }
