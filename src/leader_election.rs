@@ -67,13 +67,34 @@ pub fn decide(
 /// Errors talking to the Lease API.
 #[derive(Debug, thiserror::Error)]
 pub enum LeaseError {
-    #[error("failed to {action} lease {namespace}/{name}: {source}")]
+    #[error("failed to {action} lease {namespace}/{name}: {}", crate::kube_error::describe(.source))]
     Api {
         action: &'static str,
         namespace: String,
         name: String,
         source: kube::Error,
     },
+}
+
+impl LeaseError {
+    /// Whether waiting cannot help: the Lease's namespace does not exist (404) or the
+    /// operator may not use Leases there (403). Says what to do about it.
+    pub fn hint(&self) -> Option<String> {
+        let Self::Api {
+            namespace, source, ..
+        } = self;
+        match crate::kube_error::api_code(source)? {
+            404 => Some(format!(
+                "create the namespace (kubectl create namespace {namespace}), pass \
+                 --lease-namespace with one that exists, or run without --leader-elect"
+            )),
+            403 => Some(format!(
+                "grant the operator get/create/update on leases.coordination.k8s.io in \
+                 {namespace} (config/rbac), or run without --leader-elect"
+            )),
+            _ => None,
+        }
+    }
 }
 
 /// One candidate for the lease `namespace/name`.
@@ -192,19 +213,35 @@ impl LeaderElector {
 /// Runs `lead` while this candidate holds the lease: tries every `retry_every`, starts
 /// `lead` on acquiring, aborts it on losing the lease (or when renewals fail for a whole
 /// lease duration), and releases the lease when `shutdown` resolves.
+///
+/// A first attempt that fails in a way waiting cannot fix ([`LeaseError::hint`]) ends
+/// the election with that error instead of retrying forever.
 pub async fn run_elected<F>(
     elector: &LeaderElector,
     retry_every: Duration,
     shutdown: impl Future<Output = ()>,
     mut lead: F,
-) where
+) -> Result<(), FatalLeaseError>
+where
     F: FnMut() -> tokio::task::JoinHandle<()>,
 {
     let mut leading: Option<tokio::task::JoinHandle<()>> = None;
     let mut last_renewed = tokio::time::Instant::now();
+    let mut ever_answered = false;
     tokio::pin!(shutdown);
     loop {
-        match elector.try_acquire_or_renew().await {
+        let attempt = elector.try_acquire_or_renew().await;
+        if let Err(error) = &attempt
+            && !ever_answered
+            && let Some(hint) = error.hint()
+        {
+            return Err(FatalLeaseError {
+                error: error.to_string(),
+                hint,
+            });
+        }
+        ever_answered |= attempt.is_ok();
+        match attempt {
             Ok(true) => {
                 last_renewed = tokio::time::Instant::now();
                 if leading.is_none() {
@@ -247,6 +284,15 @@ pub async fn run_elected<F>(
     if let Err(error) = elector.release().await {
         tracing::warn!(%error, "failed to release the lease; a standby takes over when it expires");
     }
+    Ok(())
+}
+
+/// Leader election cannot start; the message says what to do.
+#[derive(Debug, thiserror::Error)]
+#[error("{error}; {hint}")]
+pub struct FatalLeaseError {
+    error: String,
+    hint: String,
 }
 
 #[cfg(test)]

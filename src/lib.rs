@@ -9,6 +9,7 @@ pub mod controller;
 pub mod crdgen;
 pub mod embedded_cloud;
 pub mod http;
+pub mod kube_error;
 pub mod leader_election;
 pub mod metrics;
 pub mod run;

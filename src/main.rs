@@ -60,6 +60,13 @@ struct RunArgs {
     /// Log format.
     #[arg(long, env = "VERDA_LOG_FORMAT", value_enum, default_value = "text")]
     log_format: telemetry::LogFormat,
+    /// Watch only this namespace (default: every namespace).
+    #[arg(long, env = "VERDA_WATCH_NAMESPACE")]
+    namespace: Option<String>,
+    /// Hold a leader-election Lease before running the controllers, so that of several
+    /// replicas only one acts (default: on inside a cluster, off outside one).
+    #[arg(long, env = "VERDA_LEADER_ELECT", num_args = 0..=1, default_missing_value = "true")]
+    leader_elect: Option<bool>,
     /// Namespace of the leader-election Lease (default: the pod's namespace).
     #[arg(long, env = "POD_NAMESPACE", default_value = "verda-system")]
     lease_namespace: String,
@@ -130,6 +137,8 @@ fn run_operator(args: RunArgs) -> Result<(), String> {
         context: args.context,
         listen: args.listen,
         config: args.config,
+        namespace: args.namespace,
+        leader_elect: args.leader_elect.unwrap_or_else(in_cluster),
         lease_namespace: args.lease_namespace,
         lease_name: args.lease_name,
         identity: args.identity.unwrap_or_else(default_identity),
@@ -183,6 +192,11 @@ fn parse_seconds(text: &str) -> Result<Duration, String> {
         .filter(|n| n.is_finite() && *n >= 0.0)
         .map(|n| Duration::from_secs_f64(n * scale))
         .ok_or_else(|| format!("invalid delay {text:?}: use e.g. 1.5s or 200ms"))
+}
+
+/// Whether this process runs in a Kubernetes Pod (the kubelet sets this variable).
+fn in_cluster() -> bool {
+    std::env::var_os("KUBERNETES_SERVICE_HOST").is_some()
 }
 
 /// Host name plus a random suffix, so two replicas on one host still differ.

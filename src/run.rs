@@ -17,7 +17,7 @@ use crate::config::{Config, ConfigError};
 use crate::controller::{self, CloudPorts, Context, Timing};
 use crate::embedded_cloud::{self, CloudSetupError};
 use crate::http::{self, Health};
-use crate::leader_election::{LeaderElector, run_elected};
+use crate::leader_election::{FatalLeaseError, LeaderElector, run_elected};
 use crate::metrics::Metrics;
 
 /// Options of the `run` command.
@@ -29,6 +29,10 @@ pub struct RunOptions {
     pub context: Option<String>,
     pub listen: SocketAddr,
     pub config: Option<PathBuf>,
+    /// The only namespace to watch; `None` watches every namespace.
+    pub namespace: Option<String>,
+    /// Whether to hold a Lease before running the controllers (several replicas).
+    pub leader_elect: bool,
     pub lease_namespace: String,
     pub lease_name: String,
     pub identity: String,
@@ -57,6 +61,8 @@ pub enum RunError {
     Cloud(#[from] CloudSetupError),
     #[error("cannot install signal handlers: {0}")]
     Signals(std::io::Error),
+    #[error("leader election: {0}")]
+    Lease(#[from] FatalLeaseError),
 }
 
 /// How long the API server has to answer the start-up check.
@@ -87,20 +93,34 @@ pub async fn run(options: RunOptions) -> Result<(), RunError> {
 
     let timing = Timing::from_config(&config);
     let ports: Arc<dyn CloudPorts> = Arc::new(cloud.client.clone());
-    let ctx = Arc::new(Context::new(client.clone(), config, metrics, ports, timing));
-    let elector = LeaderElector::new(
-        client,
-        &options.lease_namespace,
-        &options.lease_name,
-        &options.identity,
-        options.lease_duration,
+    let ctx = Arc::new(
+        Context::new(client.clone(), config, metrics, ports, timing)
+            .watching(options.namespace.clone()),
     );
     let signals = termination_signal()?;
-    let retry_every = options.lease_duration / 3;
-    run_elected(&elector, retry_every, signals, || {
-        tokio::spawn(controller::run_all(ctx.clone()))
-    })
-    .await;
+    let elected = if options.leader_elect {
+        let elector = LeaderElector::new(
+            client,
+            &options.lease_namespace,
+            &options.lease_name,
+            &options.identity,
+            options.lease_duration,
+        );
+        let retry_every = options.lease_duration / 3;
+        run_elected(&elector, retry_every, signals, || {
+            tokio::spawn(controller::run_all(ctx.clone()))
+        })
+        .await
+    } else {
+        tracing::info!(
+            "leader election off: running the controllers now (pass --leader-elect to run several replicas)"
+        );
+        let controllers = tokio::spawn(controller::run_all(ctx.clone()));
+        signals.await;
+        controllers.abort();
+        let _ = controllers.await;
+        Ok(())
+    };
 
     tracing::info!("shutting down");
     health.set_ready(false);
@@ -109,7 +129,7 @@ pub async fn run(options: RunOptions) -> Result<(), RunError> {
         tracing::warn!(%error, "metrics server stopped with an error");
     }
     drop(cloud);
-    Ok(())
+    Ok(elected?)
 }
 
 /// Builds the Kubernetes client and checks that the API server answers.

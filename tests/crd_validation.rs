@@ -105,6 +105,14 @@ fn samples_hold_the_published_manifests_unchanged() {
 fn virtual_machine_rules_refuse_bad_input_with_their_message() {
     let ok = json!({"image": "centos79", "flavor": "n3-1vcpu-2gb"});
     assert_accepted(&vm(ok.clone()), None);
+    // Nova's limits exactly: 125 items (128 less the operator's 3), any allowed character.
+    let mut at_limit: serde_json::Map<String, Value> =
+        (0..124).map(|i| (format!("k{i}"), json!("v"))).collect();
+    at_limit.insert("team:app.tier -_x".into(), json!("v".repeat(255)));
+    assert_accepted(
+        &vm(json!({"image": "i", "flavor": "f", "metadata": at_limit})),
+        None,
+    );
     let cases: Vec<(Value, &str)> = vec![
         (json!({"image": "", "flavor": "f"}), "/spec/image"),
         (json!({"image": "i", "flavor": ""}), "/spec/flavor"),
@@ -118,8 +126,24 @@ fn virtual_machine_rules_refuse_bad_input_with_their_message() {
             "initScript needs exactly one of value, configMapKeyRef or secretKeyRef",
         ),
         (
-            json!({"image": "i", "flavor": "f", "metadata": {"verda.linecorp.com/uid": "x"}}),
-            "metadata keys starting with verda.linecorp.com/ are reserved",
+            json!({"image": "i", "flavor": "f", "metadata": {"verda.linecorp.com:uid": "x"}}),
+            "metadata keys starting with verda.linecorp.com: are reserved",
+        ),
+        (
+            json!({"image": "i", "flavor": "f", "metadata": {"team/app": "x"}}),
+            "metadata keys must be 1-255 letters, digits",
+        ),
+        (
+            json!({"image": "i", "flavor": "f", "metadata": {"": "x"}}),
+            "metadata keys must be 1-255 letters, digits",
+        ),
+        (
+            json!({"image": "i", "flavor": "f", "metadata": {"k": "v".repeat(256)}}),
+            "/spec/metadata/k",
+        ),
+        (
+            json!({"image": "i", "flavor": "f", "metadata": (0..126).map(|i| (format!("k{i}"), json!("v"))).collect::<serde_json::Map<_, _>>()}),
+            "/spec/metadata",
         ),
         (
             json!({"image": "i", "flavor": "f", "networks": []}),

@@ -68,6 +68,9 @@ fn config_default_renders_a_hardened_deployment_with_least_privilege_rbac() {
         container["securityContext"]["capabilities"]["drop"][0],
         "ALL"
     );
+    // Two replicas: only the Lease holder may run the controllers.
+    let args = container["args"].as_array().expect("args");
+    assert!(args.iter().any(|a| a == "--leader-elect"), "{args:?}");
     assert_eq!(container["livenessProbe"]["httpGet"]["path"], "/healthz");
     assert_eq!(container["readinessProbe"]["httpGet"]["path"], "/readyz");
     assert!(container["resources"]["limits"]["memory"].is_string());

@@ -39,11 +39,11 @@ async fn published_virtual_machine_becomes_an_active_server_and_is_deleted_with_
     assert_eq!(server.status, "ACTIVE");
     // Nova keeps user data base64-encoded, as it was sent: "ls" is "bHM=".
     assert_eq!(server.user_data.as_deref(), Some("bHM="));
-    assert_eq!(server.metadata.get("verda.linecorp.com/uid"), Some(&uid));
+    assert_eq!(server.metadata.get("verda.linecorp.com:uid"), Some(&uid));
     assert_eq!(
         server
             .metadata
-            .get("verda.linecorp.com/name")
+            .get("verda.linecorp.com:name")
             .map(String::as_str),
         Some("vm-sample")
     );

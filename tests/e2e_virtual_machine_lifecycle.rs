@@ -246,7 +246,7 @@ async fn a_flavor_change_resizes_and_confirms_and_metadata_changes_apply_in_plac
         },
     )
     .await;
-    assert!(server.metadata.contains_key("verda.linecorp.com/uid"));
+    assert!(server.metadata.contains_key("verda.linecorp.com:uid"));
     assert_eq!(env.sim.servers().len(), 1, "resized in place, not replaced");
     assert_eq!(env.sim.requests("compute", "resize_server"), 1);
     assert_eq!(env.sim.requests("compute", "confirm_resize"), 1);

@@ -51,7 +51,8 @@ fn candidate(
                 std::future::pending::<()>().await;
             })
         })
-        .await;
+        .await
+        .expect("the lease namespace exists");
     });
     Candidate {
         leading,
@@ -144,4 +145,31 @@ async fn a_holder_that_vanishes_without_releasing_is_replaced_after_expiry() {
     .await;
     let _ = b.stop.send(());
     b.task.await.expect("stopped");
+}
+
+#[tokio::test]
+async fn a_lease_namespace_that_does_not_exist_stops_the_election_with_what_to_do() {
+    let cluster = TestCluster::from_env_or_start().await.expect("cluster");
+    let elector = LeaderElector::new(
+        cluster.client(),
+        "verda-no-such-namespace",
+        LEASE,
+        "replica-a",
+        DURATION,
+    );
+    let result = tokio::time::timeout(
+        Duration::from_secs(10),
+        run_elected(&elector, RETRY, std::future::pending(), || {
+            panic!("no controllers may start without the lease")
+        }),
+    )
+    .await
+    .expect("the election stops at once instead of retrying");
+    let message = result.expect_err("refused").to_string();
+    assert!(
+        message.contains("namespaces \"verda-no-such-namespace\" not found")
+            && message.contains("kubectl create namespace verda-no-such-namespace")
+            && !message.contains("Status {"),
+        "{message}"
+    );
 }

@@ -1,4 +1,5 @@
-//! Neutron wire tests: lookups by name, unknown filters, floating IP lifecycle.
+//! Neutron wire tests: lookups by name, unknown filters, floating IP lifecycle and
+//! description length.
 #![allow(clippy::unwrap_used)]
 
 mod sim_support;
@@ -162,6 +163,33 @@ async fn floating_ip_create_refuses_tags_and_fixed_addresses() {
             .status(),
         403
     );
+}
+
+#[tokio::test]
+async fn floating_ip_descriptions_are_at_most_255_characters() {
+    let c = Client::fast().await;
+    let path = "/network/v2.0/floatingips";
+    let send = |method: Method, path: String, body: serde_json::Value| {
+        let rb = c.req(method, &path).json(&body);
+        async move {
+            let resp = rb.send().await.unwrap();
+            (resp.status().as_u16(), json_of(resp).await)
+        }
+    };
+    let fip = |d: &str| json!({"floatingip": {"floating_network_id": PUBLIC, "description": d}});
+    let long = "d".repeat(256);
+    let message =
+        format!("Invalid input for description. Reason: '{long}' exceeds maximum length of 255.");
+    let refused = (
+        400,
+        json!({"NeutronError": {"type": "HTTPBadRequest", "message": message, "detail": ""}}),
+    );
+    assert_eq!(send(Method::POST, path.into(), fip(&long)).await, refused);
+    let (status, body) = send(Method::POST, path.into(), fip(&"d".repeat(255))).await;
+    assert_eq!(status, 201);
+    let one = format!("{path}/{}", body["floatingip"]["id"].as_str().unwrap());
+    let update = json!({"floatingip": {"description": long}});
+    assert_eq!(send(Method::PUT, one, update).await, refused);
 }
 
 #[tokio::test]

@@ -27,7 +27,10 @@ pub(crate) fn classify(status: StatusCode, headers: &HeaderMap, body: &[u8]) -> 
         message
     };
     let retry_after = retry_after(headers);
+    // Nova words some quota errors without the word: "Maximum number of metadata items
+    // exceeds 128" (MetadataLimitExceeded, a QuotaError).
     let quota = message.to_ascii_lowercase().contains("quota")
+        || message.starts_with("Maximum number of")
         || neutron_type.as_deref() == Some("OverQuota");
     match status.as_u16() {
         400 => ErrorKind::BadRequest { message },
@@ -162,6 +165,29 @@ mod tests {
                 message:
                     "Quota exceeded for instances: Requested 1, but already used 5 of 5 instances"
                         .into()
+            }
+        );
+    }
+
+    #[test]
+    fn nova_metadata_limit_403_is_quota_exceeded() {
+        let k = kind(
+            403,
+            r#"{"forbidden": {"code": 403, "message": "Maximum number of metadata items exceeds 128"}}"#,
+        );
+        assert!(matches!(k, ErrorKind::QuotaExceeded { .. }));
+    }
+
+    #[test]
+    fn nova_metadata_key_refusal_is_a_bad_request_without_the_metadata() {
+        let k = kind(
+            400,
+            r#"{"badRequest": {"code": 400, "message": "Invalid input for field/attribute metadata. Value: {'verda.linecorp.com/uid': 'u1'}. 'verda.linecorp.com/uid' does not match any of the regexes: '^[a-zA-Z0-9-_:. ]{1,255}$'"}}"#,
+        );
+        assert_eq!(
+            k,
+            ErrorKind::BadRequest {
+                message: "Invalid input for field/attribute metadata (value withheld)".into()
             }
         );
     }

@@ -1,21 +1,25 @@
 //! How a cloud resource records the Kubernetes object that owns it — the one place that
 //! knows these names, so controllers and tests never spell them by hand.
 //!
-//! - Nova servers: metadata `verda.linecorp.com/uid`, `/namespace`, `/name`, plus the tag
-//!   `verda-uid-<uid>` so `list_servers` can filter by owner server-side (Nova tag filters
+//! - Nova servers: metadata `verda.linecorp.com:uid`, `:namespace`, `:name` (Nova refuses
+//!   `/` in metadata keys: `^[a-zA-Z0-9-_:. ]{1,255}$`), plus the tag `verda-uid-<uid>` so `list_servers` can filter by owner server-side (Nova tag filters
 //!   need microversion 2.26, tags at create 2.52).
 //! - Octavia objects: the tag `verda-uid-<uid>`.
 //! - Nova server groups (no tags or metadata): the name `verda-<namespace>-<name>-<uid>`,
-//!   found again by its `-<uid>` suffix.
+//!   found again by its `-<uid>` suffix; the name part is shortened to fit Nova's 255.
 //! - Neutron floating IPs (no tags at create): the description `verda-uid-<uid>`.
 //!
 //! Deliberately not here: deciding *whether* to create anything (controllers do that).
 
 use std::collections::BTreeMap;
 
-pub const META_UID: &str = "verda.linecorp.com/uid";
-pub const META_NAMESPACE: &str = "verda.linecorp.com/namespace";
-pub const META_NAME: &str = "verda.linecorp.com/name";
+/// Prefix of every metadata key the operator writes; `spec.metadata` may not use it.
+pub const META_PREFIX: &str = "verda.linecorp.com:";
+pub const META_UID: &str = "verda.linecorp.com:uid";
+pub const META_NAMESPACE: &str = "verda.linecorp.com:namespace";
+pub const META_NAME: &str = "verda.linecorp.com:name";
+/// Nova's longest server group name.
+const MAX_GROUP_NAME: usize = 255;
 const TAG_PREFIX: &str = "verda-uid-";
 
 /// The Kubernetes object a cloud resource belongs to.
@@ -55,7 +59,11 @@ impl Owner {
 
     /// The name of this owner's server group; see [`is_server_group_of`].
     pub fn server_group_name(&self) -> String {
-        format!("verda-{}-{}-{}", self.namespace, self.name, self.uid)
+        let suffix = format!("-{}", self.uid);
+        let mut head = format!("verda-{}-{}", self.namespace, self.name);
+        // Names are ASCII (DNS labels), so any byte index is a character boundary.
+        head.truncate(MAX_GROUP_NAME.saturating_sub(suffix.len()));
+        head + &suffix
     }
 
     /// Read an owner back from server metadata, if all three keys are present.
@@ -104,11 +112,28 @@ mod tests {
     fn metadata_round_trips_to_the_owner() {
         let md = owner().server_metadata();
         assert_eq!(
-            md.get("verda.linecorp.com/namespace").map(String::as_str),
+            md.get("verda.linecorp.com:namespace").map(String::as_str),
             Some("default")
         );
         assert_eq!(Owner::from_metadata(&md), Some(owner()));
         assert_eq!(Owner::from_metadata(&BTreeMap::new()), None);
+    }
+
+    #[test]
+    fn metadata_keys_match_novas_key_pattern() {
+        let allowed = |c: char| c.is_ascii_alphanumeric() || "-_:. ".contains(c);
+        for key in owner().server_metadata().keys() {
+            assert!(key.starts_with(META_PREFIX), "{key}");
+            assert!(key.len() <= 255 && key.chars().all(allowed), "{key}");
+        }
+    }
+
+    #[test]
+    fn server_group_name_fits_nova_and_keeps_the_uid_suffix() {
+        let long = Owner::new(owner().uid, "n".repeat(63), "g".repeat(253));
+        let name = long.server_group_name();
+        assert_eq!(name.len(), 255);
+        assert!(is_server_group_of(&name, &long.uid));
     }
 
     #[test]

@@ -76,6 +76,8 @@ pub struct Context {
     pub recorder: Recorder,
     pub backoff: Backoff,
     pub timing: Timing,
+    /// The only namespace the controllers watch; `None` watches every namespace.
+    pub watch_namespace: Option<String>,
 }
 
 impl Context {
@@ -98,6 +100,24 @@ impl Context {
             metrics,
             cloud,
             timing,
+            watch_namespace: None,
+        }
+    }
+
+    /// The same context, its controllers watching only `namespace`.
+    pub fn watching(mut self, namespace: Option<String>) -> Self {
+        self.watch_namespace = namespace;
+        self
+    }
+
+    /// The API the controllers watch `K` through: one namespace or all of them.
+    pub fn watched<K>(&self) -> kube::Api<K>
+    where
+        K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
+    {
+        match &self.watch_namespace {
+            Some(ns) => kube::Api::namespaced(self.client.clone(), ns),
+            None => kube::Api::all(self.client.clone()),
         }
     }
 }

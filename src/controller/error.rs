@@ -15,7 +15,7 @@ pub enum ReconcileError {
         object: String,
         source: CloudError,
     },
-    #[error("failed to {action} for {object}: {source}")]
+    #[error("failed to {action} for {object}: {}", crate::kube_error::describe(.source))]
     Kube {
         action: &'static str,
         object: String,

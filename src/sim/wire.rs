@@ -151,6 +151,14 @@ pub(crate) fn glance_error(
     respond_text(status, "text/html; charset=UTF-8", headers, html)
 }
 
+/// Python `str` of a JSON value: a string as it is, anything else as its `repr`.
+pub(crate) fn py_str(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => py_repr(other),
+    }
+}
+
 /// Python `repr` of a JSON value, as Nova's schema errors echo the request.
 pub(crate) fn py_repr(v: &Value) -> String {
     match v {
@@ -158,16 +166,42 @@ pub(crate) fn py_repr(v: &Value) -> String {
         Value::Bool(true) => "True".into(),
         Value::Bool(false) => "False".into(),
         Value::Number(n) => n.to_string(),
-        Value::String(s) => format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'")),
+        Value::String(s) => py_repr_str(s),
         Value::Array(a) => format!("[{}]", a.iter().map(py_repr).collect::<Vec<_>>().join(", ")),
         Value::Object(o) => {
             let items: Vec<String> = o
                 .iter()
-                .map(|(k, v)| format!("'{k}': {}", py_repr(v)))
+                .map(|(k, v)| format!("{}: {}", py_repr_str(k), py_repr(v)))
                 .collect();
             format!("{{{}}}", items.join(", "))
         }
     }
+}
+
+/// Python's `repr` of a string: single quotes unless only double quotes avoid escaping.
+fn py_repr_str(s: &str) -> String {
+    let quote = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push(quote);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+    out
 }
 
 /// Parses a JSON request body; `None` when it is not JSON.
@@ -197,6 +231,14 @@ mod tests {
             py_repr(&v),
             "{'description': 'x', 'l': ['a'], 'n': 1, 'none': None, 'ok': True}"
         );
+    }
+
+    #[test]
+    fn python_repr_quotes_strings_like_python() {
+        assert_eq!(py_repr(&json!("it's")), "\"it's\"");
+        assert_eq!(py_repr(&json!("a'b\"c")), "'a\\'b\"c'");
+        assert_eq!(py_repr(&json!("a\nb")), "'a\\nb'");
+        assert_eq!(py_str(&json!("plain")), "plain");
     }
 
     #[test]

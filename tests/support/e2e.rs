@@ -57,7 +57,7 @@ impl Env {
         let cluster = TestCluster::from_env_or_start().await.expect("a cluster");
         let ns = cluster.namespace("e2e").await.expect("a namespace");
         let sim = Simulator::start(sim_config).await.expect("simulator");
-        let ctx = context(&cluster, &sim, timing, wrap);
+        let ctx = context(&cluster, &ns, &sim, timing, wrap);
         let controllers = tokio::spawn(controller::run_all(ctx.clone()));
         Env {
             cluster,
@@ -75,9 +75,13 @@ impl Env {
         self.controllers.abort();
         // Gone only once the task has dropped everything it held.
         let _ = (&mut self.controllers).await;
-        self.ctx = context(&self.cluster, &self.sim, self.ctx.timing, |client| {
-            Arc::new(client)
-        });
+        self.ctx = context(
+            &self.cluster,
+            &self.ns,
+            &self.sim,
+            self.ctx.timing,
+            |client| Arc::new(client),
+        );
         self.controllers = tokio::spawn(controller::run_all(self.ctx.clone()));
     }
 
@@ -138,8 +142,11 @@ impl Env {
     }
 }
 
+/// Controllers scoped to the test's namespace, so that tests sharing a real cluster never
+/// reconcile each other's objects.
 fn context(
     cluster: &TestCluster,
+    ns: &str,
     sim: &Simulator,
     timing: Timing,
     wrap: impl FnOnce(OpenStackClient) -> Arc<dyn CloudPorts>,
@@ -151,13 +158,16 @@ fn context(
         ClientOptions::default(),
     )
     .expect("cloud client");
-    Arc::new(Context::new(
-        cluster.client(),
-        Config::default(),
-        metrics,
-        wrap(client),
-        timing,
-    ))
+    Arc::new(
+        Context::new(
+            cluster.client(),
+            Config::default(),
+            metrics,
+            wrap(client),
+            timing,
+        )
+        .watching(Some(ns.to_owned())),
+    )
 }
 
 /// Polls `check` every 50 ms until it gives `Some`, for at most `limit`.

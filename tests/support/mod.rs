@@ -4,3 +4,4 @@
 pub mod crash;
 pub mod crd_schema;
 pub mod e2e;
+pub mod real;

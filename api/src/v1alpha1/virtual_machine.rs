@@ -70,11 +70,14 @@ pub struct VirtualMachineSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 255))]
     pub availability_zone: Option<String>,
-    /// Extra Nova metadata for the server. Keys starting with `verda.linecorp.com/` are
-    /// reserved for the operator. Changes are applied in place.
+    /// Extra Nova metadata for the server, at most 125 items (Nova's default of 128 less
+    /// the operator's 3). Keys: 1-255 letters, digits, `-`, `_`, `:`, `.` or spaces (no
+    /// `/`), not starting with `verda.linecorp.com:`, which the operator uses; values at
+    /// most 255 characters. Changes are applied in place.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[x_kube(validation = kube::core::Rule::new("self.all(k, !k.startsWith('verda.linecorp.com/'))").message("metadata keys starting with verda.linecorp.com/ are reserved for the operator"))]
-    #[schemars(length(max = 64), inner(length(max = 255)))]
+    #[x_kube(validation = kube::core::Rule::new("self.all(k, k.matches('^[-a-zA-Z0-9_:. ]{1,255}$'))").message("metadata keys must be 1-255 letters, digits, '-', '_', ':', '.' or spaces (Nova refuses '/' and other characters)"))]
+    #[x_kube(validation = kube::core::Rule::new("self.all(k, !k.startsWith('verda.linecorp.com:'))").message("metadata keys starting with verda.linecorp.com: are reserved for the operator"))]
+    #[schemars(length(max = 125), inner(length(max = 255)))]
     pub metadata: Option<BTreeMap<String, String>>,
 }
 

@@ -78,7 +78,10 @@ pub enum MonitorType {
     Https,
     Ping,
     Tcp,
+    /// Octavia spells the two-word types with a hyphen.
+    #[serde(rename = "TLS-HELLO")]
     TlsHello,
+    #[serde(rename = "UDP-CONNECT")]
     UdpConnect,
     Sctp,
     #[serde(other)]
@@ -403,4 +406,19 @@ pub struct MemberStatus {
     pub protocol_port: u16,
     pub provisioning_status: ProvisioningStatus,
     pub operating_status: OperatingStatus,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MonitorType;
+
+    #[test]
+    fn monitor_types_use_octavias_spelling() {
+        let wire = |t: MonitorType| serde_json::to_value(t).expect("serializes");
+        assert_eq!(wire(MonitorType::TlsHello), "TLS-HELLO");
+        assert_eq!(wire(MonitorType::UdpConnect), "UDP-CONNECT");
+        assert_eq!(wire(MonitorType::Http), "HTTP");
+        let read: MonitorType = serde_json::from_value("TLS-HELLO".into()).expect("reads");
+        assert_eq!(read, MonitorType::TlsHello);
+    }
 }

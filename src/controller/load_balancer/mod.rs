@@ -19,7 +19,6 @@ use futures::StreamExt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
-use kube::api::Api;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::{ObjectRef, Store};
@@ -51,56 +50,47 @@ impl Managed for LoadBalancer {
 
 /// Runs the controller until the stream ends.
 pub async fn run(ctx: Arc<Context>) {
-    let client = ctx.client.clone();
     let config = watcher::Config::default().any_semantic();
-    let controller = Controller::new(Api::<LoadBalancer>::all(client.clone()), config.clone());
+    let controller = Controller::new(ctx.watched::<LoadBalancer>(), config.clone());
     let by_vm = controller.store();
     let by_group = controller.store();
     let seen = Mutex::new(HashMap::new());
     let groups = Mutex::new(HashSet::new());
     controller
-        .watches(
-            Api::<VirtualMachine>::all(client.clone()),
-            config.clone(),
-            move |vm| {
-                if !membership_changed(&seen, &vm) {
-                    return Vec::new();
-                }
-                let group = vm.labels().get(labels::GROUP).cloned();
-                let name = vm.name_any();
-                drawing_on(&by_vm, vm.namespace(), |rs| {
-                    group.is_some() && rs.virtual_machine_group_ref == group
-                        || rs
-                            .virtual_machines
-                            .as_ref()
-                            .is_some_and(|names| names.contains(&name))
-                })
-            },
-        )
-        .watches(
-            Api::<VirtualMachineGroup>::all(client),
-            config,
-            move |group| {
-                // Only a group's coming and going matters here; its members wake the
-                // LoadBalancers through the VirtualMachine watch.
-                let key = object_key(&group);
-                let mut known = groups
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                let news = if group.metadata.deletion_timestamp.is_some() {
-                    known.remove(&key)
-                } else {
-                    known.insert(key)
-                };
-                if !news {
-                    return Vec::new();
-                }
-                let name = group.name_any();
-                drawing_on(&by_group, group.namespace(), |rs| {
-                    rs.virtual_machine_group_ref.as_deref() == Some(name.as_str())
-                })
-            },
-        )
+        .watches(ctx.watched::<VirtualMachine>(), config.clone(), move |vm| {
+            if !membership_changed(&seen, &vm) {
+                return Vec::new();
+            }
+            let group = vm.labels().get(labels::GROUP).cloned();
+            let name = vm.name_any();
+            drawing_on(&by_vm, vm.namespace(), |rs| {
+                group.is_some() && rs.virtual_machine_group_ref == group
+                    || rs
+                        .virtual_machines
+                        .as_ref()
+                        .is_some_and(|names| names.contains(&name))
+            })
+        })
+        .watches(ctx.watched::<VirtualMachineGroup>(), config, move |group| {
+            // Only a group's coming and going matters here; its members wake the
+            // LoadBalancers through the VirtualMachine watch.
+            let key = object_key(&group);
+            let mut known = groups
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let news = if group.metadata.deletion_timestamp.is_some() {
+                known.remove(&key)
+            } else {
+                known.insert(key)
+            };
+            if !news {
+                return Vec::new();
+            }
+            let name = group.name_any();
+            drawing_on(&by_group, group.namespace(), |rs| {
+                rs.virtual_machine_group_ref.as_deref() == Some(name.as_str())
+            })
+        })
         .run(reconcile, error_policy, ctx)
         .for_each(|_| futures::future::ready(()))
         .await;

@@ -41,7 +41,7 @@ impl Managed for VirtualMachine {
 
 /// Runs the controller until the stream ends.
 pub async fn run(ctx: Arc<Context>) {
-    let vms: Api<VirtualMachine> = Api::all(ctx.client.clone());
+    let vms: Api<VirtualMachine> = ctx.watched();
     Controller::new(vms, watcher::Config::default().any_semantic())
         .run(reconcile, error_policy, ctx)
         .for_each(|_| futures::future::ready(()))

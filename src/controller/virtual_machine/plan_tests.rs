@@ -132,7 +132,7 @@ fn description_and_metadata_drift_is_corrected_in_place() {
     assert_eq!(id, ServerId::new("s1"));
     assert_eq!(metadata.get("team").map(String::as_str), Some("web"));
     assert_eq!(
-        metadata.get("verda.linecorp.com/uid").map(String::as_str),
+        metadata.get("verda.linecorp.com:uid").map(String::as_str),
         Some("u-1")
     );
 }

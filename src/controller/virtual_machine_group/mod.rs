@@ -45,25 +45,21 @@ impl Managed for VirtualMachineGroup {
 
 /// Runs the controller: its VirtualMachines and the LoadBalancers drawing on it wake it.
 pub async fn run(ctx: Arc<Context>) {
-    let client = ctx.client.clone();
     let config = watcher::Config::default().any_semantic();
-    Controller::new(
-        Api::<VirtualMachineGroup>::all(client.clone()),
-        config.clone(),
-    )
-    .owns(Api::<VirtualMachine>::all(client.clone()), config.clone())
-    .watches(Api::<LoadBalancer>::all(client), config, |lb| {
-        let ns = lb.namespace().unwrap_or_default();
-        lb.spec
-            .ports
-            .iter()
-            .filter_map(|p| p.real_servers.virtual_machine_group_ref.clone())
-            .map(|name| ObjectRef::new(&name).within(&ns))
-            .collect::<Vec<_>>()
-    })
-    .run(reconcile, error_policy, ctx)
-    .for_each(|_| futures::future::ready(()))
-    .await;
+    Controller::new(ctx.watched::<VirtualMachineGroup>(), config.clone())
+        .owns(ctx.watched::<VirtualMachine>(), config.clone())
+        .watches(ctx.watched::<LoadBalancer>(), config, |lb| {
+            let ns = lb.namespace().unwrap_or_default();
+            lb.spec
+                .ports
+                .iter()
+                .filter_map(|p| p.real_servers.virtual_machine_group_ref.clone())
+                .map(|name| ObjectRef::new(&name).within(&ns))
+                .collect::<Vec<_>>()
+        })
+        .run(reconcile, error_policy, ctx)
+        .for_each(|_| futures::future::ready(()))
+        .await;
 }
 
 pub async fn reconcile(

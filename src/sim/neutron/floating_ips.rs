@@ -11,7 +11,7 @@ use axum::routing::{get, put};
 use chrono::Utc;
 use serde_json::{Value, json};
 
-use super::{Cx, enter, list_answer};
+use super::{Cx, enter, list_answer, schema};
 use crate::sim::model::FloatingIp;
 use crate::sim::query::Params;
 use crate::sim::seed::PROJECT_ID;
@@ -106,7 +106,8 @@ fn associate(cx: &Cx, w: &mut World, fip_id: &str, port_id: Option<&str>) -> Res
     Ok(())
 }
 
-/// Checks a create request: the external network to allocate from.
+/// Checks a create request as Neutron does (attributes allowed in POST, required ones,
+/// their values, then policy): the external network to allocate from.
 fn check_create(cx: &Cx, req: &serde_json::Map<String, Value>) -> Result<String, Response> {
     if req.contains_key("tags") {
         return Err(cx.err(
@@ -115,14 +116,15 @@ fn check_create(cx: &Cx, req: &serde_json::Map<String, Value>) -> Result<String,
             "Attribute 'tags' not allowed in POST",
         ));
     }
+    let msg = "Failed to parse request. Required attribute 'floating_network_id' not specified";
+    let net = req.get("floating_network_id").and_then(Value::as_str);
+    let net = net.ok_or_else(|| cx.err(400, "HTTPBadRequest", msg))?;
+    schema::floating_ip(cx, req)?;
     if req.contains_key("floating_ip_address") {
         let msg = "(rule:create_floatingip and rule:create_floatingip:floating_ip_address) is disallowed by policy";
         return Err(cx.err(403, "PolicyNotAuthorized", msg));
     }
-    let msg = "Failed to parse request. Required attribute 'floating_network_id' not specified";
-    let net = req.get("floating_network_id").and_then(Value::as_str);
-    net.map(str::to_string)
-        .ok_or_else(|| cx.err(400, "HTTPBadRequest", msg))
+    Ok(net.to_string())
 }
 
 /// Allocates an address on the external network's subnet: (subnet ID, address).
@@ -231,6 +233,7 @@ async fn update(
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "update_floating_ip", &headers).await?;
     let req = body_of(&cx, &bytes)?;
+    schema::floating_ip(&cx, &req)?;
     let mut w = sim.world();
     if !w.fips.contains_key(&id) {
         return Err(not_found(&cx, &id));

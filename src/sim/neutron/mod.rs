@@ -5,6 +5,7 @@
 
 mod floating_ips;
 mod networks;
+mod schema;
 
 use axum::Router;
 use axum::extract::State;

@@ -1,6 +1,7 @@
-//! `POST /servers`: schema checks (by microversion), reference checks (flavor, image,
-//! networks, key pair, security groups, zone, group hint), the instance quota, and
-//! scheduling. The 202 answer is tiny, as recorded; the build completes lazily.
+//! `POST /servers`: schema checks (by microversion, in `schema.rs`), reference checks
+//! (flavor, image, networks, key pair, security groups, zone, group hint), the metadata
+//! and instance quotas, and scheduling. The 202 answer is tiny, as recorded; the build
+//! completes lazily.
 
 use std::time::Instant;
 
@@ -12,38 +13,9 @@ use chrono::Utc;
 use rand::Rng;
 use serde_json::{Map, Value, json};
 
-use super::{Cx, body, enter, required, scheduler, unexpected};
+use super::{Cx, body, enter, metadata, scheduler, schema};
 use crate::sim::model::{Nic, Server, Status};
 use crate::sim::state::{Sim, World};
-
-const ALLOWED: &[&str] = &[
-    "name",
-    "imageRef",
-    "flavorRef",
-    "networks",
-    "metadata",
-    "user_data",
-    "key_name",
-    "security_groups",
-    "availability_zone",
-    "min_count",
-    "max_count",
-    "config_drive",
-    "adminPass",
-    "accessIPv4",
-    "accessIPv6",
-    "OS-DCF:diskConfig",
-    "block_device_mapping_v2",
-    "return_reservation_id",
-];
-
-/// Fields that need a minimum microversion.
-const VERSIONED: &[(&str, u32)] = &[
-    ("description", 19),
-    ("tags", 52),
-    ("trusted_image_certificates", 63),
-    ("hostname", 90),
-];
 
 /// What a valid create request asks for.
 struct Request {
@@ -90,28 +62,10 @@ pub(super) async fn create(
 }
 
 fn validate(cx: &Cx, w: &World, req: &Value) -> Result<Request, Response> {
+    schema::create(cx.minor, req).map_err(|m| cx.err(400, &m))?;
     let Some(server) = req.get("server").and_then(Value::as_object) else {
-        return Err(required(cx, "body", req, "server"));
+        return Err(cx.err(400, "'server' is a required property"));
     };
-    let whole = Value::Object(server.clone());
-    for key in server.keys() {
-        let allowed = ALLOWED.contains(&key.as_str())
-            || VERSIONED
-                .iter()
-                .any(|(k, min)| k == key && cx.at_least(*min));
-        if !allowed {
-            return Err(unexpected(cx, "server", &whole, key));
-        }
-    }
-    for key in ["name", "flavorRef"] {
-        if !server.contains_key(key) {
-            return Err(required(cx, "server", &whole, key));
-        }
-    }
-    if cx.at_least(37) && !server.contains_key("networks") {
-        return Err(required(cx, "server", &whole, "networks"));
-    }
-    check_user_data(cx, server)?;
     let flavor_id = last_segment(server["flavorRef"].as_str().unwrap_or_default());
     if !w.flavors.iter().any(|f| f.id == flavor_id) {
         return Err(cx.err(400, &format!("Flavor {flavor_id} could not be found.")));
@@ -125,6 +79,8 @@ fn validate(cx: &Cx, w: &World, req: &Value) -> Result<Request, Response> {
     if !w.images.iter().any(|i| i.id == image_id) {
         return Err(cx.err(400, "Can not find requested image"));
     }
+    let items = server.get("metadata").and_then(Value::as_object);
+    metadata::quota(cx, items.map_or(0, |m| m.len()))?;
     let networks = networks(cx, w, server.get("networks"))?;
     check_references(cx, w, server)?;
     let group = match req
@@ -148,32 +104,6 @@ fn validate(cx: &Cx, w: &World, req: &Value) -> Result<Request, Response> {
 
 fn last_segment(r: &str) -> String {
     r.rsplit('/').next().unwrap_or(r).to_string()
-}
-
-fn check_user_data(cx: &Cx, server: &Map<String, Value>) -> Result<(), Response> {
-    let Some(ud) = server.get("user_data").and_then(Value::as_str) else {
-        return Ok(());
-    };
-    if is_base64(ud) {
-        return Ok(());
-    }
-    Err(cx.err(
-        400,
-        &format!(
-            "Invalid input for field/attribute user_data. Value: {ud}. '{ud}' is not a 'base64'"
-        ),
-    ))
-}
-
-/// Strict base64 (standard alphabet, padded), as Nova's schema checks it.
-fn is_base64(s: &str) -> bool {
-    let s: String = s.chars().filter(|c| !c.is_ascii_whitespace()).collect();
-    let body = s.trim_end_matches('=');
-    s.len().is_multiple_of(4)
-        && s.len() - body.len() <= 2
-        && body
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '+' || c == '/')
 }
 
 /// Network IDs to attach; `auto` = the shared `private` network, `none` = none.
@@ -339,20 +269,5 @@ fn nic(w: &mut World, network_id: &str, server_id: &str) -> Nic {
         port_id: port.id,
         addr: port.ip,
         mac: port.mac,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::is_base64;
-
-    #[test]
-    fn base64_check_accepts_padded_and_rejects_garbage() {
-        assert!(is_base64(
-            "I2Nsb3VkLWNvbmZpZwpydW5jbWQ6CiAgLSBlY2hvIGhlbGxvCg=="
-        ));
-        assert!(is_base64("bHM="));
-        assert!(!is_base64("not base64!!"));
-        assert!(!is_base64("abc"));
     }
 }

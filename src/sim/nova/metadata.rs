@@ -1,5 +1,6 @@
-//! Server metadata (`/servers/{id}/metadata[/{key}]`: replace, merge, one key) and
-//! server tags (`/servers/{id}/tags[/{tag}]`, 2.26+), with the recorded status codes.
+//! Server metadata (`/servers/{id}/metadata[/{key}]`: replace, merge, one key; bodies
+//! checked by `schema.rs`, then the `metadata_items` quota) and server tags
+//! (`/servers/{id}/tags[/{tag}]`, 2.26+), with the recorded status codes.
 
 use std::collections::BTreeMap;
 
@@ -12,9 +13,8 @@ use axum::routing::get;
 use chrono::Utc;
 use serde_json::{Value, json};
 
-use super::{Cx, body, enter, not_found_server};
+use super::{Cx, body, enter, not_found_server, schema};
 use crate::sim::state::Sim;
-use crate::sim::wire;
 
 pub(super) fn routes(r: Router<Sim>, p: &str) -> Router<Sim> {
     r.route(
@@ -35,31 +35,29 @@ pub(super) fn routes(r: Router<Sim>, p: &str) -> Router<Sim> {
     )
 }
 
-fn string_map(
-    cx: &Cx,
-    v: Option<&Value>,
-    field: &str,
-) -> Result<BTreeMap<String, String>, Response> {
-    let Some(obj) = v.and_then(Value::as_object) else {
-        return Err(super::required(
-            cx,
-            "body",
-            v.unwrap_or(&Value::Null),
-            field,
-        ));
-    };
-    obj.iter()
-        .map(|(k, v)| match v.as_str() {
-            Some(s) => Ok((k.clone(), s.to_string())),
-            None => Err(cx.err(
-                400,
-                &format!(
-                    "Invalid input for field/attribute {k}. Value: {}. {} is not of type 'string'",
-                    wire::py_repr(v),
-                    wire::py_repr(v)
-                ),
-            )),
-        })
+/// Nova's default `metadata_items` quota (the recorded `quota_set`), counted over the
+/// server's whole metadata after the write.
+const METADATA_ITEMS: usize = 128;
+
+/// The metadata quota: over it Nova answers 403 `MetadataLimitExceeded`, for server
+/// create and metadata writes alike.
+pub(super) fn quota(cx: &Cx, items: usize) -> Result<(), Response> {
+    if items <= METADATA_ITEMS {
+        return Ok(());
+    }
+    let msg = format!("Maximum number of metadata items exceeds {METADATA_ITEMS}");
+    Err(cx.err(403, &msg))
+}
+
+/// The string map under `field` of a body that passed its schema.
+fn string_map(req: &Value, field: &str) -> BTreeMap<String, String> {
+    let items = req
+        .get(field)
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten();
+    items
+        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
         .collect()
 }
 
@@ -86,12 +84,15 @@ async fn write_all(
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "set_server_metadata", &headers).await?;
     let req = body(&cx, &bytes)?;
-    let new = string_map(&cx, req.get("metadata"), "metadata")?;
+    schema::metadata_set(&req).map_err(|m| cx.err(400, &m))?;
+    let new = string_map(&req, "metadata");
     let mut w = sim.world();
     let s = w
         .servers
         .get_mut(&id)
         .ok_or_else(|| not_found_server(&cx, &id))?;
+    let kept = s.metadata.keys().filter(|k| merge && !new.contains_key(*k));
+    quota(&cx, kept.count() + new.len())?;
     if !merge {
         s.metadata.clear();
     }
@@ -144,8 +145,9 @@ async fn put_key(
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "set_server_metadata_item", &headers).await?;
     let req = body(&cx, &bytes)?;
-    let meta = string_map(&cx, req.get("meta"), "meta")?;
-    if meta.len() != 1 || !meta.contains_key(&key) {
+    schema::metadata_item(&req).map_err(|m| cx.err(400, &m))?;
+    let meta = string_map(&req, "meta");
+    if !meta.contains_key(&key) {
         return Err(cx.err(400, "Request body and URI mismatch"));
     }
     let mut w = sim.world();
@@ -153,6 +155,8 @@ async fn put_key(
         .servers
         .get_mut(&id)
         .ok_or_else(|| not_found_server(&cx, &id))?;
+    let after = s.metadata.len() + usize::from(!s.metadata.contains_key(&key));
+    quota(&cx, after)?;
     s.metadata.extend(meta.clone());
     s.updated = Utc::now();
     Ok(cx.ok(200, &json!({ "meta": meta })))
@@ -207,7 +211,7 @@ async fn replace_tags(
     need_tags(&cx)?;
     let req = body(&cx, &bytes)?;
     let Some(list) = req.get("tags").and_then(Value::as_array) else {
-        return Err(super::required(&cx, "body", &req, "tags"));
+        return Err(cx.err(400, "'tags' is a required property"));
     };
     let mut w = sim.world();
     let s = w

@@ -8,6 +8,7 @@ mod flavors;
 mod groups;
 mod metadata;
 mod scheduler;
+mod schema;
 mod servers;
 mod view;
 
@@ -267,15 +268,6 @@ async fn instance_actions(
 /// Parses a JSON body or answers Nova's 400.
 pub(crate) fn body(cx: &Cx, bytes: &[u8]) -> Result<Value, Response> {
     wire::parse_body(bytes).ok_or_else(|| cx.err(400, "Malformed request body"))
-}
-
-/// Nova's schema error for an unexpected property.
-pub(crate) fn unexpected(cx: &Cx, field: &str, value: &Value, key: &str) -> Response {
-    let msg = format!(
-        "Invalid input for field/attribute {field}. Value: {}. Additional properties are not allowed ('{key}' was unexpected)",
-        wire::py_repr(value)
-    );
-    cx.err(400, &msg)
 }
 
 /// Nova's schema error for a missing property.

@@ -1,5 +1,6 @@
 //! Server show, list (summary and detail, with Nova's filters and marker pagination),
-//! delete (204, then `deleting` until it is gone) and update (name, description).
+//! delete (204, then `deleting` until it is gone) and update (name, description; body
+//! checked by `schema.rs`).
 
 use std::time::Instant;
 
@@ -10,7 +11,7 @@ use axum::response::Response;
 use chrono::Utc;
 use serde_json::{Value, json};
 
-use super::{Cx, body, enter, not_found_server, unexpected, view};
+use super::{Cx, body, enter, not_found_server, schema, view};
 use crate::sim::model::Server;
 use crate::sim::query::{encode_query, split_list};
 use crate::sim::state::{Sim, World};
@@ -149,26 +150,12 @@ pub(super) async fn update(
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "update_server", &headers).await?;
     let req = body(&cx, &bytes)?;
+    schema::update(cx.minor, &req).map_err(|m| cx.err(400, &m))?;
     let fields = req
         .get("server")
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
-    for key in fields.keys() {
-        let allowed = matches!(
-            key.as_str(),
-            "name" | "accessIPv4" | "accessIPv6" | "OS-DCF:diskConfig"
-        ) || (key == "description" && cx.at_least(19))
-            || (key == "hostname" && cx.at_least(90));
-        if !allowed {
-            return Err(unexpected(
-                &cx,
-                "server",
-                &Value::Object(fields.clone()),
-                key,
-            ));
-        }
-    }
     let mut w = sim.world();
     let s = w
         .servers

@@ -11,21 +11,11 @@ use serde_json::{Value, json};
 
 use super::model::{Listener, Prov};
 use super::{
-    Cx, body, enter, lifecycle, list_answer, mandatory, new_meta, one_of, str_field, update_meta,
+    Cx, body, enter, lifecycle, list_answer, new_meta, schema, str_field, u64_field, update_meta,
     views,
 };
 use crate::sim::query::Params;
 use crate::sim::state::Sim;
-
-const PROTOCOLS: &[&str] = &[
-    "HTTP",
-    "HTTPS",
-    "TCP",
-    "TERMINATED_HTTPS",
-    "UDP",
-    "SCTP",
-    "PROMETHEUS",
-];
 
 pub(super) fn routes(r: Router<Sim>, p: &str) -> Router<Sim> {
     r.route(&format!("{p}/listeners"), get(list).post(create))
@@ -50,25 +40,10 @@ async fn create(
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "create_listener", &headers).await?;
     let req = body(&cx, &bytes, "listener")?;
-    let lb_id = mandatory(&cx, &req, "loadbalancer_id")?
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    let protocol = one_of(
-        &cx,
-        "protocol",
-        mandatory(&cx, &req, "protocol")?,
-        PROTOCOLS,
-    )?;
-    let port = mandatory(&cx, &req, "protocol_port")?
-        .as_u64()
-        .filter(|p| (1..=65535).contains(p));
-    let port = port.ok_or_else(|| {
-        cx.err(
-            400,
-            "Invalid input for field/attribute protocol_port. Value should be between 1 and 65535.",
-        )
-    })?;
+    schema::check(&cx, schema::LISTENER_POST, &req)?;
+    let lb_id = str_field(&req, "loadbalancer_id").unwrap_or_default();
+    let protocol = str_field(&req, "protocol").unwrap_or_default();
+    let port = u64_field(&req, "protocol_port").unwrap_or_default();
     let mut w = sim.world();
     if !w.octavia.lbs.contains_key(&lb_id) {
         return Err(super::loadbalancers::not_found(&cx, &lb_id));
@@ -136,6 +111,7 @@ async fn update(
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "update_listener", &headers).await?;
     let req = body(&cx, &bytes, "listener")?;
+    schema::check(&cx, schema::LISTENER_PUT, &req)?;
     let mut w = sim.world();
     let lb_id = w
         .octavia

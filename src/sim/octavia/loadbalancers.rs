@@ -12,7 +12,9 @@ use axum::routing::get;
 use serde_json::{Value, json};
 
 use super::model::{LoadBalancer, Prov};
-use super::{Cx, body, enter, lifecycle, list_answer, new_meta, str_field, update_meta, views};
+use super::{
+    Cx, body, enter, lifecycle, list_answer, new_meta, schema, str_field, update_meta, views,
+};
 use crate::sim::query::Params;
 use crate::sim::state::{Sim, World};
 
@@ -77,6 +79,7 @@ async fn create(
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "create_load_balancer", &headers).await?;
     let req = body(&cx, &bytes, "loadbalancer")?;
+    schema::check(&cx, schema::LOAD_BALANCER, &req)?;
     let mut w = sim.world();
     let (subnet_id, network_id, existing) = vip(&cx, &w, &req)?;
     let flavor_id = str_field(&req, "flavor_id");
@@ -160,6 +163,7 @@ async fn update(
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "update_load_balancer", &headers).await?;
     let req = body(&cx, &bytes, "loadbalancer")?;
+    schema::check(&cx, schema::LOAD_BALANCER, &req)?;
     let mut w = sim.world();
     let lb = w
         .octavia

@@ -12,8 +12,8 @@ use serde_json::{Map, Value, json};
 
 use super::model::{Member, Pool, Prov};
 use super::{
-    Cx, enter, lifecycle, list_answer, mandatory, new_meta, str_field, u64_field, update_meta,
-    views,
+    Cx, enter, lifecycle, list_answer, mandatory, new_meta, schema, str_field, u64_field,
+    update_meta, views,
 };
 use crate::sim::query::Params;
 use crate::sim::state::{Sim, World};
@@ -133,6 +133,7 @@ async fn create(
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "create_member", &headers).await?;
     let req = super::body(&cx, &bytes, "member")?;
+    schema::check(&cx, schema::MEMBER_POST, &req)?;
     let mut w = sim.world();
     let member = fill(&cx, &mut w, &req, None)?;
     let pool = pool_of(&cx, &w, &id)?;
@@ -164,6 +165,7 @@ async fn update(
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "update_member", &headers).await?;
     let mut req = super::body(&cx, &bytes, "member")?;
+    schema::check(&cx, schema::MEMBER_PUT, &req)?;
     let mut w = sim.world();
     let old = pool_of(&cx, &w, &id)?
         .members
@@ -236,6 +238,13 @@ async fn replace(
         .any(|(k, v)| k == "additive_only" && v.eq_ignore_ascii_case("true"));
     let req = wire::parse_body(&bytes).ok_or_else(|| cx.err(400, "Invalid JSON body"))?;
     let wanted = req.get("members").and_then(Value::as_array).ok_or_else(|| cx.err(400, "Invalid input for field/attribute members. Value: 'None'. Mandatory field missing."))?;
+    for item in wanted {
+        schema::check(
+            &cx,
+            schema::MEMBER_POST,
+            item.as_object().unwrap_or(&Map::new()),
+        )?;
+    }
     let mut w = sim.world();
     let current = pool_of(&cx, &w, &id)?.members.clone();
     let mut next = Vec::new();

@@ -1,7 +1,7 @@
 //! Octavia v2 (load-balancer): routing, the request envelope (request ID, WSME fault
 //! bodies, no request ID on the middleware 401) and helpers shared by the resources.
 //! Objects live in `model.rs`, their state machine in `lifecycle.rs`, JSON in
-//! `views.rs`. No L7 policies, TLS containers, quotas or amphora admin APIs.
+//! `views.rs`, request types in `schema.rs`. No L7 policies, TLS containers, quotas or amphora admin APIs.
 
 mod flavors;
 pub(crate) mod lifecycle;
@@ -11,6 +11,7 @@ mod members;
 pub(crate) mod model;
 mod monitors;
 mod pools;
+mod schema;
 mod snapshot;
 mod views;
 
@@ -158,29 +159,6 @@ pub(crate) fn mandatory<'a>(
             ),
         )
     })
-}
-
-/// Checks an enum field the way WSME reports it.
-pub(crate) fn one_of(
-    cx: &Cx,
-    field: &str,
-    value: &Value,
-    allowed: &[&str],
-) -> Result<String, Response> {
-    match value.as_str() {
-        Some(v) if allowed.contains(&v) => Ok(v.to_string()),
-        _ => {
-            let shown = value
-                .as_str()
-                .map(str::to_string)
-                .unwrap_or_else(|| value.to_string());
-            let msg = format!(
-                "Invalid input for field/attribute {field}. Value: '{shown}'. Value should be one of: {}",
-                allowed.join(", ")
-            );
-            Err(cx.err(400, &msg))
-        }
-    }
 }
 
 pub(crate) fn str_field(req: &Map<String, Value>, field: &str) -> Option<String> {

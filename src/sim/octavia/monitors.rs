@@ -10,21 +10,11 @@ use serde_json::{Map, Value, json};
 
 use super::model::{Monitor, Prov};
 use super::{
-    Cx, body, enter, lifecycle, list_answer, mandatory, new_meta, one_of, str_field, u64_field,
-    update_meta, views,
+    Cx, body, enter, lifecycle, list_answer, new_meta, schema, str_field, u64_field, update_meta,
+    views,
 };
 use crate::sim::query::Params;
 use crate::sim::state::{Sim, World};
-
-const TYPES: &[&str] = &[
-    "HTTP",
-    "HTTPS",
-    "PING",
-    "TCP",
-    "TLS-HELLO",
-    "UDP-CONNECT",
-    "SCTP",
-];
 
 pub(super) fn routes(r: Router<Sim>, p: &str) -> Router<Sim> {
     r.route(&format!("{p}/healthmonitors"), get(list).post(create))
@@ -38,12 +28,10 @@ fn not_found(cx: &Cx, id: &str) -> Response {
     cx.err(404, &format!("Health Monitor {id} not found."))
 }
 
-fn check_timing(cx: &Cx, delay: u64, timeout: u64, retries: u64) -> Result<(), Response> {
+/// The one rule across fields (ranges are the schema's).
+fn check_timing(cx: &Cx, delay: u64, timeout: u64) -> Result<(), Response> {
     if timeout > delay {
         return Err(cx.err(400, &format!("Validation failure: The request delay value {delay} should be larger than the request timeout value {timeout}.")));
-    }
-    if !(1..=10).contains(&retries) {
-        return Err(cx.err(400, &format!("Invalid input for field/attribute max_retries. Value: '{retries}'. Value should be between 1 and 10.")));
     }
     Ok(())
 }
@@ -55,14 +43,12 @@ async fn create(
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "create_health_monitor", &headers).await?;
     let req = body(&cx, &bytes, "healthmonitor")?;
-    let pool_id = mandatory(&cx, &req, "pool_id")?
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    let kind = one_of(&cx, "type", mandatory(&cx, &req, "type")?, TYPES)?;
-    let num = |f: &str| mandatory(&cx, &req, f).map(|v| v.as_u64().unwrap_or_default());
-    let (delay, timeout, retries) = (num("delay")?, num("timeout")?, num("max_retries")?);
-    check_timing(&cx, delay, timeout, retries)?;
+    schema::check(&cx, schema::MONITOR_POST, &req)?;
+    let pool_id = str_field(&req, "pool_id").unwrap_or_default();
+    let kind = str_field(&req, "type").unwrap_or_default();
+    let num = |f: &str| u64_field(&req, f).unwrap_or_default();
+    let (delay, timeout, retries) = (num("delay"), num("timeout"), num("max_retries"));
+    check_timing(&cx, delay, timeout)?;
     let mut w = sim.world();
     let pool = w
         .octavia
@@ -176,6 +162,7 @@ async fn update(
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "update_health_monitor", &headers).await?;
     let req = body(&cx, &bytes, "healthmonitor")?;
+    schema::check(&cx, schema::MONITOR_PUT, &req)?;
     let mut w = sim.world();
     let (pool_id, lb_id) = owners(&cx, &w, &id)?;
     let m = w
@@ -185,12 +172,7 @@ async fn update(
         .ok_or_else(|| not_found(&cx, &id))?;
     let mut candidate = m.clone();
     apply(&mut candidate, &req);
-    check_timing(
-        &cx,
-        candidate.delay,
-        candidate.timeout,
-        candidate.max_retries,
-    )?;
+    check_timing(&cx, candidate.delay, candidate.timeout)?;
     *m = candidate;
     if let Some(p) = w.octavia.pools.get_mut(&pool_id) {
         lifecycle::touch(&mut p.meta.prov);

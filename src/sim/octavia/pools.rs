@@ -11,19 +11,10 @@ use serde_json::{Value, json};
 
 use super::model::{Pool, Prov};
 use super::{
-    Cx, body, enter, lifecycle, list_answer, mandatory, new_meta, one_of, str_field, update_meta,
-    views,
+    Cx, body, enter, lifecycle, list_answer, new_meta, schema, str_field, update_meta, views,
 };
 use crate::sim::query::Params;
 use crate::sim::state::{Sim, World};
-
-const PROTOCOLS: &[&str] = &["HTTP", "HTTPS", "PROXY", "PROXYV2", "TCP", "UDP", "SCTP"];
-const ALGORITHMS: &[&str] = &[
-    "SOURCE_IP_PORT",
-    "LEAST_CONNECTIONS",
-    "SOURCE_IP",
-    "ROUND_ROBIN",
-];
 
 pub(super) fn routes(r: Router<Sim>, p: &str) -> Router<Sim> {
     r.route(&format!("{p}/pools"), get(list).post(create))
@@ -72,18 +63,9 @@ async fn create(
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "create_pool", &headers).await?;
     let req = body(&cx, &bytes, "pool")?;
-    let protocol = one_of(
-        &cx,
-        "protocol",
-        mandatory(&cx, &req, "protocol")?,
-        PROTOCOLS,
-    )?;
-    let algorithm = one_of(
-        &cx,
-        "lb_algorithm",
-        mandatory(&cx, &req, "lb_algorithm")?,
-        ALGORITHMS,
-    )?;
+    schema::check(&cx, schema::POOL_POST, &req)?;
+    let protocol = str_field(&req, "protocol").unwrap_or_default();
+    let algorithm = str_field(&req, "lb_algorithm").unwrap_or_default();
     let listener_id = str_field(&req, "listener_id");
     let mut w = sim.world();
     let lb_id = owner(
@@ -149,10 +131,8 @@ async fn update(
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "update_pool", &headers).await?;
     let req = body(&cx, &bytes, "pool")?;
-    let algorithm = match req.get("lb_algorithm") {
-        Some(a) => Some(one_of(&cx, "lb_algorithm", a, ALGORITHMS)?),
-        None => None,
-    };
+    schema::check(&cx, schema::POOL_PUT, &req)?;
+    let algorithm = str_field(&req, "lb_algorithm");
     let mut w = sim.world();
     let lb_id = w
         .octavia

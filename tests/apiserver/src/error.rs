@@ -115,6 +115,26 @@ impl ApiError {
         )
     }
 
+    /// The NamespaceLifecycle refusal of a create in a namespace being deleted: about the object, with a
+    /// `NamespaceTerminating` cause that clients check for.
+    pub fn namespace_terminating(rt: &ResourceType, name: &str, ns: &str) -> Self {
+        let mut details = rt.details(name);
+        details["causes"] = json!([{
+            "reason": "NamespaceTerminating",
+            "message": format!("namespace {ns} is being terminated"),
+            "field": "metadata.namespace",
+        }]);
+        Self::status(
+            403,
+            "Forbidden",
+            format!(
+                "{} \"{name}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
+                rt.qualified()
+            ),
+            Some(details),
+        )
+    }
+
     pub fn already_exists(rt: &ResourceType, name: &str) -> Self {
         Self::status(
             409,

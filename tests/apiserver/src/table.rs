@@ -2,14 +2,17 @@
 //! CRD's `additionalPrinterColumns` (dates rendered as ages), rows with `PartialObjectMetadata`.
 //!
 //! The JSONPath subset covers what printer columns use: `.a.b`, `.a[0].b`, and filters `[?(@.k=="v")]`.
-//! Built-ins get `Name` and `Age` only.
+//! Events (both API groups) get the apiserver's event columns (`events`); other built-ins get `Name` and `Age`
+//! only.
+
+mod events;
 
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
-use crate::registry::{PrinterColumn, ResourceType};
+use crate::registry::{PrinterColumn, ResourceType, View};
 
-const NAME_DESCRIPTION: &str = "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names";
+pub(crate) const NAME_DESCRIPTION: &str = "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names";
 
 /// Evaluates a printer-column JSONPath; `None` when any step is missing.
 pub fn eval<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
@@ -45,21 +48,36 @@ pub fn eval<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
     Some(cur)
 }
 
-/// Kubernetes' `HumanDuration` of the time since `ts`.
+/// The time since `ts` as the apiserver prints ages (`translateTimestampSince`).
 pub fn age(ts: &str) -> String {
     let Ok(t) = DateTime::parse_from_rfc3339(ts) else {
         return "<unknown>".into();
     };
-    let s = (Utc::now() - t.with_timezone(&Utc)).num_seconds().max(0);
+    human_duration((Utc::now() - t.with_timezone(&Utc)).num_seconds())
+}
+
+/// apimachinery's `duration.HumanDuration`: two significant units at most, a unit that is zero left out.
+fn human_duration(s: i64) -> String {
+    // Up to a second in the future is clock skew, as in apimachinery.
+    if s < -1 {
+        return "<invalid>".into();
+    }
+    let s = s.max(0);
     let (m, h, d) = (s / 60, s / 3600, s / 86400);
+    let pair = |big: i64, a: &str, small: i64, b: &str| match small {
+        0 => format!("{big}{a}"),
+        _ => format!("{big}{a}{small}{b}"),
+    };
     match s {
         _ if s < 120 => format!("{s}s"),
-        _ if m < 10 => format!("{m}m{}s", s % 60),
+        _ if m < 10 => pair(m, "m", s % 60, "s"),
         _ if h < 3 => format!("{m}m"),
-        _ if h < 8 => format!("{h}h{}m", m % 60),
+        _ if h < 8 => pair(h, "h", m % 60, "m"),
         _ if h < 48 => format!("{h}h"),
-        _ if d < 8 => format!("{d}d{}h", h % 24),
-        _ => format!("{d}d"),
+        _ if h < 24 * 8 => pair(d, "d", h % 24, "h"),
+        _ if h < 24 * 365 * 2 => format!("{d}d"),
+        _ if h < 24 * 365 * 8 => pair(d / 365, "y", d % 365, "d"),
+        _ => format!("{}y", d / 365),
     }
 }
 
@@ -86,17 +104,36 @@ fn cell(c: &PrinterColumn, obj: &Value) -> Value {
     }
 }
 
-pub fn render(rt: &ResourceType, items: &[Value], rv: &str) -> Value {
+pub(crate) fn column(name: &str, format: &str, description: &str, priority: i64) -> Value {
+    json!({"name": name, "type": "string", "format": format, "description": description, "priority": priority})
+}
+
+/// A `Name` column, then the printer columns; one cell per column.
+fn printer_columns(rt: &ResourceType, items: &[Value]) -> (Vec<Value>, Vec<Vec<Value>>) {
     let cols = columns(rt);
-    let mut defs = vec![
-        json!({"name": "Name", "type": "string", "format": "name", "description": NAME_DESCRIPTION, "priority": 0}),
-    ];
+    let mut defs = vec![column("Name", "name", NAME_DESCRIPTION, 0)];
     defs.extend(cols.iter().map(|c| json!({"name": c.name, "type": c.type_, "format": c.format, "description": c.description, "priority": c.priority})));
-    let rows: Vec<Value> = items
+    let cells = items
         .iter()
         .map(|o| {
             let mut cells = vec![o["metadata"]["name"].clone()];
             cells.extend(cols.iter().map(|c| cell(c, o)));
+            cells
+        })
+        .collect();
+    (defs, cells)
+}
+
+/// The Table of `items` (wire shape of `rt`), as the apiserver answers `includeObject=Metadata` (the default).
+pub fn render(rt: &ResourceType, items: &[Value], rv: &str) -> Value {
+    let (defs, cells) = match rt.view {
+        View::CoreEvent | View::EventsV1 => events::table(rt.view, items),
+        View::Plain => printer_columns(rt, items),
+    };
+    let rows: Vec<Value> = items
+        .iter()
+        .zip(cells)
+        .map(|(o, cells)| {
             json!({"cells": cells, "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": o["metadata"]}})
         })
         .collect();
@@ -119,5 +156,30 @@ mod tests {
             Some(&json!("Synced"))
         );
         assert_eq!(eval(&obj, ".status.missing"), None);
+    }
+
+    #[test]
+    fn ages_read_like_kubectl_with_zero_units_left_out() {
+        let cases = [
+            (-5, "<invalid>"),
+            (-1, "0s"),
+            (5, "5s"),
+            (119, "119s"),
+            (120, "2m"),
+            (150, "2m30s"),
+            (600, "10m"),
+            (3 * 3600, "3h"),
+            (3 * 3600 + 60, "3h1m"),
+            (8 * 3600 + 59, "8h"),
+            (2 * 86400, "2d"),
+            (2 * 86400 + 3600, "2d1h"),
+            (30 * 86400, "30d"),
+            (3 * 365 * 86400, "3y"),
+            (3 * 365 * 86400 + 86400, "3y1d"),
+            (9 * 365 * 86400, "9y"),
+        ];
+        for (secs, want) in cases {
+            assert_eq!(human_duration(secs), want, "{secs}s");
+        }
     }
 }

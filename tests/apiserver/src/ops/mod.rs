@@ -97,6 +97,29 @@ pub(crate) fn check_kind(rt: &ResourceType, obj: &mut Value, name: &str) -> Resu
     Ok(())
 }
 
+/// The NamespaceLifecycle admission plugin on a create: the namespace must exist (404 about the namespace, not
+/// the object; kube-wire `crud-errors.md`) and must not be `Terminating` (403 with a `NamespaceTerminating`
+/// cause). It runs before name generation and validation, so it names the object by `generateName` when
+/// there is no name yet, and `Unknown` when there is neither, as the plugin does.
+fn admit_namespace(
+    store: &Store,
+    rt: &ResourceType,
+    ns: &str,
+    obj: &Value,
+) -> Result<(), ApiError> {
+    let Some(namespace) = store.get(NAMESPACES, "", ns) else {
+        return Err(ApiError::namespace_not_found(ns));
+    };
+    if namespace["status"]["phase"] != "Terminating" {
+        return Ok(());
+    }
+    let name = [str_at(obj, "name"), str_at(obj, "generateName")]
+        .into_iter()
+        .find(|n| !n.is_empty())
+        .unwrap_or("Unknown");
+    Err(ApiError::namespace_terminating(rt, name, ns))
+}
+
 /// Creates an object (body in this resource's wire shape) in namespace `ns` ("" for cluster-scoped).
 pub fn create(
     store: &mut Store,
@@ -117,20 +140,7 @@ pub fn create(
                 "the namespace of the provided object does not match the namespace sent on the request",
             ));
         }
-        let Some(nsobj) = store.get(NAMESPACES, "", ns) else {
-            return Err(ApiError::namespace_not_found(ns));
-        };
-        if !nsobj["metadata"]["deletionTimestamp"].is_null() {
-            return Err(ApiError::status(
-                403,
-                "Forbidden",
-                format!(
-                    "{} \"{body_name}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
-                    rt.qualified()
-                ),
-                Some(rt.details(&body_name)),
-            ));
-        }
+        admit_namespace(store, rt, ns, &obj)?;
     }
     let mut name = body_name;
     if name.is_empty() {

@@ -1,6 +1,8 @@
 //! Built-in kinds the operator uses: Events (kube-runtime's Recorder, both API groups), Leases, Secrets,
 //! ConfigMaps, Namespaces (kube-wire `events-leases.md`).
 
+use std::time::Duration;
+
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::core::v1::{ConfigMap, Event as CoreEvent, ObjectReference, Secret};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
@@ -149,4 +151,133 @@ async fn secrets_fold_string_data_into_base64_data_and_configmaps_round_trip() {
     assert_eq!(cms.get("init").await.unwrap().data.unwrap()["script"], "ls");
     let listed = cms.list(&ListParams::default()).await.unwrap();
     assert_eq!(listed.items.len(), 1);
+}
+
+/// A legacy core/v1 Event as client-go's recorder writes it: timestamps, count and source, no eventTime.
+fn legacy_event(first: Duration, last: Duration) -> serde_json::Value {
+    let at = |d: Duration| {
+        (chrono::Utc::now() - d)
+            .format("%Y-%m-%dT%H:%M:%SZ")
+            .to_string()
+    };
+    json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "vm-b.legacy"}, "type": "Warning", "reason": "Pulled",
+           "message": "legacy\n", "involvedObject": {"kind": "VirtualMachine", "name": "vm-b", "fieldPath": "spec.image"},
+           "firstTimestamp": at(first), "lastTimestamp": at(last), "count": 3,
+           "source": {"component": "kubelet", "host": "node-1"}})
+}
+
+async fn table(raw: &Raw, path: &str) -> serde_json::Value {
+    raw.http
+        .get(format!("{}{path}?limit=500", raw.base))
+        .header("accept", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn event_tables_have_the_event_columns_in_both_api_groups() {
+    let (server, c) = start().await;
+    let reference = ObjectReference {
+        api_version: Some("verda.linecorp.com/v1alpha1".into()),
+        kind: Some("VirtualMachine".into()),
+        name: Some("vm-a".into()),
+        namespace: Some(NS.into()),
+        ..Default::default()
+    };
+    let recorder = Recorder::new(
+        c.clone(),
+        Reporter {
+            controller: "verda-operator".into(),
+            instance: Some("pod-1".into()),
+        },
+    );
+    let ev = Event {
+        type_: EventType::Normal,
+        reason: "ServerCreating".into(),
+        note: Some("creating server".into()),
+        action: "CreateServer".into(),
+        secondary: None,
+    };
+    recorder.publish(&ev, &reference).await.unwrap();
+    recorder.publish(&ev, &reference).await.unwrap();
+    let raw = Raw::new(&server);
+    let hours = |h: u64| Duration::from_secs(h * 3600);
+    let (code, _) = raw
+        .json(
+            "POST",
+            "/api/v1/namespaces/default/events",
+            Some(legacy_event(hours(48), hours(3))),
+        )
+        .await;
+    assert_eq!(code, 201);
+
+    let core = table(&raw, "/api/v1/namespaces/default/events").await;
+    let v1 = table(&raw, "/apis/events.k8s.io/v1/namespaces/default/events").await;
+    assert_eq!(core, v1, "one storage, one printer");
+    let columns: Vec<(&str, i64)> = core["columnDefinitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["name"].as_str().unwrap(), c["priority"].as_i64().unwrap()))
+        .collect();
+    assert_eq!(
+        columns,
+        [
+            ("Last Seen", 0),
+            ("Type", 0),
+            ("Reason", 0),
+            ("Object", 0),
+            ("Subobject", 1),
+            ("Source", 1),
+            ("Message", 0),
+            ("First Seen", 1),
+            ("Count", 1),
+            ("Name", 1)
+        ]
+    );
+    let rows = core["rows"].as_array().unwrap();
+    let legacy = rows
+        .iter()
+        .find(|r| r["cells"][9] == "vm-b.legacy")
+        .unwrap();
+    assert_eq!(
+        legacy["cells"],
+        json!([
+            "3h",
+            "Warning",
+            "Pulled",
+            "virtualmachine/vm-b",
+            "spec.image",
+            "kubelet, node-1",
+            "legacy",
+            "2d",
+            3,
+            "vm-b.legacy"
+        ])
+    );
+    let recorded = &rows
+        .iter()
+        .find(|r| r["cells"][9] != "vm-b.legacy")
+        .unwrap()["cells"];
+    let seconds = |v: &serde_json::Value| {
+        let s = v.as_str().unwrap();
+        s.ends_with('s') && s[..s.len() - 1].parse::<u32>().is_ok()
+    };
+    assert!(seconds(&recorded[0]) && seconds(&recorded[7]), "{recorded}");
+    assert_eq!(
+        serde_json::Value::from(recorded.as_array().unwrap()[1..7].to_vec()),
+        json!([
+            "Normal",
+            "ServerCreating",
+            "virtualmachine/vm-a",
+            "",
+            "verda-operator, pod-1",
+            "creating server"
+        ])
+    );
+    assert_eq!(recorded[8], 2, "the series count");
 }

@@ -1,11 +1,16 @@
-//! kubectl against the server: the published manifests apply unchanged, and `get/scale/wait/delete` work.
-//! Skipped (with a message) when kubectl is not on PATH.
+//! kubectl against the server: the published manifests apply unchanged, `get/scale/wait/delete` work, and
+//! `get events` prints the columns it prints on a real cluster. Skipped (with a message) when kubectl is not
+//! on PATH.
 
 use std::process::Command;
 
+use k8s_openapi::api::core::v1::{Event as CoreEvent, ObjectReference};
+use kube::api::{Api, PostParams};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use serde_json::json;
 use verda_test_apiserver::ApiServer;
 
-use crate::support::fixtures;
+use crate::support::{NS, fixtures};
 
 fn kubectl(kubeconfig: &std::path::Path, args: &[&str]) -> (bool, String) {
     let out = Command::new("kubectl")
@@ -111,4 +116,99 @@ async fn kubectl_applies_the_published_manifests_with_the_generated_crds() {
     }
     let server = ApiServer::start().await.unwrap();
     exercise(&server).await;
+}
+
+/// One event through each API: events.k8s.io/v1 as the operator's recorder writes it, core/v1 as client-go's.
+async fn record_events(client: kube::Client) {
+    let reporter = Reporter {
+        controller: "verda-operator".into(),
+        instance: Some("pod-1".into()),
+    };
+    let reference = ObjectReference {
+        api_version: Some("verda.linecorp.com/v1alpha1".into()),
+        kind: Some("VirtualMachine".into()),
+        name: Some("vm-a".into()),
+        namespace: Some(NS.into()),
+        ..Default::default()
+    };
+    let ev = Event {
+        type_: EventType::Normal,
+        reason: "ServerCreating".into(),
+        note: Some("creating server".into()),
+        action: "CreateServer".into(),
+        secondary: None,
+    };
+    Recorder::new(client.clone(), reporter)
+        .publish(&ev, &reference)
+        .await
+        .unwrap();
+    let now = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string();
+    let legacy: CoreEvent = serde_json::from_value(json!({
+        "metadata": {"name": "vm-b.legacy"}, "type": "Warning", "reason": "ServerError", "message": "server went to ERROR",
+        "involvedObject": {"kind": "VirtualMachine", "name": "vm-b"}, "firstTimestamp": now, "lastTimestamp": now, "count": 1,
+    }))
+    .unwrap();
+    Api::<CoreEvent>::namespaced(client, NS)
+        .create(&PostParams::default(), &legacy)
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kubectl_get_events_prints_the_columns_of_a_real_cluster() {
+    if !have_kubectl() {
+        eprintln!("skipped: kubectl is not on PATH");
+        return;
+    }
+    let server = ApiServer::builder()
+        .crd_dir(fixtures())
+        .start()
+        .await
+        .unwrap();
+    record_events(server.client().unwrap()).await;
+    let dir = std::env::temp_dir().join(format!("verda-kubectl-{}", server.addr().port()));
+    let kc = dir.join("kubeconfig");
+    server.write_kubeconfig(&kc).unwrap();
+    let [plain, wide, v1] = tokio::task::spawn_blocking(move || {
+        [
+            vec!["get", "events"],
+            vec!["get", "events", "-o", "wide"],
+            vec!["get", "events.v1.events.k8s.io"],
+        ]
+        .map(|args| kubectl(&kc, &args))
+    })
+    .await
+    .unwrap();
+    let header = |out: &str| -> Vec<String> {
+        let first = out.lines().next().unwrap_or_default();
+        first.split_whitespace().map(String::from).collect()
+    };
+    let columns = ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"];
+    for (ok, out) in [&plain, &v1] {
+        assert!(ok, "{out}");
+        assert_eq!(header(out), columns, "{out}");
+        assert!(out.contains("virtualmachine/vm-a"), "{out}");
+        assert!(out.contains("server went to ERROR"), "{out}");
+    }
+    let (ok, out) = &wide;
+    assert!(ok, "{out}");
+    assert_eq!(
+        header(out),
+        [
+            "LAST",
+            "SEEN",
+            "TYPE",
+            "REASON",
+            "OBJECT",
+            "SUBOBJECT",
+            "SOURCE",
+            "MESSAGE",
+            "FIRST",
+            "SEEN",
+            "COUNT",
+            "NAME"
+        ],
+        "{out}"
+    );
+    assert!(out.contains("verda-operator, pod-1"), "{out}");
 }

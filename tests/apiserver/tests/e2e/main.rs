@@ -9,6 +9,7 @@ mod crud;
 mod deletion;
 mod discovery;
 mod kubectl;
+mod namespaces;
 mod patches;
 mod subresources;
 mod support;

@@ -1,0 +1,519 @@
+//! The operator binary on a real kube-apiserver and real Keystone, Nova, Neutron and
+//! Octavia, driven as a user drives it. Run by `hack/real-systems.sh` (CI's second
+//! stage), which starts the real systems; ignored by a plain `cargo test`.
+//!
+//! Octavia runs with no-op drivers there: members stay OFFLINE (no health manager), so
+//! pool membership is read from `status.ports[].members` and from Octavia itself, not
+//! from the ready count.
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::Api;
+use verda_api::conditions::{READY, is_true};
+use verda_api::v1alpha1::{LoadBalancer, VirtualMachine, VirtualMachineGroup};
+use verda_operator::cloud::ids::{PoolId, ServerId};
+use verda_operator::cloud::model::compute::ServerStatus;
+use verda_operator::cloud::{Compute, LoadBalancing};
+
+use support::real::{Namespace, Operator, Real, tail, until};
+
+const PUBLISHED: &str = "../shared/verda-manifests";
+const GROUP: &str = "virtualmachinegroup-sample";
+const LB: &str = "loadbalancer-sample";
+
+fn published(file: &str) -> String {
+    let path = support::crd_schema::repo_root().join(PUBLISHED).join(file);
+    path.to_string_lossy().into_owned()
+}
+
+fn context(operator: &Operator) -> impl Fn() -> String + '_ {
+    move || format!("operator log (last lines):\n{}", tail(&operator.log(), 25))
+}
+
+/// Member addresses per port, as the LoadBalancer's status reports them.
+async fn pool_members(api: &Api<LoadBalancer>) -> Option<Vec<BTreeSet<String>>> {
+    let lb = api.get(LB).await.ok()?;
+    let status = lb.status?;
+    is_true(&status.conditions, READY).then_some(())?;
+    Some(
+        status
+            .ports
+            .iter()
+            .map(|p| p.members.iter().map(|m| m.address.clone()).collect())
+            .collect(),
+    )
+}
+
+/// Addresses of the group's Ready VirtualMachines.
+async fn group_addresses(api: &Api<VirtualMachine>, replicas: usize) -> Option<BTreeSet<String>> {
+    let list = api.list(&Default::default()).await.ok()?;
+    let ready: BTreeSet<String> = list
+        .items
+        .iter()
+        .filter(|vm| {
+            vm.metadata
+                .name
+                .as_deref()
+                .is_some_and(|n| n.starts_with(GROUP))
+        })
+        .filter_map(|vm| {
+            let s = vm.status.as_ref()?;
+            is_true(&s.conditions, READY).then(|| s.primary_ip.clone())?
+        })
+        .collect();
+    (ready.len() == replicas).then_some(ready)
+}
+
+/// Waits until every pool holds exactly the group's `replicas` Ready VirtualMachines.
+async fn pools_hold_the_group(
+    ns: &Namespace,
+    client: &kube::Client,
+    operator: &Operator,
+    replicas: usize,
+) -> Vec<BTreeSet<String>> {
+    let lbs: Api<LoadBalancer> = ns.api(client.clone());
+    let vms: Api<VirtualMachine> = ns.api(client.clone());
+    until(
+        &format!("every pool holds the group's {replicas} VirtualMachines"),
+        Duration::from_secs(240),
+        &context(operator),
+        || async {
+            let want = group_addresses(&vms, replicas).await?;
+            let pools = pool_members(&lbs).await?;
+            (pools.len() == 2 && pools.iter().all(|p| *p == want)).then_some(pools)
+        },
+    )
+    .await
+}
+
+/// Octavia's own view of the pools of the published LoadBalancer: member addresses.
+fn octavia_pools(real: &Real, lb: &LoadBalancer) -> Vec<BTreeSet<String>> {
+    let status = lb.status.as_ref().expect("status");
+    status
+        .ports
+        .iter()
+        .map(|p| {
+            let pool = p.pool_id.as_deref().expect("pool ID");
+            real.openstack("osh-demo", &["loadbalancer", "member", "list", pool])
+                .as_array()
+                .expect("members")
+                .iter()
+                .map(|m| m["address"].as_str().unwrap_or_default().to_owned())
+                .collect()
+        })
+        .collect()
+}
+
+/// What the demo project holds: servers, server groups, load balancers, floating IPs.
+fn project_inventory(real: &Real) -> [usize; 4] {
+    let count = |args: &[&str]| {
+        real.openstack("osh-demo", args)
+            .as_array()
+            .map_or(0, Vec::len)
+    };
+    [
+        count(&["server", "list"]),
+        count(&["server", "group", "list"]),
+        count(&["loadbalancer", "list"]),
+        count(&["floating", "ip", "list"]),
+    ]
+}
+
+/// Deletes what `files` created and checks the project is back to `baseline`.
+async fn all_deleted(
+    real: &Real,
+    ns: &Namespace,
+    operator: &Operator,
+    files: &[String],
+    baseline: [usize; 4],
+) {
+    let mut args = vec!["-n", ns.name.as_str(), "delete", "--wait=false"];
+    for f in files {
+        args.extend(["-f", f.as_str()]);
+    }
+    real.kubectl(&args);
+    let client = real.kube().await;
+    let vms: Api<VirtualMachine> = ns.api(client.clone());
+    let groups: Api<VirtualMachineGroup> = ns.api(client.clone());
+    let lbs: Api<LoadBalancer> = ns.api(client);
+    until(
+        "every object is gone",
+        Duration::from_secs(240),
+        &context(operator),
+        || async {
+            let n = vms.list(&Default::default()).await.ok()?.items.len()
+                + groups.list(&Default::default()).await.ok()?.items.len()
+                + lbs.list(&Default::default()).await.ok()?.items.len();
+            (n == 0).then_some(())
+        },
+    )
+    .await;
+    assert_eq!(
+        project_inventory(real),
+        baseline,
+        "servers, server groups, load balancers, floating IPs in the project before and after"
+    );
+}
+
+#[tokio::test]
+#[ignore = "needs the real systems: hack/real-systems.sh"]
+async fn published_manifests_converge_scale_heal_and_leave_nothing() {
+    let real = Arc::new(Real::from_env());
+    let ns = Namespace::create(real.clone(), "real-published");
+    let client = real.kube().await;
+    let baseline = project_inventory(&real);
+    // Exactly as the README runs it outside a cluster: no flags.
+    let operator = real.operator("published", &[], None);
+    let files = [
+        published("virtualmachine.yaml"),
+        published("virtualmachinegroup.yaml"),
+        published("loadbalancer.yaml"),
+    ];
+
+    let applied = Instant::now();
+    for f in &files {
+        real.kubectl(&["-n", &ns.name, "apply", "-f", f]);
+    }
+    let vms: Api<VirtualMachine> = ns.api(client.clone());
+    until(
+        "vm-sample is Ready",
+        Duration::from_secs(120),
+        &context(&operator),
+        || async {
+            let vm = vms.get("vm-sample").await.ok()?;
+            is_true(&vm.status?.conditions, READY).then_some(())
+        },
+    )
+    .await;
+    let server_ready = applied.elapsed();
+    pools_hold_the_group(&ns, &client, &operator, 2).await;
+    let lb_ready = applied.elapsed();
+    let lbs: Api<LoadBalancer> = ns.api(client.clone());
+    let lb = lbs.get(LB).await.expect("lb");
+    let octavia = octavia_pools(&real, &lb);
+    assert!(
+        octavia.iter().all(|p| p.len() == 2),
+        "Octavia's pools: {octavia:?}"
+    );
+    println!(
+        "REAL create-to-ready: server {:.1} s, load balancer with 2 members per pool {:.1} s",
+        server_ready.as_secs_f64(),
+        lb_ready.as_secs_f64()
+    );
+
+    // Scale up: the third member reaches every pool.
+    let scaled = Instant::now();
+    real.kubectl(&["-n", &ns.name, "scale", "vmg", GROUP, "--replicas=3"]);
+    pools_hold_the_group(&ns, &client, &operator, 3).await;
+    let scale_up = scaled.elapsed();
+    let lb = lbs.get(LB).await.expect("lb");
+    assert!(
+        octavia_pools(&real, &lb).iter().all(|p| p.len() == 3),
+        "Octavia's pools after scale-up"
+    );
+    println!(
+        "REAL scale 2->3 to every pool: {:.1} s",
+        scale_up.as_secs_f64()
+    );
+
+    // Scale down: a removed VirtualMachine's server lives while any pool lists it.
+    let mut leaving: Vec<(ServerId, String)> = Vec::new();
+    for suffix in ["-1", "-2"] {
+        let vm = vms.get(&format!("{GROUP}{suffix}")).await.expect("vm");
+        let s = vm.status.expect("status");
+        leaving.push((
+            ServerId::from(s.server_id.expect("server")),
+            s.primary_ip.expect("address"),
+        ));
+    }
+    let pools: Vec<PoolId> = lb
+        .status
+        .as_ref()
+        .expect("status")
+        .ports
+        .iter()
+        .map(|p| PoolId::from(p.pool_id.clone().expect("pool")))
+        .collect();
+    let cloud = real.cloud();
+    real.kubectl(&["-n", &ns.name, "scale", "vmg", GROUP, "--replicas=1"]);
+    let mut samples = 0;
+    let drained = Instant::now();
+    loop {
+        let mut listed = BTreeSet::new();
+        for pool in &pools {
+            for m in LoadBalancing::list_members(&cloud, pool)
+                .await
+                .expect("members")
+            {
+                listed.insert(m.address);
+            }
+        }
+        let mut alive = 0;
+        for (server, address) in &leaving {
+            let exists = match Compute::get_server(&cloud, server).await {
+                Ok(s) => !matches!(s.status, ServerStatus::Deleted | ServerStatus::SoftDeleted),
+                Err(e) if e.is_not_found() => false,
+                Err(e) => panic!("reading server {server}: {e}"),
+            };
+            assert!(
+                exists || !listed.contains(address),
+                "server {server} was deleted while a pool still listed {address}"
+            );
+            alive += usize::from(exists);
+        }
+        samples += 1;
+        if alive == 0 {
+            break;
+        }
+        assert!(
+            drained.elapsed() < Duration::from_secs(300),
+            "scale-down did not finish\n{}",
+            context(&operator)()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    pools_hold_the_group(&ns, &client, &operator, 1).await;
+    println!(
+        "REAL scale 3->1: {:.1} s, {samples} samples, no server deleted while a pool listed it",
+        drained.elapsed().as_secs_f64()
+    );
+
+    // Heal: a server deleted behind the operator's back comes back.
+    let before = vms.get("vm-sample").await.expect("vm").status.expect("s");
+    let old = before.server_id.expect("server");
+    let broken = Instant::now();
+    real.openstack_do("osh-demo", &["server", "delete", "--wait", &old]);
+    until(
+        "vm-sample has a new ACTIVE server",
+        Duration::from_secs(420),
+        &context(&operator),
+        || async {
+            let s = vms.get("vm-sample").await.ok()?.status?;
+            (s.server_id.as_deref() != Some(old.as_str()) && is_true(&s.conditions, READY))
+                .then_some(())
+        },
+    )
+    .await;
+    println!(
+        "REAL out-of-band server deletion healed in {:.1} s (default 5 min resync)",
+        broken.elapsed().as_secs_f64()
+    );
+
+    all_deleted(&real, &ns, &operator, &files, baseline).await;
+}
+
+#[tokio::test]
+#[ignore = "needs the real systems: hack/real-systems.sh"]
+async fn steady_state_cloud_calls_per_resync() {
+    let real = Arc::new(Real::from_env());
+    let ns = Namespace::create(real.clone(), "real-steady");
+    let client = real.kube().await;
+    let baseline = project_inventory(&real);
+    let resync = 15;
+    let operator = real.operator("steady", &[], Some(&format!("resyncPeriod: {resync}s\n")));
+    let files = [
+        published("virtualmachine.yaml"),
+        published("virtualmachinegroup.yaml"),
+        published("loadbalancer.yaml"),
+    ];
+    for f in &files {
+        real.kubectl(&["-n", &ns.name, "apply", "-f", f]);
+    }
+    pools_hold_the_group(&ns, &client, &operator, 2).await;
+    // Let the last status writes settle, then count over whole resync periods.
+    tokio::time::sleep(Duration::from_secs(resync)).await;
+    let periods = 4;
+    let before = real.operator_requests();
+    tokio::time::sleep(Duration::from_secs(resync * periods)).await;
+    let calls = real.operator_requests() - before;
+    println!(
+        "REAL steady state: {calls} OpenStack requests over {periods} resyncs of {resync} s \
+         = {:.1} per resync (1 VirtualMachine, 1 group of 2, 1 LoadBalancer of 2 ports), \
+         counted from the services' access logs",
+        calls as f64 / periods as f64
+    );
+    assert!(calls > 0, "no resync reached the cloud");
+    all_deleted(&real, &ns, &operator, &files, baseline).await;
+}
+
+#[tokio::test]
+#[ignore = "needs the real systems: hack/real-systems.sh"]
+async fn failures_are_reported_on_the_object() {
+    let real = Arc::new(Real::from_env());
+    let ns = Namespace::create(real.clone(), "real-failures");
+    let client = real.kube().await;
+    let baseline = project_inventory(&real);
+    let operator = real.operator("failures", &[], None);
+    let hosts = real.compute_hosts;
+    let manifests = format!(
+        r#"
+apiVersion: verda.linecorp.com/v1alpha1
+kind: VirtualMachine
+metadata: {{name: no-such-image}}
+spec: {{image: no-such-image, flavor: m1.tiny}}
+---
+apiVersion: verda.linecorp.com/v1alpha1
+kind: VirtualMachine
+metadata: {{name: no-such-flavor}}
+spec: {{image: cirros, flavor: no-such-flavor}}
+---
+apiVersion: verda.linecorp.com/v1alpha1
+kind: VirtualMachineGroup
+metadata: {{name: hard}}
+spec:
+  replicas: {}
+  haPolicy: hard
+  template: {{image: cirros, flavor: m1.tiny}}
+"#,
+        hosts + 1
+    );
+    real.kubectl_with_input(&["-n", &ns.name, "apply", "-f", "-"], Some(&manifests));
+    let vms: Api<VirtualMachine> = ns.api(client.clone());
+    let reason = |name: &'static str| {
+        let vms = vms.clone();
+        async move {
+            let s = vms.get(name).await.ok()?.status?;
+            s.conditions
+                .iter()
+                .find(|c| c.type_ == READY && c.status == "False")
+                .map(|c| c.reason.clone())
+        }
+    };
+    for (name, expected) in [
+        ("no-such-image", "ImageNotFound"),
+        ("no-such-flavor", "FlavorNotFound"),
+    ] {
+        until(
+            &format!("{name} reports {expected}"),
+            Duration::from_secs(60),
+            &context(&operator),
+            || async { (reason(name).await.as_deref() == Some(expected)).then_some(()) },
+        )
+        .await;
+    }
+    // One hard anti-affine server more than there are hosts: it has no valid host.
+    let groups: Api<VirtualMachineGroup> = ns.api(client.clone());
+    until(
+        &format!(
+            "{hosts} of {} hard anti-affine replicas run and one reports NoValidHost",
+            hosts + 1
+        ),
+        Duration::from_secs(240),
+        &context(&operator),
+        || async {
+            let list = vms.list(&Default::default()).await.ok()?;
+            let hard: Vec<_> = list
+                .items
+                .iter()
+                .filter(|vm| {
+                    vm.metadata
+                        .name
+                        .as_deref()
+                        .is_some_and(|n| n.starts_with("hard-"))
+                })
+                .filter_map(|vm| vm.status.as_ref())
+                .collect();
+            let running = hard
+                .iter()
+                .filter(|s| is_true(&s.conditions, READY))
+                .count();
+            let no_host = hard
+                .iter()
+                .filter(|s| {
+                    s.conditions
+                        .iter()
+                        .any(|c| c.type_ == READY && c.reason == "NoValidHost")
+                })
+                .count();
+            let group = groups.get("hard").await.ok()?.status?;
+            (running == hosts && no_host == 1 && group.ready_replicas == hosts as i32).then_some(())
+        },
+    )
+    .await;
+    real.kubectl_with_input(
+        &["-n", &ns.name, "delete", "--wait=false", "-f", "-"],
+        Some(&manifests),
+    );
+    until(
+        "every object is gone and the project is empty",
+        Duration::from_secs(240),
+        &context(&operator),
+        || async {
+            let n = vms.list(&Default::default()).await.ok()?.items.len();
+            (n == 0).then_some(())
+        },
+    )
+    .await;
+    assert_eq!(project_inventory(&real), baseline);
+}
+
+#[tokio::test]
+#[ignore = "needs the real systems: hack/real-systems.sh"]
+async fn a_killed_leader_is_replaced_and_a_later_scale_reaches_every_pool() {
+    let real = Arc::new(Real::from_env());
+    let ns = Namespace::create(real.clone(), "real-leader");
+    let client = real.kube().await;
+    let baseline = project_inventory(&real);
+    let elect = |id: &'static str| {
+        [
+            "--leader-elect",
+            "--lease-namespace",
+            "verda-system",
+            "--lease-name",
+            "verda-real-leader",
+            "--lease-duration",
+            "6s",
+            "--identity",
+            id,
+        ]
+    };
+    let a = real.operator("leader-a", &elect("replica-a"), None);
+    let b = real.operator("leader-b", &elect("replica-b"), None);
+    let files = [
+        published("virtualmachinegroup.yaml"),
+        published("loadbalancer.yaml"),
+    ];
+    for f in &files {
+        real.kubectl(&["-n", &ns.name, "apply", "-f", f]);
+    }
+    let leases: Api<Lease> = Api::namespaced(client.clone(), "verda-system");
+    let holder = until(
+        "one replica holds the lease",
+        Duration::from_secs(30),
+        &context(&a),
+        || async {
+            leases
+                .get("verda-real-leader")
+                .await
+                .ok()?
+                .spec?
+                .holder_identity
+        },
+    )
+    .await;
+    pools_hold_the_group(&ns, &client, &a, 2).await;
+    let (mut leader, standby) = if holder == "replica-a" {
+        (a, b)
+    } else {
+        (b, a)
+    };
+    leader.kill();
+    let killed = Instant::now();
+    real.kubectl(&["-n", &ns.name, "scale", "vmg", GROUP, "--replicas=3"]);
+    pools_hold_the_group(&ns, &client, &standby, 3).await;
+    let lease = leases.get("verda-real-leader").await.expect("lease");
+    let now_holder = lease.spec.and_then(|s| s.holder_identity);
+    assert_ne!(now_holder.as_deref(), Some(holder.as_str()));
+    println!(
+        "REAL leader {holder} killed (SIGKILL); the standby took over and the scale 2->3 \
+         reached every pool {:.1} s after the kill (lease duration 6 s)",
+        killed.elapsed().as_secs_f64()
+    );
+    all_deleted(&real, &ns, &standby, &files, baseline).await;
+    drop(leader);
+}

@@ -1,0 +1,301 @@
+//! The real-systems harness: a real kube-apiserver and real OpenStack, started by
+//! `hack/real-systems.sh`, which passes where they are through `VERDA_REAL_*` variables.
+//! The operator runs as its own binary, authenticated as the ServiceAccount that
+//! `config/rbac` ships; the tests drive it with `kubectl` and look at (or break) the
+//! cloud with the `openstack` CLI, as a user would.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kube::Api;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use serde_json::Value;
+use verda_operator::cloud::{
+    ClientOptions, CloudSelection, CloudSource, Environment, OpenStackClient, resolve,
+};
+use verda_operator::metrics::Metrics;
+
+/// Where the real systems are.
+pub struct Real {
+    pub operator_kubeconfig: PathBuf,
+    pub admin_kubeconfig: PathBuf,
+    pub clouds: PathBuf,
+    pub openstack_cli: PathBuf,
+    pub openstack_logs: PathBuf,
+    /// How many Nova compute hosts there are (hard anti-affinity places one per host).
+    pub compute_hosts: usize,
+}
+
+fn var(name: &str) -> PathBuf {
+    std::env::var_os(name)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            panic!("{name} is not set: run these tests through hack/real-systems.sh")
+        })
+}
+
+impl Real {
+    pub fn from_env() -> Self {
+        Self {
+            operator_kubeconfig: var("VERDA_REAL_OPERATOR_KUBECONFIG"),
+            admin_kubeconfig: var("VERDA_REAL_ADMIN_KUBECONFIG"),
+            clouds: var("VERDA_REAL_CLOUDS"),
+            openstack_cli: var("VERDA_REAL_OPENSTACK_CLI"),
+            openstack_logs: var("VERDA_REAL_OPENSTACK_LOGS"),
+            compute_hosts: var("VERDA_REAL_COMPUTE_HOSTS")
+                .to_str()
+                .and_then(|n| n.parse().ok())
+                .expect("VERDA_REAL_COMPUTE_HOSTS is a number"),
+        }
+    }
+
+    /// A client for the cluster, as its administrator (to read what the operator wrote).
+    pub async fn kube(&self) -> kube::Client {
+        let kubeconfig = Kubeconfig::read_from(&self.admin_kubeconfig).expect("admin kubeconfig");
+        let config =
+            kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+                .await
+                .expect("kube config");
+        kube::Client::try_from(config).expect("kube client")
+    }
+
+    /// Runs kubectl as the administrator; panics with its output when it fails.
+    pub fn kubectl(&self, args: &[&str]) -> String {
+        self.kubectl_with_input(args, None)
+    }
+
+    pub fn kubectl_with_input(&self, args: &[&str], input: Option<&str>) -> String {
+        let mut cmd = Command::new("kubectl");
+        cmd.args(args).env("KUBECONFIG", &self.admin_kubeconfig);
+        run(cmd, input, &format!("kubectl {}", args.join(" ")))
+    }
+
+    /// Runs `openstack ... -f json` as the demo project (or `osh-admin`), parsed.
+    pub fn openstack(&self, cloud: &str, args: &[&str]) -> Value {
+        let mut cmd = Command::new(&self.openstack_cli);
+        cmd.args(["--os-cloud", cloud])
+            .args(args)
+            .args(["-f", "json"])
+            .env("OS_CLIENT_CONFIG_FILE", &self.clouds);
+        let out = run(cmd, None, &format!("openstack {}", args.join(" ")));
+        serde_json::from_str(&out).unwrap_or(Value::Null)
+    }
+
+    /// Runs an `openstack` command that prints nothing (delete, set).
+    pub fn openstack_do(&self, cloud: &str, args: &[&str]) {
+        let mut cmd = Command::new(&self.openstack_cli);
+        cmd.args(["--os-cloud", cloud])
+            .args(args)
+            .env("OS_CLIENT_CONFIG_FILE", &self.clouds);
+        run(cmd, None, &format!("openstack {}", args.join(" ")));
+    }
+
+    /// Our own OpenStack client on the demo project, for sampling faster than the CLI can.
+    pub fn cloud(&self) -> OpenStackClient {
+        let selection = CloudSelection {
+            cloud: Some("osh-demo".into()),
+            config_file: Some(self.clouds.clone()),
+        };
+        let CloudSource::Configured(config) =
+            resolve(&selection, &Environment::from_process()).expect("clouds.yaml")
+        else {
+            panic!("osh-demo is not in {}", self.clouds.display());
+        };
+        OpenStackClient::new(config, Metrics::new(), ClientOptions::default()).expect("client")
+    }
+
+    /// Requests the operator has made so far, counted from the services' access logs
+    /// (every API logs one line per request with the caller's user agent).
+    pub fn operator_requests(&self) -> usize {
+        let mut total = 0;
+        for entry in std::fs::read_dir(&self.openstack_logs).expect("log dir") {
+            let path = entry.expect("entry").path();
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            total += text
+                .lines()
+                .filter(|l| l.ends_with("\"verda-operator/0.1.0\""))
+                .count();
+        }
+        total
+    }
+
+    /// Starts the operator binary the way the README runs it outside a cluster, plus `args`.
+    pub fn operator(&self, name: &str, args: &[&str], config: Option<&str>) -> Operator {
+        let port = free_port();
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("real-systems");
+        std::fs::create_dir_all(&dir).expect("dir");
+        let log_path = dir.join(format!("operator-{name}.log"));
+        let log = std::fs::File::create(&log_path).expect("log file");
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_verda-operator"));
+        cmd.arg("run")
+            .args(args)
+            .env("KUBECONFIG", &self.operator_kubeconfig)
+            .env("OS_CLIENT_CONFIG_FILE", &self.clouds)
+            .env("OS_CLOUD", "osh-demo")
+            .env("VERDA_LISTEN", format!("127.0.0.1:{port}"))
+            .env_remove("VERDA_CONFIG")
+            .env_remove("POD_NAMESPACE")
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log"))
+            .stderr(log);
+        if let Some(text) = config {
+            let path = dir.join(format!("config-{name}.yaml"));
+            std::fs::write(&path, text).expect("config");
+            cmd.env("VERDA_CONFIG", path);
+        }
+        let child = cmd.spawn().expect("operator starts");
+        Operator {
+            child,
+            log_path,
+            metrics_port: port,
+        }
+    }
+}
+
+/// A running operator process; killed on drop.
+pub struct Operator {
+    child: Child,
+    pub log_path: PathBuf,
+    pub metrics_port: u16,
+}
+
+impl Operator {
+    /// SIGKILL: no lease release, no cleanup, as a crashed node.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// SIGTERM and wait for the process to end.
+    pub fn stop(&mut self) {
+        let _ = Command::new("kill")
+            .arg(self.child.id().to_string())
+            .status();
+        let _ = self.child.wait();
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log_path).unwrap_or_default()
+    }
+}
+
+impl Drop for Operator {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+fn run(mut cmd: Command, input: Option<&str>, what: &str) -> String {
+    use std::io::Write;
+    cmd.stdin(if input.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("{what}: {e}"));
+    if let Some(text) = input {
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(text.as_bytes())
+            .expect("write stdin");
+    }
+    let out = child.wait_with_output().expect("output");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{what} failed: {}{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// Polls `check` every 500 ms until it gives `Some`, for at most `limit`; the panic
+/// message names what was awaited and, through `context`, the operator's last log lines.
+pub async fn until<T, F, Fut>(
+    what: &str,
+    limit: Duration,
+    context: &dyn Fn() -> String,
+    mut check: F,
+) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let start = Instant::now();
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        if start.elapsed() > limit {
+            panic!(
+                "timed out after {limit:?} waiting until {what}\n{}",
+                context()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// The last `n` lines of a log.
+pub fn tail(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// A fresh namespace for one test; deleted (with what is left in it) on drop.
+pub struct Namespace {
+    pub name: String,
+    real: Arc<Real>,
+}
+
+impl Namespace {
+    pub fn create(real: Arc<Real>, name: &str) -> Self {
+        let _ = Command::new("kubectl")
+            .args([
+                "delete",
+                "namespace",
+                name,
+                "--ignore-not-found",
+                "--timeout=60s",
+            ])
+            .env("KUBECONFIG", &real.admin_kubeconfig)
+            .output();
+        real.kubectl(&["create", "namespace", name]);
+        Self {
+            name: name.to_owned(),
+            real,
+        }
+    }
+
+    pub fn api<K>(&self, client: kube::Client) -> Api<K>
+    where
+        K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
+    {
+        Api::namespaced(client, &self.name)
+    }
+}
+
+impl Drop for Namespace {
+    fn drop(&mut self) {
+        let _ = Command::new("kubectl")
+            .args(["delete", "namespace", &self.name, "--wait=false"])
+            .env("KUBECONFIG", &self.real.admin_kubeconfig)
+            .output();
+    }
+}
