@@ -130,6 +130,14 @@ fn virtual_machine_rules_refuse_bad_input_with_their_message() {
             "metadata keys starting with verda.linecorp.com: are reserved",
         ),
         (
+            json!({"image": "i", "flavor": "f", "description": "two\nlines"}),
+            "/spec/description",
+        ),
+        (
+            json!({"image": "i", "flavor": "f", "initScript": {"value": "x".repeat(49150)}}),
+            "/spec/initScript/value",
+        ),
+        (
             json!({"image": "i", "flavor": "f", "metadata": {"team/app": "x"}}),
             "metadata keys must be 1-255 letters, digits",
         ),

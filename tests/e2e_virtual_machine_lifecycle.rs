@@ -272,3 +272,34 @@ async fn an_init_script_from_a_configmap_key_becomes_user_data() {
     // base64("echo hi")
     assert_eq!(servers[0].user_data.as_deref(), Some("ZWNobyBoaQ=="));
 }
+
+#[tokio::test]
+async fn an_init_script_too_large_for_nova_is_reported_and_nothing_is_created() {
+    let env = Env::start(SimConfig::fast(), test_timing()).await;
+    // 49,150 bytes: one more than Nova's 65,535 characters of base64 can carry.
+    let cm: ConfigMap = serde_json::from_value(json!({
+        "metadata": {"name": "big"}, "data": {"script": "x".repeat(49_150)}
+    }))
+    .expect("configmap");
+    env.api::<ConfigMap>()
+        .create(&PostParams::default(), &cm)
+        .await
+        .expect("configmap created");
+    let extra = "  initScript:\n    configMapKeyRef: {name: big, key: script}\n";
+    let _: VirtualMachine = env
+        .create_from_yaml(&manifest("too-big", "centos79", extra))
+        .await;
+    let api = env.api::<VirtualMachine>();
+    let condition = eventually("Ready=False InitScriptTooLarge", LIMIT, || async {
+        let vm = api.get("too-big").await.ok()?;
+        let c = find_condition(&vm.status.as_ref()?.conditions, READY)?.clone();
+        (c.reason == "InitScriptTooLarge").then_some(c)
+    })
+    .await;
+    assert!(
+        condition.message.contains("49150 bytes"),
+        "{}",
+        condition.message
+    );
+    assert!(env.sim.servers().is_empty());
+}

@@ -26,9 +26,20 @@ const PUBLISHED: &str = "../shared/verda-manifests";
 const GROUP: &str = "virtualmachinegroup-sample";
 const LB: &str = "loadbalancer-sample";
 
-fn published(file: &str) -> String {
-    let path = support::crd_schema::repo_root().join(PUBLISHED).join(file);
-    path.to_string_lossy().into_owned()
+/// The published manifests' paths, in the order given.
+fn published(files: &[&str]) -> Vec<String> {
+    let dir = support::crd_schema::repo_root().join(PUBLISHED);
+    files
+        .iter()
+        .map(|f| dir.join(f).to_string_lossy().into_owned())
+        .collect()
+}
+
+/// `kubectl apply -f` of each file into the test's namespace.
+fn apply(real: &Real, ns: &Namespace, files: &[String]) {
+    for f in files {
+        real.kubectl(&["-n", &ns.name, "apply", "-f", f]);
+    }
 }
 
 fn context(operator: &Operator) -> impl Fn() -> String + '_ {
@@ -109,19 +120,40 @@ fn octavia_pools(real: &Real, lb: &LoadBalancer) -> Vec<BTreeSet<String>> {
         .collect()
 }
 
-/// What the demo project holds: servers, server groups, load balancers, floating IPs.
-fn project_inventory(real: &Real) -> [usize; 4] {
-    let count = |args: &[&str]| {
+/// What the demo project holds: the IDs of its servers, server groups, load balancers
+/// and floating IPs.
+fn project_inventory(real: &Real) -> BTreeSet<String> {
+    let ids = |what: &str, args: &[&str]| -> Vec<String> {
         real.openstack("osh-demo", args)
             .as_array()
-            .map_or(0, Vec::len)
+            .map(|items| {
+                items
+                    .iter()
+                    .map(|i| {
+                        format!(
+                            "{what} {}",
+                            i["ID"].as_str().or(i["id"].as_str()).unwrap_or("?")
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
     };
-    [
-        count(&["server", "list"]),
-        count(&["server", "group", "list"]),
-        count(&["loadbalancer", "list"]),
-        count(&["floating", "ip", "list"]),
-    ]
+    let mut all = BTreeSet::new();
+    all.extend(ids("server", &["server", "list"]));
+    all.extend(ids("server group", &["server", "group", "list"]));
+    all.extend(ids("load balancer", &["loadbalancer", "list"]));
+    all.extend(ids("floating IP", &["floating", "ip", "list"]));
+    all
+}
+
+/// Nothing in the project that was not there before the test.
+fn nothing_left(real: &Real, baseline: &BTreeSet<String>) {
+    let left: Vec<String> = project_inventory(real)
+        .difference(baseline)
+        .cloned()
+        .collect();
+    assert!(left.is_empty(), "left in the project: {left:?}");
 }
 
 /// Deletes what `files` created and checks the project is back to `baseline`.
@@ -130,7 +162,7 @@ async fn all_deleted(
     ns: &Namespace,
     operator: &Operator,
     files: &[String],
-    baseline: [usize; 4],
+    baseline: BTreeSet<String>,
 ) {
     let mut args = vec!["-n", ns.name.as_str(), "delete", "--wait=false"];
     for f in files {
@@ -153,32 +185,26 @@ async fn all_deleted(
         },
     )
     .await;
-    assert_eq!(
-        project_inventory(real),
-        baseline,
-        "servers, server groups, load balancers, floating IPs in the project before and after"
-    );
+    nothing_left(real, &baseline);
 }
 
 #[tokio::test]
 #[ignore = "needs the real systems: hack/real-systems.sh"]
-async fn published_manifests_converge_scale_heal_and_leave_nothing() {
+async fn published_manifests_converge_scale_both_ways_and_leave_nothing() {
     let real = Arc::new(Real::from_env());
     let ns = Namespace::create(real.clone(), "real-published");
     let client = real.kube().await;
     let baseline = project_inventory(&real);
     // Exactly as the README runs it outside a cluster: no flags.
     let operator = real.operator("published", &[], None);
-    let files = [
-        published("virtualmachine.yaml"),
-        published("virtualmachinegroup.yaml"),
-        published("loadbalancer.yaml"),
-    ];
+    let files = published(&[
+        "virtualmachine.yaml",
+        "virtualmachinegroup.yaml",
+        "loadbalancer.yaml",
+    ]);
 
     let applied = Instant::now();
-    for f in &files {
-        real.kubectl(&["-n", &ns.name, "apply", "-f", f]);
-    }
+    apply(&real, &ns, &files);
     let vms: Api<VirtualMachine> = ns.api(client.clone());
     until(
         "vm-sample is Ready",
@@ -283,47 +309,24 @@ async fn published_manifests_converge_scale_heal_and_leave_nothing() {
         drained.elapsed().as_secs_f64()
     );
 
-    // Heal: a server deleted behind the operator's back comes back.
-    let before = vms.get("vm-sample").await.expect("vm").status.expect("s");
-    let old = before.server_id.expect("server");
-    let broken = Instant::now();
-    real.openstack_do("osh-demo", &["server", "delete", "--wait", &old]);
-    until(
-        "vm-sample has a new ACTIVE server",
-        Duration::from_secs(420),
-        &context(&operator),
-        || async {
-            let s = vms.get("vm-sample").await.ok()?.status?;
-            (s.server_id.as_deref() != Some(old.as_str()) && is_true(&s.conditions, READY))
-                .then_some(())
-        },
-    )
-    .await;
-    println!(
-        "REAL out-of-band server deletion healed in {:.1} s (default 5 min resync)",
-        broken.elapsed().as_secs_f64()
-    );
-
     all_deleted(&real, &ns, &operator, &files, baseline).await;
 }
 
 #[tokio::test]
 #[ignore = "needs the real systems: hack/real-systems.sh"]
-async fn steady_state_cloud_calls_per_resync() {
+async fn steady_state_cloud_calls_and_healing_within_a_resync() {
     let real = Arc::new(Real::from_env());
     let ns = Namespace::create(real.clone(), "real-steady");
     let client = real.kube().await;
     let baseline = project_inventory(&real);
     let resync = 15;
     let operator = real.operator("steady", &[], Some(&format!("resyncPeriod: {resync}s\n")));
-    let files = [
-        published("virtualmachine.yaml"),
-        published("virtualmachinegroup.yaml"),
-        published("loadbalancer.yaml"),
-    ];
-    for f in &files {
-        real.kubectl(&["-n", &ns.name, "apply", "-f", f]);
-    }
+    let files = published(&[
+        "virtualmachine.yaml",
+        "virtualmachinegroup.yaml",
+        "loadbalancer.yaml",
+    ]);
+    apply(&real, &ns, &files);
     pools_hold_the_group(&ns, &client, &operator, 2).await;
     // Let the last status writes settle, then count over whole resync periods.
     tokio::time::sleep(Duration::from_secs(resync)).await;
@@ -338,6 +341,29 @@ async fn steady_state_cloud_calls_per_resync() {
         calls as f64 / periods as f64
     );
     assert!(calls > 0, "no resync reached the cloud");
+
+    let vms: Api<VirtualMachine> = ns.api(client.clone());
+    // Heal: a server deleted behind the operator's back comes back.
+    let before = vms.get("vm-sample").await.expect("vm").status.expect("s");
+    let old = before.server_id.expect("server");
+    let broken = Instant::now();
+    real.openstack_do("osh-demo", &["server", "delete", "--wait", &old]);
+    until(
+        "vm-sample has a new ACTIVE server",
+        Duration::from_secs(120),
+        &context(&operator),
+        || async {
+            let s = vms.get("vm-sample").await.ok()?.status?;
+            (s.server_id.as_deref() != Some(old.as_str()) && is_true(&s.conditions, READY))
+                .then_some(())
+        },
+    )
+    .await;
+    println!(
+        "REAL out-of-band server deletion healed in {:.1} s (resync {resync} s)",
+        broken.elapsed().as_secs_f64()
+    );
+
     all_deleted(&real, &ns, &operator, &files, baseline).await;
 }
 
@@ -449,7 +475,7 @@ spec:
         },
     )
     .await;
-    assert_eq!(project_inventory(&real), baseline);
+    nothing_left(&real, &baseline);
 }
 
 #[tokio::test]
@@ -474,13 +500,8 @@ async fn a_killed_leader_is_replaced_and_a_later_scale_reaches_every_pool() {
     };
     let a = real.operator("leader-a", &elect("replica-a"), None);
     let b = real.operator("leader-b", &elect("replica-b"), None);
-    let files = [
-        published("virtualmachinegroup.yaml"),
-        published("loadbalancer.yaml"),
-    ];
-    for f in &files {
-        real.kubectl(&["-n", &ns.name, "apply", "-f", f]);
-    }
+    let files = published(&["virtualmachinegroup.yaml", "loadbalancer.yaml"]);
+    apply(&real, &ns, &files);
     let leases: Api<Lease> = Api::namespaced(client.clone(), "verda-system");
     let holder = until(
         "one replica holds the lease",

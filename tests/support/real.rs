@@ -265,22 +265,13 @@ pub struct Namespace {
 }
 
 impl Namespace {
-    pub fn create(real: Arc<Real>, name: &str) -> Self {
-        let _ = Command::new("kubectl")
-            .args([
-                "delete",
-                "namespace",
-                name,
-                "--ignore-not-found",
-                "--timeout=60s",
-            ])
-            .env("KUBECONFIG", &real.admin_kubeconfig)
-            .output();
-        real.kubectl(&["create", "namespace", name]);
-        Self {
-            name: name.to_owned(),
-            real,
-        }
+    /// `prefix` plus a random suffix, so a namespace an interrupted run left behind
+    /// (stuck on finalizers) never blocks the next run.
+    pub fn create(real: Arc<Real>, prefix: &str) -> Self {
+        let suffix = &uuid::Uuid::new_v4().simple().to_string()[..5];
+        let name = format!("{prefix}-{suffix}");
+        real.kubectl(&["create", "namespace", &name]);
+        Self { name, real }
     }
 
     pub fn api<K>(&self, client: kube::Client) -> Api<K>

@@ -13,9 +13,10 @@ use serde::{Deserialize, Serialize};
 ).message("initScript needs exactly one of value, configMapKeyRef or secretKeyRef"))]
 pub struct InitScript {
     /// The script itself, passed to the server as user data (for example a cloud-config
-    /// document or a shell script).
+    /// document or a shell script); at most 49,149 characters, which Nova takes as 65,535
+    /// characters of base64.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 65535))]
+    #[schemars(length(max = 49149))]
     pub value: Option<String>,
     /// A key of a ConfigMap in the same namespace whose value is the script.
     #[serde(default, skip_serializing_if = "Option::is_none")]

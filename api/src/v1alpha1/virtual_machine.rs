@@ -49,9 +49,10 @@ pub struct VirtualMachineSpec {
     /// Script passed to the server as user data when it is created. Immutable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub init_script: Option<InitScript>,
-    /// Free text shown as the server's description in OpenStack.
+    /// Free text shown as the server's description in OpenStack: at most 255
+    /// characters, no control characters such as newlines or tabs (Nova refuses them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 255))]
+    #[schemars(length(max = 255), regex(pattern = r"^[^\x00-\x1F\x7F]*$"))]
     pub description: Option<String>,
     /// Networks to attach, by name or UUID, in order (the first gives the primary IP).
     /// Defaults to the operator's configured networks. Immutable.
@@ -77,8 +78,20 @@ pub struct VirtualMachineSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[x_kube(validation = kube::core::Rule::new("self.all(k, k.matches('^[-a-zA-Z0-9_:. ]{1,255}$'))").message("metadata keys must be 1-255 letters, digits, '-', '_', ':', '.' or spaces (Nova refuses '/' and other characters)"))]
     #[x_kube(validation = kube::core::Rule::new("self.all(k, !k.startsWith('verda.linecorp.com:'))").message("metadata keys starting with verda.linecorp.com: are reserved for the operator"))]
-    #[schemars(length(max = 125), inner(length(max = 255)))]
+    #[schemars(schema_with = "nova_metadata")]
     pub metadata: Option<BTreeMap<String, String>>,
+}
+
+/// Nova's limits on server metadata: 128 items (less the operator's 3), values of at
+/// most 255 characters. Written out because schemars' length rules do not reach a
+/// map's size or its values.
+fn nova_metadata(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "object",
+        "nullable": true,
+        "maxProperties": 125,
+        "additionalProperties": {"type": "string", "maxLength": 255},
+    })
 }
 
 /// The observed state of the server.

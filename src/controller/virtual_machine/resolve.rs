@@ -156,5 +156,19 @@ async fn user_data(ctx: &Context, vm: &VirtualMachine) -> Result<Option<UserData
         }
         InitScript { .. } => return Ok(None),
     };
+    if text.len() > MAX_USER_DATA_BYTES {
+        return Err(ReconcileError::Invalid {
+            object: key,
+            reason: "InitScriptTooLarge",
+            message: format!(
+                "the init script has {} bytes; Nova takes at most {MAX_USER_DATA_BYTES} \
+                 (65,535 characters of base64): shorten it or have it fetch the rest",
+                text.len()
+            ),
+        });
+    }
     Ok(Some(UserData(text)))
 }
+
+/// Nova takes user data as at most 65,535 characters of base64: 3 bytes per 4 characters.
+const MAX_USER_DATA_BYTES: usize = 65_535 / 4 * 3;
