@@ -12,7 +12,7 @@ use verda_operator::cloud::model::compute::{
 };
 use verda_operator::cloud::owner::{Owner, is_server_group_of};
 use verda_operator::cloud::{Compute, MetadataMode, Network};
-use verda_operator::sim::SimConfig;
+use verda_operator::sim::{Fault, FaultKind, SimConfig};
 
 async fn server_request(h: &cloud_support::Harness, owner: &Owner, name: &str) -> CreateServer {
     let image = h.client.find_image("centos79").await.unwrap();
@@ -411,4 +411,55 @@ async fn servers_failed_or_deleted_outside_the_operator_show_in_status_and_listi
     assert_eq!(left, vec![a.clone()]);
     assert!(h.client.get_server(&b).await.unwrap_err().is_not_found());
     h.report("drift");
+}
+
+#[tokio::test]
+async fn name_lookups_are_remembered_and_forgotten_when_a_create_is_refused() {
+    let h = harness(SimConfig::fast()).await;
+    let asked = |operation: &str| -> u64 {
+        h.sim
+            .request_counts()
+            .iter()
+            .filter(|((_, op), _)| op == operation)
+            .map(|(_, n)| n)
+            .sum()
+    };
+    let owner = Owner::new("00000000-0000-4000-8000-0000000000aa", "default", "cached");
+    for _ in 0..3 {
+        server_request(&h, &owner, "cached").await;
+    }
+    assert_eq!(
+        (
+            asked("list_images"),
+            asked("list_flavors"),
+            asked("list_networks")
+        ),
+        (1, 1, 1),
+        "each name asked once for three creates"
+    );
+
+    // A name that is not there is asked every time: it may appear.
+    for _ in 0..2 {
+        assert!(h.client.find_image("centos7").await.is_err());
+    }
+    assert_eq!(asked("list_images"), 3);
+
+    // A create Nova refuses may have used a stale answer: the next lookups ask again.
+    let request = server_request(&h, &owner, "cached").await;
+    h.sim.inject(Fault::new(
+        "compute",
+        Some("create_server"),
+        FaultKind::Status(400),
+    ));
+    assert!(h.client.create_server(&request).await.is_err());
+    h.sim.clear_faults();
+    server_request(&h, &owner, "cached").await;
+    assert_eq!(
+        (
+            asked("list_images"),
+            asked("list_flavors"),
+            asked("list_networks")
+        ),
+        (4, 2, 2)
+    );
 }

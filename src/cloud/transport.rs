@@ -39,6 +39,9 @@ pub struct ClientOptions {
     pub max_concurrency: usize,
     pub request_timeout: Duration,
     pub connect_timeout: Duration,
+    /// How long a name lookup (image, flavor, network, subnet, Octavia flavor) is
+    /// remembered; zero asks the cloud every time.
+    pub lookup_lifetime: Duration,
 }
 
 impl Default for ClientOptions {
@@ -48,6 +51,7 @@ impl Default for ClientOptions {
             max_concurrency: 16,
             request_timeout: Duration::from_secs(60),
             connect_timeout: Duration::from_secs(10),
+            lookup_lifetime: Duration::from_secs(300),
         }
     }
 }

@@ -8,14 +8,14 @@ use reqwest::Method;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{OpenStackClient, compute, pick_one};
+use super::{Kind, OpenStackClient, compute, pick_one};
 use crate::cloud::error::{CloudError, Resource};
 use crate::cloud::ids::{FlavorId, ImageId, ServerGroupId, ServerId};
 use crate::cloud::model::compute::{
     CreateServer, Flavor, Image, Server, ServerGroup, ServerGroupPolicy, ServerWire,
 };
 use crate::cloud::owner::owner_tag;
-use crate::cloud::ports::{CloudFuture, Compute, MetadataMode};
+use crate::cloud::ports::{CloudFuture, CloudResult, Compute, MetadataMode};
 
 #[derive(Deserialize)]
 struct Created {
@@ -39,37 +39,17 @@ impl Compute for OpenStackClient {
     }
 
     fn find_flavor<'a>(&'a self, name_or_id: &'a str) -> CloudFuture<'a, Flavor> {
-        Box::pin(async move {
-            let action = format!("find flavor {name_or_id}");
-            let all = self.list_flavors().await?;
-            if let Some(f) = all.iter().find(|f| f.id.as_str() == name_or_id) {
-                return Ok(f.clone());
-            }
-            let named: Vec<Flavor> = all.into_iter().filter(|f| f.name == name_or_id).collect();
-            if named.is_empty() {
-                // Private flavors are not listed but can be fetched by ID.
-                return match self.get_flavor(&FlavorId::new(name_or_id)).await {
-                    Err(e) if e.is_not_found() => Err(CloudError::new(
-                        action,
-                        crate::cloud::error::ErrorKind::LookupNotFound {
-                            resource: Resource::Flavor,
-                            name: name_or_id.to_owned(),
-                        },
-                    )),
-                    other => other,
-                };
-            }
-            pick_one(Resource::Flavor, name_or_id, named, |f| f.id.to_string())
-                .map_err(|k| CloudError::new(action, k))
-        })
+        Box::pin(self.remembered(Kind::Flavor, name_or_id, self.flavor_find(name_or_id)))
     }
 
     fn create_server<'a>(&'a self, request: &'a CreateServer) -> CloudFuture<'a, ServerId> {
         Box::pin(async move {
             let req = compute("create_server", Method::POST, "/servers").json(request.to_wire());
-            let created: Created = self
+            let created: CloudResult<Created> = self
                 .fetch(&req, "server", &format!("create server {}", request.name))
-                .await?;
+                .await;
+            let created =
+                self.forget_on_refusal(created, &[Kind::Image, Kind::Flavor, Kind::Network])?;
             Ok(created.id)
         })
     }
@@ -220,6 +200,33 @@ impl Compute for OpenStackClient {
     }
 
     fn find_image<'a>(&'a self, name_or_id: &'a str) -> CloudFuture<'a, Image> {
-        Box::pin(self.image_find(name_or_id))
+        Box::pin(self.remembered(Kind::Image, name_or_id, self.image_find(name_or_id)))
+    }
+}
+
+impl OpenStackClient {
+    /// A flavor by ID or name, asking the cloud.
+    async fn flavor_find(&self, name_or_id: &str) -> CloudResult<Flavor> {
+        let action = format!("find flavor {name_or_id}");
+        let all = self.list_flavors().await?;
+        if let Some(f) = all.iter().find(|f| f.id.as_str() == name_or_id) {
+            return Ok(f.clone());
+        }
+        let named: Vec<Flavor> = all.into_iter().filter(|f| f.name == name_or_id).collect();
+        if named.is_empty() {
+            // Private flavors are not listed but can be fetched by ID.
+            return match self.get_flavor(&FlavorId::new(name_or_id)).await {
+                Err(e) if e.is_not_found() => Err(CloudError::new(
+                    action,
+                    crate::cloud::error::ErrorKind::LookupNotFound {
+                        resource: Resource::Flavor,
+                        name: name_or_id.to_owned(),
+                    },
+                )),
+                other => other,
+            };
+        }
+        pick_one(Resource::Flavor, name_or_id, named, |f| f.id.to_string())
+            .map_err(|k| CloudError::new(action, k))
     }
 }

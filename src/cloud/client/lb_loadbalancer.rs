@@ -4,7 +4,7 @@
 
 use reqwest::Method;
 
-use super::{OpenStackClient, pick_one};
+use super::{Kind, OpenStackClient, pick_one};
 use crate::cloud::auth::Service;
 use crate::cloud::error::{CloudError, Resource};
 use crate::cloud::ids::*;
@@ -36,12 +36,14 @@ impl OpenStackClient {
     async fn lb_create(&self, request: &CreateLoadBalancer) -> CloudResult<LoadBalancer> {
         let req = octavia("create_load_balancer", Method::POST, "/loadbalancers")
             .json(serde_json::json!({"loadbalancer": request}));
-        self.fetch(
-            &req,
-            "loadbalancer",
-            &format!("create load balancer {}", request.name),
-        )
-        .await
+        let created = self
+            .fetch(
+                &req,
+                "loadbalancer",
+                &format!("create load balancer {}", request.name),
+            )
+            .await;
+        self.forget_on_refusal(created, &[Kind::Subnet, Kind::Network, Kind::LbFlavor])
     }
 
     async fn lb_delete(&self, id: &LoadBalancerId) -> CloudResult<()> {
@@ -218,6 +220,6 @@ impl LoadBalancing for OpenStackClient {
     }
 
     fn find_lb_flavor<'a>(&'a self, name_or_id: &'a str) -> CloudFuture<'a, LbFlavor> {
-        Box::pin(self.lb_find_flavor(name_or_id))
+        Box::pin(self.remembered(Kind::LbFlavor, name_or_id, self.lb_find_flavor(name_or_id)))
     }
 }

@@ -27,7 +27,10 @@ mod lb_loadbalancer;
 mod lb_member;
 mod lb_monitor;
 mod lb_pool;
+mod lookups;
 mod network;
+
+use lookups::{Kind, Lookups};
 
 /// Pagination guard: a cloud that keeps answering with "next" cannot loop us forever.
 const MAX_PAGES: usize = 1000;
@@ -37,6 +40,7 @@ const MAX_PAGES: usize = 1000;
 #[derive(Clone)]
 pub struct OpenStackClient {
     transport: Arc<Transport>,
+    lookups: Arc<Lookups>,
     region: Option<String>,
 }
 
@@ -61,6 +65,7 @@ impl OpenStackClient {
             .map_err(|k| CloudError::new(format!("connect to cloud {name}"), k))?;
         Ok(Self {
             transport: Arc::new(transport),
+            lookups: Arc::new(Lookups::new(options.lookup_lifetime)),
             region: None,
         })
     }
@@ -69,6 +74,7 @@ impl OpenStackClient {
     pub fn with_region(&self, region: impl Into<String>) -> Self {
         Self {
             transport: self.transport.clone(),
+            lookups: self.lookups.clone(),
             region: Some(region.into()),
         }
     }
@@ -85,6 +91,32 @@ impl OpenStackClient {
     }
 
     /// Fetch a token now, to fail fast at start-up on bad credentials.
+    /// A name lookup, remembered for the configured lifetime (see [`lookups`]).
+    async fn remembered<T: Clone + Send + Sync + 'static>(
+        &self,
+        kind: Kind,
+        name: &str,
+        fetch: impl Future<Output = CloudResult<T>>,
+    ) -> CloudResult<T> {
+        self.lookups
+            .get_or_fetch(kind, self.region(), name, fetch)
+            .await
+    }
+
+    /// A create the cloud refused as a bad request or for a missing object may have used
+    /// a stale lookup: forget the kinds it used, so the retry looks them up again.
+    fn forget_on_refusal<T>(&self, result: CloudResult<T>, kinds: &[Kind]) -> CloudResult<T> {
+        if let Err(e) = &result
+            && matches!(
+                e.kind(),
+                ErrorKind::BadRequest { .. } | ErrorKind::NotFound { .. }
+            )
+        {
+            self.lookups.forget(kinds);
+        }
+        result
+    }
+
     pub async fn authenticate(&self) -> CloudResult<()> {
         let action = format!("authenticate to cloud {}", self.cloud_name());
         self.transport

@@ -4,12 +4,12 @@
 use reqwest::Method;
 use serde_json::json;
 
-use super::{OpenStackClient, pick_one};
+use super::{Kind, OpenStackClient, pick_one};
 use crate::cloud::auth::Service;
 use crate::cloud::error::{CloudError, Resource};
 use crate::cloud::ids::{FloatingIpId, NetworkId, PortId, SubnetId, looks_like_uuid};
 use crate::cloud::model::network::*;
-use crate::cloud::ports::{CloudFuture, Network as NetworkPort};
+use crate::cloud::ports::{CloudFuture, CloudResult, Network as NetworkPort};
 use crate::cloud::transport::Request;
 
 fn neutron(op: &'static str, method: Method, path: impl Into<String>) -> Request {
@@ -33,17 +33,7 @@ impl NetworkPort for OpenStackClient {
     }
 
     fn find_network<'a>(&'a self, name_or_id: &'a str) -> CloudFuture<'a, Network> {
-        Box::pin(async move {
-            if looks_like_uuid(name_or_id) {
-                match self.get_network(&NetworkId::new(name_or_id)).await {
-                    Err(e) if e.is_not_found() => {}
-                    other => return other,
-                }
-            }
-            let named = self.list_networks(Some(name_or_id)).await?;
-            pick_one(Resource::Network, name_or_id, named, |n| n.id.to_string())
-                .map_err(|k| CloudError::new(format!("find network {name_or_id}"), k))
-        })
+        Box::pin(self.remembered(Kind::Network, name_or_id, self.network_find(name_or_id)))
     }
 
     fn list_subnets<'a>(&'a self, filter: &'a SubnetFilter) -> CloudFuture<'a, Vec<Subnet>> {
@@ -67,21 +57,7 @@ impl NetworkPort for OpenStackClient {
     }
 
     fn find_subnet<'a>(&'a self, name_or_id: &'a str) -> CloudFuture<'a, Subnet> {
-        Box::pin(async move {
-            if looks_like_uuid(name_or_id) {
-                match self.get_subnet(&SubnetId::new(name_or_id)).await {
-                    Err(e) if e.is_not_found() => {}
-                    other => return other,
-                }
-            }
-            let filter = SubnetFilter {
-                name: Some(name_or_id.to_owned()),
-                network_id: None,
-            };
-            let named = self.list_subnets(&filter).await?;
-            pick_one(Resource::Subnet, name_or_id, named, |s| s.id.to_string())
-                .map_err(|k| CloudError::new(format!("find subnet {name_or_id}"), k))
-        })
+        Box::pin(self.remembered(Kind::Subnet, name_or_id, self.subnet_find(name_or_id)))
     }
 
     fn list_ports<'a>(&'a self, filter: &'a PortFilter) -> CloudFuture<'a, Vec<Port>> {
@@ -111,7 +87,8 @@ impl NetworkPort for OpenStackClient {
             let req = neutron("create_floating_ip", Method::POST, "/floatingips")
                 .json(json!({"floatingip": body}));
             let action = format!("create floating IP on network {}", request.floating_network);
-            self.fetch(&req, "floatingip", &action).await
+            let created = self.fetch(&req, "floatingip", &action).await;
+            self.forget_on_refusal(created, &[Kind::Network])
         })
     }
 
@@ -166,5 +143,39 @@ impl NetworkPort for OpenStackClient {
             self.execute(&req, &format!("release floating IP {id}"))
                 .await
         })
+    }
+}
+
+impl OpenStackClient {
+    /// A network by ID or name, asking the cloud.
+    async fn network_find(&self, name_or_id: &str) -> CloudResult<Network> {
+        if looks_like_uuid(name_or_id) {
+            match self.get_network(&NetworkId::new(name_or_id)).await {
+                Err(e) if e.is_not_found() => {}
+                other => return other,
+            }
+        }
+        let named = self.list_networks(Some(name_or_id)).await?;
+        pick_one(Resource::Network, name_or_id, named, |n| n.id.to_string())
+            .map_err(|k| CloudError::new(format!("find network {name_or_id}"), k))
+    }
+}
+
+impl OpenStackClient {
+    /// A subnet by ID or name, asking the cloud.
+    async fn subnet_find(&self, name_or_id: &str) -> CloudResult<Subnet> {
+        if looks_like_uuid(name_or_id) {
+            match self.get_subnet(&SubnetId::new(name_or_id)).await {
+                Err(e) if e.is_not_found() => {}
+                other => return other,
+            }
+        }
+        let filter = SubnetFilter {
+            name: Some(name_or_id.to_owned()),
+            network_id: None,
+        };
+        let named = self.list_subnets(&filter).await?;
+        pick_one(Resource::Subnet, name_or_id, named, |s| s.id.to_string())
+            .map_err(|k| CloudError::new(format!("find subnet {name_or_id}"), k))
     }
 }
