@@ -6,7 +6,7 @@ mod cloud_support;
 use std::time::Duration;
 
 use cloud_support::{eventually, harness, while_immutable};
-use verda_operator::cloud::ids::LoadBalancerId;
+use verda_operator::cloud::ids::{LoadBalancerId, PoolId};
 use verda_operator::cloud::model::loadbalancing::*;
 use verda_operator::cloud::model::network::{
     CreateFloatingIp, FloatingIpFilter, PortFilter, SubnetFilter,
@@ -380,4 +380,124 @@ async fn octavia_flavors_are_listed_and_found_by_name_or_id() {
         "LoadBalancerFlavorNotFound"
     );
     h.report("lb_flavors");
+}
+
+/// A port's listener tree as the operator sends it in a fully populated create.
+fn listener_tree(port: u16, monitor: MonitorType, members: &[&str]) -> ListenerTree {
+    let name = format!("verda-default-web-{port}");
+    ListenerTree {
+        listener: CreateListener {
+            loadbalancer_id: LoadBalancerId::default(),
+            protocol: Protocol::Http,
+            protocol_port: port,
+            name: name.clone(),
+            description: None,
+            default_pool_id: None,
+            tags: vec![owner().tag()],
+        },
+        pool: CreatePool {
+            listener_id: None,
+            loadbalancer_id: None,
+            protocol: Protocol::Http,
+            lb_algorithm: LbAlgorithm::RoundRobin,
+            name: name.clone(),
+            description: None,
+            tags: vec![owner().tag()],
+        },
+        members: members
+            .iter()
+            .map(|a| MemberSpec {
+                address: (*a).to_owned(),
+                protocol_port: 8080,
+                monitor_port: None,
+                name: format!("vm-{a}"),
+                subnet_id: None,
+                weight: None,
+                tags: vec![owner().tag()],
+            })
+            .collect(),
+        monitor: Some(CreateHealthMonitor {
+            pool_id: PoolId::default(),
+            kind: monitor,
+            delay: 5,
+            timeout: 3,
+            max_retries: 3,
+            max_retries_down: None,
+            url_path: Some("/health".into()),
+            expected_codes: Some("200".into()),
+            http_method: None,
+            name,
+            tags: vec![owner().tag()],
+        }),
+    }
+}
+
+#[tokio::test]
+async fn a_fully_populated_create_builds_the_whole_tree_in_one_provisioning_cycle() {
+    let h = harness(SimConfig::fast()).await;
+    let subnet = h.client.find_subnet("private-subnet").await.unwrap();
+    let req = CreateLoadBalancer {
+        name: "verda-default-web".into(),
+        vip_subnet_id: Some(subnet.id.clone()),
+        tags: vec![owner().tag()],
+        listeners: vec![
+            listener_tree(80, MonitorType::Http, &["10.0.0.11", "10.0.0.12"]),
+            listener_tree(443, MonitorType::TlsHello, &[]),
+        ],
+        ..CreateLoadBalancer::default()
+    };
+    let lb = h.client.create_load_balancer(&req).await.unwrap();
+    assert_eq!(h.sim.requests("load-balancer", "create_load_balancer"), 1);
+    let lb = active_lb(&h, &lb.id).await;
+    let by_lb = LbFilter {
+        loadbalancer_id: Some(lb.id.clone()),
+        ..LbFilter::default()
+    };
+    let listeners = h.client.list_listeners(&by_lb).await.unwrap();
+    let pools = h.client.list_pools(&by_lb).await.unwrap();
+    assert_eq!(listeners.len(), 2);
+    assert_eq!(pools.len(), 2);
+    for listener in &listeners {
+        assert_eq!(listener.provisioning_status, ProvisioningStatus::Active);
+        let pool = pools
+            .iter()
+            .find(|p| Some(&p.id) == listener.default_pool_id.as_ref())
+            .expect("the listener's default pool");
+        assert_eq!(pool.provisioning_status, ProvisioningStatus::Active);
+        let monitor = h
+            .client
+            .get_health_monitor(pool.healthmonitor_id.as_ref().expect("a monitor"))
+            .await
+            .unwrap();
+        let members = h.client.list_members(&pool.id).await.unwrap();
+        if listener.protocol_port == 80 {
+            assert_eq!(monitor.kind, MonitorType::Http);
+            let mut addresses: Vec<_> = members.iter().map(|m| m.address.as_str()).collect();
+            addresses.sort_unstable();
+            assert_eq!(addresses, ["10.0.0.11", "10.0.0.12"]);
+        } else {
+            assert_eq!(monitor.kind, MonitorType::TlsHello);
+            assert!(members.is_empty());
+        }
+    }
+
+    // Octavia refuses the graph whole: a bad monitor leaves nothing behind.
+    let mut bad = req.clone();
+    bad.name = "verda-default-bad".into();
+    if let Some(m) = bad.listeners[0].monitor.as_mut() {
+        m.max_retries = 11;
+    }
+    let err = h.client.create_load_balancer(&bad).await.unwrap_err();
+    assert_eq!(err.category(), "BadRequest", "{err}");
+    let named = LbFilter {
+        name: Some("verda-default-bad".into()),
+        ..LbFilter::default()
+    };
+    assert!(
+        h.client
+            .list_load_balancers(&named)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }

@@ -106,10 +106,15 @@ async fn crash_after(scenario: &Scenario, k: usize) -> bool {
     for name in scenario.samples {
         apply(&env, &(scenario.edit)(sample(name))).await;
     }
-    // Converged with fewer than k creates made: nothing left to crash after.
+    // Converged with fewer than k creates made: nothing left to crash after. A
+    // LoadBalancer is Ready as soon as its pools hold the members it knows of, which can
+    // be before the group's servers are up: only pools holding every VirtualMachine mean
+    // no member update (a create here) is still to come.
     let untripped = async {
         eventually("converged or tripped", LIMIT, || async {
-            (wire.creates().len() < k && Objects::load(&env).await.all_ready()).then_some(())
+            let objects = Objects::load(&env).await;
+            (wire.creates().len() < k && objects.all_ready() && objects.pools_hold_every_vm())
+                .then_some(())
         })
         .await
     };
@@ -192,6 +197,16 @@ impl Objects {
             groups: list(env).await,
             lbs: list(env).await,
         }
+    }
+
+    /// Every pool of every LoadBalancer lists every VirtualMachine (the scenarios'
+    /// LoadBalancers draw all their ports from the one group).
+    fn pools_hold_every_vm(&self) -> bool {
+        self.lbs.iter().all(|lb| {
+            lb.status
+                .as_ref()
+                .is_some_and(|s| s.ports.iter().all(|p| p.members.len() == self.vms.len()))
+        })
     }
 
     fn all_ready(&self) -> bool {

@@ -297,3 +297,35 @@ async fn a_load_balancer_in_error_is_reported_then_recreated() {
     );
     assert!(reasons.iter().any(|r| r == "Recreating"), "{reasons:?}");
 }
+
+#[tokio::test]
+async fn a_load_balancer_for_a_ready_group_is_built_with_one_octavia_write() {
+    let env = Env::start(SimConfig::fast(), watch_only_timing()).await;
+    let _: VirtualMachineGroup = env
+        .create_from_yaml(&sample("virtualmachinegroup.yaml"))
+        .await;
+    let groups = env.api::<VirtualMachineGroup>();
+    eventually("the group has 2 Ready replicas", LIMIT, || async {
+        let s = groups.get(GROUP).await.ok()?.status?;
+        (s.ready_replicas == 2).then_some(())
+    })
+    .await;
+
+    let _: LoadBalancer = env.create_from_yaml(&sample("loadbalancer.yaml")).await;
+    wait_members(&env, &[&format!("{GROUP}-0"), &format!("{GROUP}-1")]).await;
+    env.load_balancer_ready(LB, "4/4").await;
+    let writes: Vec<(String, u64)> = env
+        .sim
+        .request_counts()
+        .into_iter()
+        .filter(|((service, op), _)| {
+            service == "load-balancer" && !op.starts_with("list_") && !op.starts_with("get_")
+        })
+        .map(|((_, op), n)| (op, n))
+        .collect();
+    assert_eq!(
+        writes,
+        [("create_load_balancer".to_owned(), 1)],
+        "listeners, pools, monitors and members come with the create"
+    );
+}

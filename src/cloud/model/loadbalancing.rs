@@ -139,6 +139,50 @@ pub struct CreateLoadBalancer {
     pub flavor_id: Option<LbFlavorId>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
+    /// The fully populated create: listeners with their default pools, members and
+    /// monitors, made in the same provisioning cycle as the load balancer.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub listeners: Vec<ListenerTree>,
+}
+
+/// One listener of a fully populated create. Built from the single-object requests; the
+/// references to parents (load balancer, listener, pool) are left out on the wire,
+/// where nesting says them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ListenerTree {
+    pub listener: CreateListener,
+    pub pool: CreatePool,
+    pub members: Vec<MemberSpec>,
+    pub monitor: Option<CreateHealthMonitor>,
+}
+
+impl Serialize for ListenerTree {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut pool: serde_json::Value =
+            json_without(&self.pool, &["listener_id", "loadbalancer_id"])?;
+        pool["members"] = json_without(&self.members, &[])?;
+        if let Some(monitor) = &self.monitor {
+            pool["healthmonitor"] = json_without(monitor, &["pool_id"])?;
+        }
+        let mut listener: serde_json::Value =
+            json_without(&self.listener, &["loadbalancer_id", "default_pool_id"])?;
+        listener["default_pool"] = pool;
+        listener.serialize(serializer)
+    }
+}
+
+/// `value` as JSON, without the top-level keys `drop`.
+fn json_without<T: Serialize, E: serde::ser::Error>(
+    value: &T,
+    drop: &[&str],
+) -> Result<serde_json::Value, E> {
+    let mut v = serde_json::to_value(value).map_err(E::custom)?;
+    if let Some(map) = v.as_object_mut() {
+        for key in drop {
+            map.remove(*key);
+        }
+    }
+    Ok(v)
 }
 
 /// Filters of the Octavia list calls (`tags` is match-all, `name` exact).

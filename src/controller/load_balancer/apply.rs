@@ -85,8 +85,15 @@ async fn write(inputs: &Inputs<'_>, step: Step) -> Result<Outcome, ReconcileErro
     let poll = ctx.timing.poll;
     let port = |i: usize| &lb.spec.ports[i];
     let outcome = match step {
-        Step::Create => {
+        Step::Create(members) => {
             let placement = resolve::placement(&ctx.config, octavia, neutron, lb).await?;
+            let listeners = lb
+                .spec
+                .ports
+                .iter()
+                .zip(members)
+                .map(|(port, members)| desired::listener_tree(owner, port, members))
+                .collect();
             let created = octavia
                 .create_load_balancer(&CreateLoadBalancer {
                     name: desired::lb_name(owner),
@@ -94,6 +101,7 @@ async fn write(inputs: &Inputs<'_>, step: Step) -> Result<Outcome, ReconcileErro
                     vip_subnet_id: Some(placement.vip_subnet),
                     flavor_id: placement.flavor,
                     tags: vec![owner.tag()],
+                    listeners,
                     ..CreateLoadBalancer::default()
                 })
                 .await

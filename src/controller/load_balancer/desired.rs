@@ -119,6 +119,22 @@ pub fn create_monitor(
     }
 }
 
+/// A port's listener, default pool, members and monitor for the fully populated create
+/// (the parent IDs stay empty: the nesting says them).
+pub fn listener_tree(
+    owner: &Owner,
+    port: &LoadBalancerPort,
+    members: Vec<os::MemberSpec>,
+) -> os::ListenerTree {
+    os::ListenerTree {
+        listener: listener(owner, &LoadBalancerId::default(), port),
+        pool: pool(owner, &ListenerId::default(), port),
+        members,
+        monitor: monitor_settings(port)
+            .map(|s| create_monitor(owner, &PoolId::default(), port, &s)),
+    }
+}
+
 pub fn update_monitor(s: &MonitorSettings) -> os::UpdateHealthMonitor {
     os::UpdateHealthMonitor {
         delay: Some(s.delay),

@@ -18,8 +18,9 @@ use crate::cloud::model::loadbalancing::{MemberSpec, ProvisioningStatus};
 /// The next thing to do for one LoadBalancer.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Step {
-    /// No load balancer carries this owner's tag.
-    Create,
+    /// No load balancer carries this owner's tag: create it with every port's listener,
+    /// pool, monitor and these members (per port) in one call.
+    Create(Vec<Vec<MemberSpec>>),
     /// A crash between create and status write left more than one: keep one.
     DeleteDuplicates(Vec<LoadBalancerId>),
     /// The load balancer is in ERROR: report it, replace it once the delay passed.
@@ -56,7 +57,14 @@ pub fn plan(
     now: Timestamp,
 ) -> Step {
     let Some(kept) = keeper(lb, &observed.load_balancers) else {
-        return Step::Create;
+        let members = lb
+            .spec
+            .ports
+            .iter()
+            .enumerate()
+            .map(|(i, port)| desired::members(port, backends.get(i).map_or(&[], Vec::as_slice)))
+            .collect();
+        return Step::Create(members);
     };
     let extra: Vec<LoadBalancerId> = observed
         .load_balancers

@@ -109,7 +109,10 @@ fn plan_for(lb: &LoadBalancer, observed: &Observed, backends: &[Backend]) -> Ste
 #[test]
 fn nothing_found_means_create_and_a_duplicate_is_deleted() {
     let lb = published();
-    assert_eq!(plan_for(&lb, &Observed::default(), &[]), Step::Create);
+    assert_eq!(
+        plan_for(&lb, &Observed::default(), &[]),
+        Step::Create(vec![Vec::new(); lb.spec.ports.len()])
+    );
     let mut observed = tree(&[]);
     observed
         .load_balancers
@@ -117,6 +120,19 @@ fn nothing_found_means_create_and_a_duplicate_is_deleted() {
     assert_eq!(
         plan_for(&lb, &observed, &[]),
         Step::DeleteDuplicates(vec![LoadBalancerId::new("lb-2")])
+    );
+}
+
+#[test]
+fn a_create_carries_the_members_already_serving() {
+    let lb = published();
+    let serving = [backend("web-0", "10.0.0.10"), backend("web-1", "10.0.0.11")];
+    assert_eq!(
+        plan_for(&lb, &Observed::default(), &serving),
+        Step::Create(vec![vec![
+            member("web-0", "10.0.0.10"),
+            member("web-1", "10.0.0.11")
+        ]])
     );
 }
 

@@ -7,7 +7,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use axum::routing::get;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::model::{Listener, Prov};
 use super::{
@@ -15,7 +15,7 @@ use super::{
     views,
 };
 use crate::sim::query::Params;
-use crate::sim::state::Sim;
+use crate::sim::state::{Sim, World};
 
 pub(super) fn routes(r: Router<Sim>, p: &str) -> Router<Sim> {
     r.route(&format!("{p}/listeners"), get(list).post(create))
@@ -29,7 +29,22 @@ fn not_found(cx: &Cx, id: &str) -> Response {
     cx.err(404, &format!("Listener {id} not found."))
 }
 
-fn is_udp(p: &str) -> bool {
+/// A new listener of `lb_id` from a validated request.
+pub(super) fn build(w: &mut World, lb_id: &str, req: &Map<String, Value>) -> Listener {
+    Listener {
+        meta: new_meta(w, req),
+        lb_id: lb_id.to_owned(),
+        protocol: str_field(req, "protocol").unwrap_or_default(),
+        protocol_port: u64_field(req, "protocol_port").unwrap_or_default(),
+        connection_limit: req
+            .get("connection_limit")
+            .and_then(Value::as_i64)
+            .unwrap_or(-1),
+        default_pool_id: str_field(req, "default_pool_id"),
+    }
+}
+
+pub(super) fn is_udp(p: &str) -> bool {
     matches!(p, "UDP" | "SCTP")
 }
 
@@ -55,17 +70,7 @@ async fn create(
     if clash {
         return Err(cx.err(409, &format!("Another Listener on this Load Balancer is already using protocol {protocol} and protocol_port {port}")));
     }
-    let listener = Listener {
-        meta: new_meta(&mut w, &req),
-        lb_id: lb_id.clone(),
-        protocol,
-        protocol_port: port,
-        connection_limit: req
-            .get("connection_limit")
-            .and_then(Value::as_i64)
-            .unwrap_or(-1),
-        default_pool_id: str_field(&req, "default_pool_id"),
-    };
+    let listener = build(&mut w, &lb_id, &req);
     let body = json!({"listener": views::listener(&w, &listener)});
     w.octavia
         .listeners

@@ -80,6 +80,7 @@ async fn create(
     let cx = enter(&sim, "create_load_balancer", &headers).await?;
     let req = body(&cx, &bytes, "loadbalancer")?;
     schema::check(&cx, schema::LOAD_BALANCER, &req)?;
+    super::populated::check(&cx, &req)?;
     let mut w = sim.world();
     let (subnet_id, network_id, existing) = vip(&cx, &w, &req)?;
     let flavor_id = str_field(&req, "flavor_id");
@@ -116,8 +117,10 @@ async fn create(
         meta,
     };
     w.schedule(at);
-    let body = json!({"loadbalancer": views::lb(&w, &lb)});
-    w.octavia.lbs.insert(lb.meta.id.clone(), lb);
+    let id = lb.meta.id.clone();
+    w.octavia.lbs.insert(id.clone(), lb);
+    super::populated::build(&cx, &mut w, &id, &req)?;
+    let body = json!({"loadbalancer": views::lb(&w, &w.octavia.lbs[&id])});
     Ok(cx.ok(201, &body))
 }
 

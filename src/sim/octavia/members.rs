@@ -42,7 +42,7 @@ fn member_not_found(cx: &Cx, id: &str) -> Response {
 }
 
 /// Fields of a member from a request (address and port are mandatory).
-fn fill(
+pub(super) fn fill(
     cx: &Cx,
     w: &mut World,
     req: &Map<String, Value>,

@@ -11,6 +11,7 @@ mod members;
 pub(crate) mod model;
 mod monitors;
 mod pools;
+mod populated;
 mod schema;
 mod snapshot;
 mod views;

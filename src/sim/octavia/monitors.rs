@@ -28,8 +28,30 @@ fn not_found(cx: &Cx, id: &str) -> Response {
     cx.err(404, &format!("Health Monitor {id} not found."))
 }
 
+/// A new health monitor of `pool_id` from a validated request.
+pub(super) fn build(w: &mut World, pool_id: &str, req: &Map<String, Value>) -> Monitor {
+    let kind = str_field(req, "type").unwrap_or_default();
+    let num = |f: &str| u64_field(req, f).unwrap_or_default();
+    let http = kind.starts_with("HTTP");
+    let http_field = |f: &str, default: &str| {
+        http.then(|| str_field(req, f).unwrap_or_else(|| default.to_string()))
+    };
+    Monitor {
+        meta: new_meta(w, req),
+        pool_id: pool_id.to_owned(),
+        delay: num("delay"),
+        timeout: num("timeout"),
+        max_retries: num("max_retries"),
+        max_retries_down: u64_field(req, "max_retries_down").unwrap_or(3),
+        http_method: http_field("http_method", "GET"),
+        url_path: http_field("url_path", "/"),
+        expected_codes: http_field("expected_codes", "200"),
+        kind,
+    }
+}
+
 /// The one rule across fields (ranges are the schema's).
-fn check_timing(cx: &Cx, delay: u64, timeout: u64) -> Result<(), Response> {
+pub(super) fn check_timing(cx: &Cx, delay: u64, timeout: u64) -> Result<(), Response> {
     if timeout > delay {
         return Err(cx.err(400, &format!("Validation failure: The request delay value {delay} should be larger than the request timeout value {timeout}.")));
     }
@@ -45,10 +67,8 @@ async fn create(
     let req = body(&cx, &bytes, "healthmonitor")?;
     schema::check(&cx, schema::MONITOR_POST, &req)?;
     let pool_id = str_field(&req, "pool_id").unwrap_or_default();
-    let kind = str_field(&req, "type").unwrap_or_default();
     let num = |f: &str| u64_field(&req, f).unwrap_or_default();
-    let (delay, timeout, retries) = (num("delay"), num("timeout"), num("max_retries"));
-    check_timing(&cx, delay, timeout)?;
+    check_timing(&cx, num("delay"), num("timeout"))?;
     let mut w = sim.world();
     let pool = w
         .octavia
@@ -60,22 +80,7 @@ async fn create(
     }
     let lb_id = pool.lb_id.clone();
     lifecycle::ensure_mutable(&cx, &w, &lb_id, Some(&pool_id))?;
-    let http = kind.starts_with("HTTP");
-    let http_field = |f: &str, default: &str| {
-        http.then(|| str_field(&req, f).unwrap_or_else(|| default.to_string()))
-    };
-    let monitor = Monitor {
-        meta: new_meta(&mut w, &req),
-        pool_id: pool_id.clone(),
-        delay,
-        timeout,
-        max_retries: retries,
-        max_retries_down: u64_field(&req, "max_retries_down").unwrap_or(3),
-        http_method: http_field("http_method", "GET"),
-        url_path: http_field("url_path", "/"),
-        expected_codes: http_field("expected_codes", "200"),
-        kind,
-    };
+    let monitor = build(&mut w, &pool_id, &req);
     if let Some(p) = w.octavia.pools.get_mut(&pool_id) {
         p.monitor_id = Some(monitor.meta.id.clone());
         lifecycle::touch(&mut p.meta.prov);

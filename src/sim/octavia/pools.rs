@@ -7,7 +7,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use axum::routing::get;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::model::{Pool, Prov};
 use super::{
@@ -26,6 +26,25 @@ pub(super) fn routes(r: Router<Sim>, p: &str) -> Router<Sim> {
 
 pub(super) fn not_found(cx: &Cx, id: &str) -> Response {
     cx.err(404, &format!("Pool {id} not found."))
+}
+
+/// A new pool of `lb_id` (default pool of `listener_id`) from a validated request,
+/// without members or monitor.
+pub(super) fn build(
+    w: &mut World,
+    lb_id: &str,
+    listener_id: Option<String>,
+    req: &Map<String, Value>,
+) -> Pool {
+    Pool {
+        meta: new_meta(w, req),
+        lb_id: lb_id.to_owned(),
+        listener_id,
+        protocol: str_field(req, "protocol").unwrap_or_default(),
+        lb_algorithm: str_field(req, "lb_algorithm").unwrap_or_default(),
+        members: vec![],
+        monitor_id: None,
+    }
 }
 
 /// The load balancer a new pool belongs to (through its listener, if given).
@@ -64,8 +83,6 @@ async fn create(
     let cx = enter(&sim, "create_pool", &headers).await?;
     let req = body(&cx, &bytes, "pool")?;
     schema::check(&cx, schema::POOL_POST, &req)?;
-    let protocol = str_field(&req, "protocol").unwrap_or_default();
-    let algorithm = str_field(&req, "lb_algorithm").unwrap_or_default();
     let listener_id = str_field(&req, "listener_id");
     let mut w = sim.world();
     let lb_id = owner(
@@ -75,15 +92,7 @@ async fn create(
         str_field(&req, "loadbalancer_id"),
     )?;
     lifecycle::ensure_mutable(&cx, &w, &lb_id, None)?;
-    let pool = Pool {
-        meta: new_meta(&mut w, &req),
-        lb_id: lb_id.clone(),
-        listener_id: listener_id.clone(),
-        protocol,
-        lb_algorithm: algorithm,
-        members: vec![],
-        monitor_id: None,
-    };
+    let pool = build(&mut w, &lb_id, listener_id.clone(), &req);
     if let Some(l) = listener_id.and_then(|l| w.octavia.listeners.get_mut(&l)) {
         l.default_pool_id = Some(pool.meta.id.clone());
         lifecycle::touch(&mut l.meta.prov);

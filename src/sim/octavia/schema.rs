@@ -115,6 +115,15 @@ pub(super) const LISTENER_POST: &[Attr] = &[
     req("loadbalancer_id", Type::Other),
     TAGS,
 ];
+/// `ListenerSingleCreate`: a listener inside a load balancer create (no parent ID).
+pub(super) const LISTENER_SINGLE: &[Attr] = &[
+    NAME,
+    DESCRIPTION,
+    req("protocol", Type::OneOf(LISTENER_PROTOCOLS)),
+    req("protocol_port", PORT),
+    opt("connection_limit", Type::Int(Some(-1), None)),
+    TAGS,
+];
 pub(super) const LISTENER_PUT: &[Attr] = &[
     NAME,
     DESCRIPTION,
@@ -160,6 +169,19 @@ pub(super) const MONITOR_POST: &[Attr] = &[
     opt("url_path", Type::UrlPath),
     opt("expected_codes", Type::Codes),
     req("pool_id", Type::Other),
+    TAGS,
+];
+/// `HealthMonitorSingleCreate`: a monitor inside a pool of a load balancer create.
+pub(super) const MONITOR_SINGLE: &[Attr] = &[
+    NAME,
+    req("type", Type::OneOf(MONITOR_TYPES)),
+    req("delay", Type::Int(Some(0), None)),
+    req("timeout", Type::Int(Some(0), None)),
+    opt("max_retries_down", RETRIES),
+    req("max_retries", RETRIES),
+    opt("http_method", Type::OneOf(HTTP_METHODS)),
+    opt("url_path", Type::UrlPath),
+    opt("expected_codes", Type::Codes),
     TAGS,
 ];
 pub(super) const MONITOR_PUT: &[Attr] = &[
