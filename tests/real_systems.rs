@@ -326,8 +326,30 @@ async fn steady_state_cloud_calls_and_healing_within_a_resync() {
         "virtualmachinegroup.yaml",
         "loadbalancer.yaml",
     ]);
-    apply(&real, &ns, &files);
+    // The group first, then a LoadBalancer for it: one Octavia write builds it all.
+    apply(&real, &ns, &files[..2]);
+    let groups: Api<VirtualMachineGroup> = ns.api(client.clone());
+    until(
+        "the group has 2 Ready replicas",
+        Duration::from_secs(120),
+        &context(&operator),
+        || async { (groups.get(GROUP).await.ok()?.status?.ready_replicas == 2).then_some(()) },
+    )
+    .await;
+    let writes_before = real.octavia_writes();
+    let applied = Instant::now();
+    apply(&real, &ns, &files[2..]);
     pools_hold_the_group(&ns, &client, &operator, 2).await;
+    let writes = real.octavia_writes() - writes_before;
+    println!(
+        "REAL load balancer for a Ready group: both pools full {:.1} s after apply, \
+         {writes} Octavia write(s)",
+        applied.elapsed().as_secs_f64()
+    );
+    assert_eq!(
+        writes, 1,
+        "listeners, pools, monitors and members come with the create"
+    );
     // Let the last status writes settle, then count over whole resync periods.
     tokio::time::sleep(Duration::from_secs(resync)).await;
     let periods = 4;

@@ -123,6 +123,16 @@ impl Real {
         total
     }
 
+    /// Writes (POST, PUT, DELETE) the operator has sent to Octavia so far, from its
+    /// access log.
+    pub fn octavia_writes(&self) -> usize {
+        std::fs::read_to_string(self.openstack_logs.join("octavia-api.log"))
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.ends_with("\"verda-operator/0.1.0\"") && !l.contains("\"GET "))
+            .count()
+    }
+
     /// Starts the operator binary the way the README runs it outside a cluster, plus `args`.
     pub fn operator(&self, name: &str, args: &[&str], config: Option<&str>) -> Operator {
         let port = free_port();
