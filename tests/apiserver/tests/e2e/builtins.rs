@@ -4,9 +4,8 @@
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
-use k8s_openapi::api::core::v1::{ConfigMap, Event as CoreEvent, ObjectReference, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Event as CoreEvent, Secret};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use serde_json::json;
 
 use crate::support::*;
@@ -15,30 +14,7 @@ use crate::support::*;
 async fn recorder_events_are_created_then_counted_and_readable_through_core_v1() {
     let (_s, c) = start().await;
     let created = create(&vms(&c), vm("vm-a")).await;
-    let reference = ObjectReference {
-        api_version: Some("verda.linecorp.com/v1alpha1".into()),
-        kind: Some("VirtualMachine".into()),
-        name: Some("vm-a".into()),
-        namespace: Some(NS.into()),
-        uid: created.metadata.uid.clone(),
-        ..Default::default()
-    };
-    let recorder = Recorder::new(
-        c.clone(),
-        Reporter {
-            controller: "verda-operator".into(),
-            instance: Some("pod-1".into()),
-        },
-    );
-    let ev = Event {
-        type_: EventType::Normal,
-        reason: "ServerCreating".into(),
-        note: Some("creating server".into()),
-        action: "CreateServer".into(),
-        secondary: None,
-    };
-    recorder.publish(&ev, &reference).await.unwrap();
-    recorder.publish(&ev, &reference).await.unwrap();
+    publish_server_creating(&c, created.metadata.uid.clone(), 2).await;
     let core: Api<CoreEvent> = Api::namespaced(c.clone(), NS);
     let listed = core
         .list(&ListParams::default().fields("involvedObject.name=vm-a"))
@@ -181,29 +157,7 @@ async fn table(raw: &Raw, path: &str) -> serde_json::Value {
 #[tokio::test]
 async fn event_tables_have_the_event_columns_in_both_api_groups() {
     let (server, c) = start().await;
-    let reference = ObjectReference {
-        api_version: Some("verda.linecorp.com/v1alpha1".into()),
-        kind: Some("VirtualMachine".into()),
-        name: Some("vm-a".into()),
-        namespace: Some(NS.into()),
-        ..Default::default()
-    };
-    let recorder = Recorder::new(
-        c.clone(),
-        Reporter {
-            controller: "verda-operator".into(),
-            instance: Some("pod-1".into()),
-        },
-    );
-    let ev = Event {
-        type_: EventType::Normal,
-        reason: "ServerCreating".into(),
-        note: Some("creating server".into()),
-        action: "CreateServer".into(),
-        secondary: None,
-    };
-    recorder.publish(&ev, &reference).await.unwrap();
-    recorder.publish(&ev, &reference).await.unwrap();
+    publish_server_creating(&c, None, 2).await;
     let raw = Raw::new(&server);
     let hours = |h: u64| Duration::from_secs(h * 3600);
     let (code, _) = raw

@@ -4,9 +4,8 @@
 
 use std::process::Command;
 
-use k8s_openapi::api::core::v1::{Event as CoreEvent, ObjectReference};
+use k8s_openapi::api::core::v1::Event as CoreEvent;
 use kube::api::{Api, PostParams};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use serde_json::json;
 use verda_test_apiserver::ApiServer;
 
@@ -120,28 +119,7 @@ async fn kubectl_applies_the_published_manifests_with_the_generated_crds() {
 
 /// One event through each API: events.k8s.io/v1 as the operator's recorder writes it, core/v1 as client-go's.
 async fn record_events(client: kube::Client) {
-    let reporter = Reporter {
-        controller: "verda-operator".into(),
-        instance: Some("pod-1".into()),
-    };
-    let reference = ObjectReference {
-        api_version: Some("verda.linecorp.com/v1alpha1".into()),
-        kind: Some("VirtualMachine".into()),
-        name: Some("vm-a".into()),
-        namespace: Some(NS.into()),
-        ..Default::default()
-    };
-    let ev = Event {
-        type_: EventType::Normal,
-        reason: "ServerCreating".into(),
-        note: Some("creating server".into()),
-        action: "CreateServer".into(),
-        secondary: None,
-    };
-    Recorder::new(client.clone(), reporter)
-        .publish(&ev, &reference)
-        .await
-        .unwrap();
+    crate::support::publish_server_creating(&client, None, 1).await;
     let now = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string();
     let legacy: CoreEvent = serde_json::from_value(json!({
         "metadata": {"name": "vm-b.legacy"}, "type": "Warning", "reason": "ServerError", "message": "server went to ERROR",

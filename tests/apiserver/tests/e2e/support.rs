@@ -148,3 +148,35 @@ impl Raw {
 
 pub const VMS: &str = "/apis/verda.linecorp.com/v1alpha1/namespaces/default/virtualmachines";
 pub const VMGS: &str = "/apis/verda.linecorp.com/v1alpha1/namespaces/default/virtualmachinegroups";
+
+/// Publishes the event "ServerCreating" about VirtualMachine `vm-a` in [`NS`] `times` times, as
+/// the operator's recorder (events.k8s.io/v1) does: the first a create, the repeats a series.
+pub async fn publish_server_creating(c: &Client, uid: Option<String>, times: usize) {
+    use k8s_openapi::api::core::v1::ObjectReference;
+    use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+    let reference = ObjectReference {
+        api_version: Some("verda.linecorp.com/v1alpha1".into()),
+        kind: Some("VirtualMachine".into()),
+        name: Some("vm-a".into()),
+        namespace: Some(NS.into()),
+        uid,
+        ..Default::default()
+    };
+    let recorder = Recorder::new(
+        c.clone(),
+        Reporter {
+            controller: "verda-operator".into(),
+            instance: Some("pod-1".into()),
+        },
+    );
+    let ev = Event {
+        type_: EventType::Normal,
+        reason: "ServerCreating".into(),
+        note: Some("creating server".into()),
+        action: "CreateServer".into(),
+        secondary: None,
+    };
+    for _ in 0..times {
+        recorder.publish(&ev, &reference).await.unwrap();
+    }
+}
