@@ -165,7 +165,7 @@ async fn connect(options: &RunOptions) -> Result<kube::Client, RunError> {
         }
         Ok(Err(e)) => Err(RunError::KubeUnreachable {
             url,
-            reason: e.to_string(),
+            reason: crate::kube_error::describe(&e).to_string(),
         }),
         Err(_) => Err(RunError::KubeUnreachable {
             url,

@@ -2,8 +2,9 @@
 //! knows these names, so controllers and tests never spell them by hand.
 //!
 //! - Nova servers: metadata `verda.linecorp.com:uid`, `:namespace`, `:name` (Nova refuses
-//!   `/` in metadata keys: `^[a-zA-Z0-9-_:. ]{1,255}$`), plus the tag `verda-uid-<uid>` so `list_servers` can filter by owner server-side (Nova tag filters
-//!   need microversion 2.26, tags at create 2.52).
+//!   `/` in metadata keys: `^[a-zA-Z0-9-_:. ]{1,255}$`), plus the tag `verda-uid-<uid>`
+//!   so `list_servers` can filter by owner server-side (Nova tag filters need
+//!   microversion 2.26, tags at create 2.52).
 //! - Octavia objects: the tag `verda-uid-<uid>`.
 //! - Nova server groups (no tags or metadata): the name `verda-<namespace>-<name>-<uid>`,
 //!   found again by its `-<uid>` suffix; the name part is shortened to fit Nova's 255.

@@ -235,7 +235,7 @@ async fn report_failure<K: Managed>(api: &Api<K>, obj: &K, ctx: &Context, error:
         )
         .await
     {
-        tracing::debug!(error = %e, "could not record the failure in status");
+        tracing::debug!(error = %crate::kube_error::describe(&e), "could not record the failure in status");
     }
     publish(
         ctx,
@@ -265,6 +265,6 @@ pub async fn publish<K: Resource<DynamicType = ()>>(
         secondary: None,
     };
     if let Err(e) = ctx.recorder.publish(&event, &obj.object_ref(&())).await {
-        tracing::debug!(error = %e, "could not publish an event");
+        tracing::debug!(error = %crate::kube_error::describe(&e), "could not publish an event");
     }
 }

@@ -90,7 +90,6 @@ impl OpenStackClient {
         &self.transport.config().name
     }
 
-    /// Fetch a token now, to fail fast at start-up on bad credentials.
     /// A name lookup, remembered for the configured lifetime (see [`lookups`]).
     async fn remembered<T: Clone + Send + Sync + 'static>(
         &self,
@@ -117,6 +116,7 @@ impl OpenStackClient {
         result
     }
 
+    /// Fetch a token now, to fail fast at start-up on bad credentials.
     pub async fn authenticate(&self) -> CloudResult<()> {
         let action = format!("authenticate to cloud {}", self.cloud_name());
         self.transport

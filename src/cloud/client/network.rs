@@ -159,9 +159,7 @@ impl OpenStackClient {
         pick_one(Resource::Network, name_or_id, named, |n| n.id.to_string())
             .map_err(|k| CloudError::new(format!("find network {name_or_id}"), k))
     }
-}
 
-impl OpenStackClient {
     /// A subnet by ID or name, asking the cloud.
     async fn subnet_find(&self, name_or_id: &str) -> CloudResult<Subnet> {
         if looks_like_uuid(name_or_id) {
