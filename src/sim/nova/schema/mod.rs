@@ -31,18 +31,31 @@ const POLICIES: [&str; 4] = [
     "soft-affinity",
 ];
 
-/// `POST /servers` at microversion 2.`minor`.
-pub(super) fn create(minor: u32, body: &Value) -> Result<(), String> {
+/// A body wrapping one object under `key` (and no other top-level key but `also`): the
+/// object is checked by `inner` first, as Nova's `properties` come before `required`
+/// and `additionalProperties`.
+fn wrapped(
+    body: &Value,
+    key: &str,
+    also: &[&str],
+    inner: impl FnOnce(&Value) -> Check,
+) -> Result<(), String> {
     let check = || {
         let top = root(body)?;
-        if let Some(server) = top.get("server") {
-            server_create(minor, server)?;
+        if let Some(v) = top.get(key) {
+            inner(v)?;
         }
-        required(None, top, &["server"])?;
-        let keys = ["server", "os:scheduler_hints", "OS-SCH-HNT:scheduler_hints"];
-        no_extra(None, top, &keys)
+        required(None, top, &[key])?;
+        let allowed: Vec<&str> = std::iter::once(key).chain(also.iter().copied()).collect();
+        no_extra(None, top, &allowed)
     };
     check().map_err(Invalid::message)
+}
+
+/// `POST /servers` at microversion 2.`minor`.
+pub(super) fn create(minor: u32, body: &Value) -> Result<(), String> {
+    let hints = ["os:scheduler_hints", "OS-SCH-HNT:scheduler_hints"];
+    wrapped(body, "server", &hints, |v| server_create(minor, v))
 }
 
 fn server_create(minor: u32, v: &Value) -> Check {
@@ -138,70 +151,45 @@ fn security_groups(v: &Value) -> Check {
 
 /// `PUT /servers/{id}` at microversion 2.`minor`.
 pub(super) fn update(minor: u32, body: &Value) -> Result<(), String> {
-    let check = || {
-        let top = root(body)?;
-        if let Some(v) = top.get("server") {
-            let s = object("server", v)?;
-            if let Some(x) = s.get("name") {
-                name("name", x)?;
-            }
-            if let Some(x) = s.get("description").filter(|_| minor >= 19) {
-                description(x)?;
-            }
-            let mut keys = vec!["name", "OS-DCF:diskConfig", "accessIPv4", "accessIPv6"];
-            let versioned = [("description", 19), ("hostname", 90)].into_iter();
-            keys.extend(versioned.filter(|(_, m)| minor >= *m).map(|(k, _)| k));
-            no_extra(Some(("server", v)), s, &keys)?;
-        }
-        required(None, top, &["server"])?;
-        no_extra(None, top, &["server"])
-    };
-    check().map_err(Invalid::message)
+    wrapped(body, "server", &[], |v| server_update(minor, v))
+}
+
+fn server_update(minor: u32, v: &Value) -> Check {
+    let s = object("server", v)?;
+    if let Some(x) = s.get("name") {
+        name("name", x)?;
+    }
+    if let Some(x) = s.get("description").filter(|_| minor >= 19) {
+        description(x)?;
+    }
+    let mut keys = vec!["name", "OS-DCF:diskConfig", "accessIPv4", "accessIPv6"];
+    let versioned = [("description", 19), ("hostname", 90)].into_iter();
+    keys.extend(versioned.filter(|(_, m)| minor >= *m).map(|(k, _)| k));
+    no_extra(Some(("server", v)), s, &keys)
 }
 
 /// `PUT` and `POST /servers/{id}/metadata`: `{"metadata": {...}}`.
 pub(super) fn metadata_set(body: &Value) -> Result<(), String> {
-    let check = || {
-        let top = root(body)?;
-        if let Some(v) = top.get("metadata") {
-            metadata("metadata", v)?;
-        }
-        required(None, top, &["metadata"])?;
-        no_extra(None, top, &["metadata"])
-    };
-    check().map_err(Invalid::message)
+    wrapped(body, "metadata", &[], |v| metadata("metadata", v).map(drop))
 }
 
 /// `PUT /servers/{id}/metadata/{key}`: `{"meta": {key: value}}`, exactly one item.
 pub(super) fn metadata_item(body: &Value) -> Result<(), String> {
-    let check = || {
-        let top = root(body)?;
-        if let Some(v) = top.get("meta") {
-            let m = metadata("meta", v)?;
-            non_empty("meta", v, m.is_empty())?;
-            if m.len() > 1 {
-                let why = format!("{} has too many properties", py_repr(v));
-                return Err(fail("meta", v, why));
-            }
+    wrapped(body, "meta", &[], |v| {
+        let m = metadata("meta", v)?;
+        non_empty("meta", v, m.is_empty())?;
+        if m.len() > 1 {
+            let why = format!("{} has too many properties", py_repr(v));
+            return Err(fail("meta", v, why));
         }
-        required(None, top, &["meta"])?;
-        no_extra(None, top, &["meta"])
-    };
-    check().map_err(Invalid::message)
+        Ok(())
+    })
 }
 
 /// `POST /os-server-groups` at microversion 2.`minor`: `policy` and `rules` from 2.64,
 /// a one-item `policies` list before, soft policies from 2.15.
 pub(super) fn server_group(minor: u32, body: &Value) -> Result<(), String> {
-    let check = || {
-        let top = root(body)?;
-        if let Some(v) = top.get("server_group") {
-            group(minor, v)?;
-        }
-        required(None, top, &["server_group"])?;
-        no_extra(None, top, &["server_group"])
-    };
-    check().map_err(Invalid::message)
+    wrapped(body, "server_group", &[], |v| group(minor, v))
 }
 
 fn group(minor: u32, v: &Value) -> Check {
