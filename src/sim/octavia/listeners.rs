@@ -44,6 +44,11 @@ pub(super) fn build(w: &mut World, lb_id: &str, req: &Map<String, Value>) -> Lis
     }
 }
 
+/// Octavia's 409 for a second listener on a protocol family and port.
+pub(super) fn port_in_use(cx: &Cx, protocol: &str, port: u64) -> Response {
+    cx.err(409, &format!("Another Listener on this Load Balancer is already using protocol {protocol} and protocol_port {port}"))
+}
+
 pub(super) fn is_udp(p: &str) -> bool {
     matches!(p, "UDP" | "SCTP")
 }
@@ -68,7 +73,7 @@ async fn create(
         l.lb_id == lb_id && l.protocol_port == port && is_udp(&l.protocol) == is_udp(&protocol)
     });
     if clash {
-        return Err(cx.err(409, &format!("Another Listener on this Load Balancer is already using protocol {protocol} and protocol_port {port}")));
+        return Err(port_in_use(&cx, &protocol, port));
     }
     let listener = build(&mut w, &lb_id, &req);
     let body = json!({"listener": views::listener(&w, &listener)});

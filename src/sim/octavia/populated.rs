@@ -36,14 +36,10 @@ pub(super) fn check(cx: &Cx, req: &Map<String, Value>) -> Result<(), Response> {
     for listener in listeners_of(req) {
         schema::check(cx, schema::LISTENER_SINGLE, listener)?;
         let port = u64_field(listener, "protocol_port").unwrap_or_default();
-        let udp = listeners::is_udp(&str_field(listener, "protocol").unwrap_or_default());
+        let protocol = str_field(listener, "protocol").unwrap_or_default();
+        let udp = listeners::is_udp(&protocol);
         if ports.contains(&(port, udp)) {
-            return Err(cx.err(
-                409,
-                &format!(
-                    "Another Listener on this Load Balancer is already using protocol_port {port}"
-                ),
-            ));
+            return Err(listeners::port_in_use(cx, &protocol, port));
         }
         ports.push((port, udp));
         let Some(pool) = object(listener, "default_pool") else {
