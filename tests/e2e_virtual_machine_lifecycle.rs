@@ -7,6 +7,7 @@ use std::cell::Cell;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Patch, PatchParams, PostParams};
 use serde_json::json;
 use support::e2e::{Env, eventually, test_timing};
@@ -31,19 +32,36 @@ async fn ready_vm(env: &Env, name: &str) -> VirtualMachine {
     .await
 }
 
+/// Waits until the VirtualMachine `name`'s Ready condition has `reason`.
+async fn ready_reason(env: &Env, name: &str, reason: &str) -> Condition {
+    let api = env.api::<VirtualMachine>();
+    eventually(&format!("Ready=False {reason}"), LIMIT, || async {
+        let vm = api.get(name).await.ok()?;
+        let c = find_condition(&vm.status.as_ref()?.conditions, READY)?.clone();
+        (c.reason == reason).then_some(c)
+    })
+    .await
+}
+
+/// A ConfigMap `name` whose key `script` holds `script`.
+async fn script_config_map(env: &Env, name: &str, script: &str) {
+    let cm: ConfigMap = serde_json::from_value(json!({
+        "metadata": {"name": name}, "data": {"script": script}
+    }))
+    .expect("configmap");
+    env.api::<ConfigMap>()
+        .create(&PostParams::default(), &cm)
+        .await
+        .expect("configmap created");
+}
+
 #[tokio::test]
 async fn an_unknown_image_is_reported_and_retried_slowly_with_bounded_cloud_calls() {
     let env = Env::start(SimConfig::fast(), test_timing()).await;
     let _: VirtualMachine = env
         .create_from_yaml(&manifest("broken", "no-such-image", ""))
         .await;
-    let api = env.api::<VirtualMachine>();
-    let condition = eventually("Ready=False ImageNotFound", LIMIT, || async {
-        let vm = api.get("broken").await.ok()?;
-        let c = find_condition(&vm.status.as_ref()?.conditions, READY)?.clone();
-        (c.reason == "ImageNotFound").then_some(c)
-    })
-    .await;
+    let condition = ready_reason(&env, "broken", "ImageNotFound").await;
     assert_eq!(condition.status, "False");
     assert!(
         condition.message.contains("no-such-image"),
@@ -255,14 +273,7 @@ async fn a_flavor_change_resizes_and_confirms_and_metadata_changes_apply_in_plac
 #[tokio::test]
 async fn an_init_script_from_a_configmap_key_becomes_user_data() {
     let env = Env::start(SimConfig::fast(), test_timing()).await;
-    let cm: ConfigMap = serde_json::from_value(json!({
-        "metadata": {"name": "boot"}, "data": {"script": "echo hi"}
-    }))
-    .expect("configmap");
-    env.api::<ConfigMap>()
-        .create(&PostParams::default(), &cm)
-        .await
-        .expect("configmap created");
+    script_config_map(&env, "boot", "echo hi").await;
     let extra = "  initScript:\n    configMapKeyRef: {name: boot, key: script}\n";
     let _: VirtualMachine = env
         .create_from_yaml(&manifest("scripted", "centos79", extra))
@@ -277,25 +288,12 @@ async fn an_init_script_from_a_configmap_key_becomes_user_data() {
 async fn an_init_script_too_large_for_nova_is_reported_and_nothing_is_created() {
     let env = Env::start(SimConfig::fast(), test_timing()).await;
     // 49,150 bytes: one more than Nova's 65,535 characters of base64 can carry.
-    let cm: ConfigMap = serde_json::from_value(json!({
-        "metadata": {"name": "big"}, "data": {"script": "x".repeat(49_150)}
-    }))
-    .expect("configmap");
-    env.api::<ConfigMap>()
-        .create(&PostParams::default(), &cm)
-        .await
-        .expect("configmap created");
+    script_config_map(&env, "big", &"x".repeat(49_150)).await;
     let extra = "  initScript:\n    configMapKeyRef: {name: big, key: script}\n";
     let _: VirtualMachine = env
         .create_from_yaml(&manifest("too-big", "centos79", extra))
         .await;
-    let api = env.api::<VirtualMachine>();
-    let condition = eventually("Ready=False InitScriptTooLarge", LIMIT, || async {
-        let vm = api.get("too-big").await.ok()?;
-        let c = find_condition(&vm.status.as_ref()?.conditions, READY)?.clone();
-        (c.reason == "InitScriptTooLarge").then_some(c)
-    })
-    .await;
+    let condition = ready_reason(&env, "too-big", "InitScriptTooLarge").await;
     assert!(
         condition.message.contains("49150 bytes"),
         "{}",
