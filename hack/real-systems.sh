@@ -39,7 +39,7 @@ start() {
   for attempt in 1 2; do
     log "starting $name (attempt $attempt)"
     if bash "$RS/$name/start.sh" >"$WORK/start-$name.log" 2>&1; then
-      started+=("$name")
+      [[ " ${started[*]} " == *" $name "* ]] || started+=("$name")
       return 0
     fi
     tail -n 20 "$WORK/start-$name.log" >&2

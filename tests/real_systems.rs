@@ -42,6 +42,36 @@ fn apply(real: &Real, ns: &Namespace, files: &[String]) {
     }
 }
 
+/// What every scenario starts from: the real systems, a fresh namespace, an
+/// administrator's client, and what the project held before.
+struct Scene {
+    real: Arc<Real>,
+    ns: Namespace,
+    client: kube::Client,
+    baseline: BTreeSet<String>,
+}
+
+impl Scene {
+    async fn start(prefix: &str) -> Self {
+        let real = Arc::new(Real::from_env());
+        Self {
+            ns: Namespace::create(real.clone(), prefix),
+            client: real.kube().await,
+            baseline: project_inventory(&real),
+            real,
+        }
+    }
+}
+
+/// The three published manifests: a VirtualMachine, a group, a LoadBalancer for it.
+fn published_scenario() -> Vec<String> {
+    published(&[
+        "virtualmachine.yaml",
+        "virtualmachinegroup.yaml",
+        "loadbalancer.yaml",
+    ])
+}
+
 fn context(operator: &Operator) -> impl Fn() -> String + '_ {
     move || format!("operator log (last lines):\n{}", tail(&operator.log(), 25))
 }
@@ -159,6 +189,7 @@ fn nothing_left(real: &Real, baseline: &BTreeSet<String>) {
 /// Deletes what `files` created and checks the project is back to `baseline`.
 async fn all_deleted(
     real: &Real,
+    client: &kube::Client,
     ns: &Namespace,
     operator: &Operator,
     files: &[String],
@@ -169,10 +200,9 @@ async fn all_deleted(
         args.extend(["-f", f.as_str()]);
     }
     real.kubectl(&args);
-    let client = real.kube().await;
     let vms: Api<VirtualMachine> = ns.api(client.clone());
     let groups: Api<VirtualMachineGroup> = ns.api(client.clone());
-    let lbs: Api<LoadBalancer> = ns.api(client);
+    let lbs: Api<LoadBalancer> = ns.api(client.clone());
     until(
         "every object is gone",
         Duration::from_secs(240),
@@ -191,17 +221,15 @@ async fn all_deleted(
 #[tokio::test]
 #[ignore = "needs the real systems: hack/real-systems.sh"]
 async fn published_manifests_converge_scale_both_ways_and_leave_nothing() {
-    let real = Arc::new(Real::from_env());
-    let ns = Namespace::create(real.clone(), "real-published");
-    let client = real.kube().await;
-    let baseline = project_inventory(&real);
+    let Scene {
+        real,
+        ns,
+        client,
+        baseline,
+    } = Scene::start("real-published").await;
     // Exactly as the README runs it outside a cluster: no flags.
     let operator = real.operator("published", &[], None);
-    let files = published(&[
-        "virtualmachine.yaml",
-        "virtualmachinegroup.yaml",
-        "loadbalancer.yaml",
-    ]);
+    let files = published_scenario();
 
     let applied = Instant::now();
     apply(&real, &ns, &files);
@@ -309,23 +337,21 @@ async fn published_manifests_converge_scale_both_ways_and_leave_nothing() {
         drained.elapsed().as_secs_f64()
     );
 
-    all_deleted(&real, &ns, &operator, &files, baseline).await;
+    all_deleted(&real, &client, &ns, &operator, &files, baseline).await;
 }
 
 #[tokio::test]
 #[ignore = "needs the real systems: hack/real-systems.sh"]
 async fn steady_state_cloud_calls_and_healing_within_a_resync() {
-    let real = Arc::new(Real::from_env());
-    let ns = Namespace::create(real.clone(), "real-steady");
-    let client = real.kube().await;
-    let baseline = project_inventory(&real);
+    let Scene {
+        real,
+        ns,
+        client,
+        baseline,
+    } = Scene::start("real-steady").await;
     let resync = 15;
     let operator = real.operator("steady", &[], Some(&format!("resyncPeriod: {resync}s\n")));
-    let files = published(&[
-        "virtualmachine.yaml",
-        "virtualmachinegroup.yaml",
-        "loadbalancer.yaml",
-    ]);
+    let files = published_scenario();
     // The group first, then a LoadBalancer for it: one Octavia write builds it all.
     apply(&real, &ns, &files[..2]);
     let groups: Api<VirtualMachineGroup> = ns.api(client.clone());
@@ -386,16 +412,18 @@ async fn steady_state_cloud_calls_and_healing_within_a_resync() {
         broken.elapsed().as_secs_f64()
     );
 
-    all_deleted(&real, &ns, &operator, &files, baseline).await;
+    all_deleted(&real, &client, &ns, &operator, &files, baseline).await;
 }
 
 #[tokio::test]
 #[ignore = "needs the real systems: hack/real-systems.sh"]
 async fn failures_are_reported_on_the_object() {
-    let real = Arc::new(Real::from_env());
-    let ns = Namespace::create(real.clone(), "real-failures");
-    let client = real.kube().await;
-    let baseline = project_inventory(&real);
+    let Scene {
+        real,
+        ns,
+        client,
+        baseline,
+    } = Scene::start("real-failures").await;
     let operator = real.operator("failures", &[], None);
     let hosts = real.compute_hosts;
     let manifests = format!(
@@ -503,10 +531,12 @@ spec:
 #[tokio::test]
 #[ignore = "needs the real systems: hack/real-systems.sh"]
 async fn a_killed_leader_is_replaced_and_a_later_scale_reaches_every_pool() {
-    let real = Arc::new(Real::from_env());
-    let ns = Namespace::create(real.clone(), "real-leader");
-    let client = real.kube().await;
-    let baseline = project_inventory(&real);
+    let Scene {
+        real,
+        ns,
+        client,
+        baseline,
+    } = Scene::start("real-leader").await;
     let elect = |id: &'static str| {
         [
             "--leader-elect",
@@ -557,6 +587,6 @@ async fn a_killed_leader_is_replaced_and_a_later_scale_reaches_every_pool() {
          reached every pool {:.1} s after the kill (lease duration 6 s)",
         killed.elapsed().as_secs_f64()
     );
-    all_deleted(&real, &ns, &standby, &files, baseline).await;
+    all_deleted(&real, &client, &ns, &standby, &files, baseline).await;
     drop(leader);
 }

@@ -74,22 +74,21 @@ impl Real {
 
     /// Runs `openstack ... -f json` as the demo project (or `osh-admin`), parsed.
     pub fn openstack(&self, cloud: &str, args: &[&str]) -> Value {
-        let mut cmd = Command::new(&self.openstack_cli);
-        cmd.args(["--os-cloud", cloud])
-            .args(args)
-            .args(["-f", "json"])
-            .env("OS_CLIENT_CONFIG_FILE", &self.clouds);
-        let out = run(cmd, None, &format!("openstack {}", args.join(" ")));
+        let out = self.openstack_run(cloud, &[args, &["-f", "json"]].concat());
         serde_json::from_str(&out).unwrap_or(Value::Null)
     }
 
     /// Runs an `openstack` command that prints nothing (delete, set).
     pub fn openstack_do(&self, cloud: &str, args: &[&str]) {
+        self.openstack_run(cloud, args);
+    }
+
+    fn openstack_run(&self, cloud: &str, args: &[&str]) -> String {
         let mut cmd = Command::new(&self.openstack_cli);
         cmd.args(["--os-cloud", cloud])
             .args(args)
             .env("OS_CLIENT_CONFIG_FILE", &self.clouds);
-        run(cmd, None, &format!("openstack {}", args.join(" ")));
+        run(cmd, None, &format!("openstack {}", args.join(" ")))
     }
 
     /// Our own OpenStack client on the demo project, for sampling faster than the CLI can.
