@@ -35,6 +35,7 @@ pub struct CloudConnection {
 /// configured, logging that first.
 pub async fn connect(
     selection: &CloudSelection,
+    simulator: &SimConfig,
     metrics: Arc<Metrics>,
 ) -> Result<CloudConnection, CloudSetupError> {
     let options = ClientOptions::default();
@@ -47,7 +48,7 @@ pub async fn connect(
             })
         }
         CloudSource::NotConfigured => {
-            let simulator = Simulator::start(SimConfig::default())
+            let simulator = Simulator::start(simulator.clone())
                 .await
                 .map_err(CloudSetupError::Simulator)?;
             tracing::info!(

@@ -34,6 +34,8 @@ enum Command {
         /// Seconds a server stays in BUILD and an Octavia object in PENDING_*.
         #[arg(long, default_value = "1.5s", value_parser = parse_seconds)]
         delay: Duration,
+        #[command(flatten)]
+        capacity: SimCapacity,
     },
     /// Write the CustomResourceDefinitions (to stdout, or one file per kind with --out).
     Crdgen {
@@ -41,6 +43,31 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+}
+
+/// How big the simulated cloud is: enough for a fleet-size benchmark when raised.
+#[derive(Args, Clone, Copy)]
+struct SimCapacity {
+    /// Nova `instances` quota of the simulated project.
+    #[arg(
+        long = "sim-instance-quota",
+        env = "VERDA_SIM_INSTANCE_QUOTA",
+        default_value_t = 100
+    )]
+    instance_quota: usize,
+    /// Hypervisor hosts the simulated scheduler places servers on.
+    #[arg(long = "sim-hosts", env = "VERDA_SIM_HOSTS", default_value_t = 3)]
+    hosts: usize,
+}
+
+impl SimCapacity {
+    fn apply(self, config: SimConfig) -> SimConfig {
+        SimConfig {
+            instance_quota: self.instance_quota,
+            hosts: self.hosts.max(1),
+            ..config
+        }
+    }
 }
 
 #[derive(Args)]
@@ -87,6 +114,9 @@ struct RunArgs {
     /// How long a Lease stays valid without renewal, e.g. 15s.
     #[arg(long, default_value = "15s", value_parser = config::duration::parse)]
     lease_duration: Duration,
+    /// The embedded simulator's size (used only when no cloud is configured).
+    #[command(flatten)]
+    sim: SimCapacity,
 }
 
 fn main() -> ExitCode {
@@ -107,7 +137,11 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Crdgen { out } => write_crds(out),
         Command::Run(args) => run_operator(*args),
-        Command::Simulate { listen, delay } => simulate(listen, delay),
+        Command::Simulate {
+            listen,
+            delay,
+            capacity,
+        } => simulate(listen, delay, capacity),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -147,6 +181,7 @@ fn run_operator(args: RunArgs) -> Result<(), String> {
             cloud: args.cloud,
             config_file: args.clouds_file,
         },
+        embedded_simulator: args.sim.apply(SimConfig::default()),
     };
     let runtime = tokio::runtime::Runtime::new()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
@@ -155,16 +190,16 @@ fn run_operator(args: RunArgs) -> Result<(), String> {
         .map_err(|e| e.to_string())
 }
 
-fn simulate(listen: SocketAddr, delay: Duration) -> Result<(), String> {
+fn simulate(listen: SocketAddr, delay: Duration, capacity: SimCapacity) -> Result<(), String> {
     telemetry::init(telemetry::LogFormat::Text);
     let runtime = tokio::runtime::Runtime::new()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     runtime.block_on(async {
-        let config = SimConfig {
+        let config = capacity.apply(SimConfig {
             build_delay: delay,
             lb_delay: delay,
             ..SimConfig::default()
-        };
+        });
         let sim = Simulator::start_on(listen, config)
             .await
             .map_err(|e| format!("cannot listen on {listen}: {e}"))?;

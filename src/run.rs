@@ -39,6 +39,8 @@ pub struct RunOptions {
     pub lease_duration: Duration,
     /// Which OpenStack cloud (`--cloud`, `OS_CLOUD`, clouds.yaml path).
     pub cloud: CloudSelection,
+    /// The simulator started when no cloud is configured.
+    pub embedded_simulator: crate::sim::SimConfig,
 }
 
 /// Why `run` stopped.
@@ -73,7 +75,9 @@ pub async fn run(options: RunOptions) -> Result<(), RunError> {
     let config = Config::load(options.config.as_deref())?;
     let metrics = Metrics::new();
     // First, so that the embedded simulator's start is the first log line.
-    let cloud = embedded_cloud::connect(&options.cloud, metrics.clone()).await?;
+    let cloud =
+        embedded_cloud::connect(&options.cloud, &options.embedded_simulator, metrics.clone())
+            .await?;
     let client = connect(&options).await?;
     let health = Health::new(metrics.clone());
     let listener = http::bind(options.listen)

@@ -6,6 +6,8 @@
 //!   so `list_servers` can filter by owner server-side (Nova tag filters need
 //!   microversion 2.26, tags at create 2.52).
 //! - Octavia objects: the tag `verda-uid-<uid>`.
+//! - Servers and load balancers also carry [`MANAGED_TAG`], so one paginated list per
+//!   service finds everything the operator owns (the shared cloud view's refresh).
 //! - Nova server groups (no tags or metadata): the name `verda-<namespace>-<name>-<uid>`,
 //!   found again by its `-<uid>` suffix; the name part is shortened to fit Nova's 255.
 //! - Neutron floating IPs (no tags at create): the description `verda-uid-<uid>`.
@@ -22,6 +24,8 @@ pub const META_NAME: &str = "verda.linecorp.com:name";
 /// Nova's longest server group name.
 const MAX_GROUP_NAME: usize = 255;
 const TAG_PREFIX: &str = "verda-uid-";
+/// The tag of every server and load balancer the operator creates.
+pub const MANAGED_TAG: &str = "verda-managed";
 
 /// The Kubernetes object a cloud resource belongs to.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -47,6 +51,11 @@ impl Owner {
     /// The Nova/Octavia tag that records this owner.
     pub fn tag(&self) -> String {
         owner_tag(&self.uid)
+    }
+
+    /// The tags a new server or load balancer carries: its owner's and [`MANAGED_TAG`].
+    pub fn tags(&self) -> Vec<String> {
+        vec![self.tag(), MANAGED_TAG.to_owned()]
     }
 
     /// Server metadata recording this owner (merge it into the user's metadata).

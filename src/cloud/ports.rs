@@ -46,6 +46,8 @@ pub trait Compute: Send + Sync {
     fn get_server<'a>(&'a self, id: &'a ServerId) -> CloudFuture<'a, Server>;
     /// Every server tagged with this owner's UID, across all pages.
     fn list_servers<'a>(&'a self, owner_uid: &'a str) -> CloudFuture<'a, Vec<Server>>;
+    /// Every server the operator created (tag `verda-managed`), across all pages.
+    fn list_managed_servers(&self) -> CloudFuture<'_, Vec<Server>>;
     fn delete_server<'a>(&'a self, id: &'a ServerId) -> CloudFuture<'a, ()>;
     /// Set (or with `None` clear) the description.
     fn update_server<'a>(

@@ -7,6 +7,8 @@ use std::time::Duration;
 use kube::runtime::events::{Recorder, Reporter};
 
 use super::backoff::Backoff;
+use super::cloud_view::CloudView;
+use super::watch_cache::CacheSlot;
 use crate::cloud::{Compute, LoadBalancing, Network, OpenStackClient};
 use crate::config::Config;
 use crate::metrics::Metrics;
@@ -78,6 +80,10 @@ pub struct Context {
     pub timing: Timing,
     /// The only namespace the controllers watch; `None` watches every namespace.
     pub watch_namespace: Option<String>,
+    /// The watch caches of the running controllers.
+    pub caches: CacheSlot,
+    /// What the operator owns in the cloud, as last seen.
+    pub view: CloudView,
 }
 
 impl Context {
@@ -101,6 +107,8 @@ impl Context {
             cloud,
             timing,
             watch_namespace: None,
+            caches: CacheSlot::new(),
+            view: CloudView::default(),
         }
     }
 
@@ -108,6 +116,11 @@ impl Context {
     pub fn watching(mut self, namespace: Option<String>) -> Self {
         self.watch_namespace = namespace;
         self
+    }
+
+    /// How long a refresh of the cloud view vouches for what it saw.
+    pub fn view_max_age(&self) -> Duration {
+        CloudView::max_age(self.timing.resync)
     }
 
     /// The API the controllers watch `K` through: one namespace or all of them.

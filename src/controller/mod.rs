@@ -4,6 +4,7 @@
 //! failure reporting), `error` (classified errors), `backoff` (retry delays).
 
 pub mod backoff;
+pub mod cloud_view;
 pub mod context;
 pub mod driver;
 pub mod error;
@@ -11,6 +12,7 @@ pub mod load_balancer;
 pub mod status_patch;
 pub mod virtual_machine;
 pub mod virtual_machine_group;
+pub mod watch_cache;
 
 use std::sync::Arc;
 
@@ -23,9 +25,20 @@ pub async fn run_all(ctx: Arc<Context>) {
         resync_period_secs = ctx.timing.resync.as_secs(),
         "controllers running"
     );
+    // Fresh caches first: the controllers read them from the start. The cloud view
+    // starts empty too: another replica may have led in between.
+    let writers = ctx.caches.renew();
+    ctx.view.clear();
+    let (wakers, wake_ups) = cloud_view::wake_channels();
+    let mut feeds = watch_cache::Feeds::default();
+    let vms = virtual_machine::run(ctx.clone(), &mut feeds, wake_ups.virtual_machines);
+    let groups = virtual_machine_group::run(ctx.clone(), &mut feeds);
+    let lbs = load_balancer::run(ctx.clone(), &mut feeds, wake_ups.load_balancers);
     tokio::join!(
-        virtual_machine::run(ctx.clone()),
-        virtual_machine_group::run(ctx.clone()),
-        load_balancer::run(ctx),
+        vms,
+        groups,
+        lbs,
+        feeds.run(&ctx, writers),
+        cloud_view::refresh_forever(ctx.clone(), wakers),
     );
 }

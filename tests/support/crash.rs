@@ -159,6 +159,7 @@ impl Compute for Wired<dyn Compute> {
         fn find_flavor<'a>(&'a self, name_or_id: &'a str) -> CloudFuture<'a, Flavor>;
         fn get_server<'a>(&'a self, id: &'a ServerId) -> CloudFuture<'a, Server>;
         fn list_servers<'a>(&'a self, owner_uid: &'a str) -> CloudFuture<'a, Vec<Server>>;
+        fn list_managed_servers(&self) -> CloudFuture<'_, Vec<Server>>;
         fn delete_server<'a>(&'a self, id: &'a ServerId) -> CloudFuture<'a, ()>;
         fn update_server<'a>(&'a self, id: &'a ServerId, description: Option<&'a str>) -> CloudFuture<'a, Server>;
         fn set_server_metadata<'a>(&'a self, id: &'a ServerId, metadata: &'a BTreeMap<String, String>, mode: MetadataMode) -> CloudFuture<'a, BTreeMap<String, String>>;

@@ -14,7 +14,7 @@ use crate::cloud::ids::{FlavorId, ImageId, ServerGroupId, ServerId};
 use crate::cloud::model::compute::{
     CreateServer, Flavor, Image, Server, ServerGroup, ServerGroupPolicy, ServerWire,
 };
-use crate::cloud::owner::owner_tag;
+use crate::cloud::owner::{MANAGED_TAG, owner_tag};
 use crate::cloud::ports::{CloudFuture, CloudResult, Compute, MetadataMode};
 
 #[derive(Deserialize)]
@@ -70,6 +70,17 @@ impl Compute for OpenStackClient {
                 .query("tags", owner_tag(owner_uid));
             let action = format!("list servers of owner {owner_uid}");
             let wires: Vec<ServerWire> = self.list_all(req, "servers", &action).await?;
+            Ok(wires.into_iter().map(Server::from).collect())
+        })
+    }
+
+    fn list_managed_servers(&self) -> CloudFuture<'_, Vec<Server>> {
+        Box::pin(async move {
+            let req = compute("list_managed_servers", Method::GET, "/servers/detail")
+                .query("tags", MANAGED_TAG);
+            let wires: Vec<ServerWire> = self
+                .list_all(req, "servers", "list the operator's servers")
+                .await?;
             Ok(wires.into_iter().map(Server::from).collect())
         })
     }

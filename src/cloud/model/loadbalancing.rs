@@ -121,6 +121,10 @@ pub struct LoadBalancer {
     pub listeners: Vec<Ref<ListenerId>>,
     #[serde(default)]
     pub pools: Vec<Ref<PoolId>>,
+    /// Moves with every change of the load balancer or anything under it (each child
+    /// write passes through `PENDING_UPDATE`); `null` until the first.
+    #[serde(default)]
+    pub updated_at: Option<String>,
 }
 
 /// `POST /v2/lbaas/loadbalancers`: one of `vip_subnet_id` / `vip_network_id` is required.

@@ -100,7 +100,7 @@ async fn write(inputs: &Inputs<'_>, step: Step) -> Result<Outcome, ReconcileErro
                     description: lb.spec.description.clone(),
                     vip_subnet_id: Some(placement.vip_subnet),
                     flavor_id: placement.flavor,
-                    tags: vec![owner.tag()],
+                    tags: owner.tags(),
                     listeners,
                     ..CreateLoadBalancer::default()
                 })
@@ -278,6 +278,13 @@ async fn write(inputs: &Inputs<'_>, step: Step) -> Result<Outcome, ReconcileErro
                 poll,
             )
         }
+        Step::HoldMembers(starting) => busy(
+            format!(
+                "{starting} VirtualMachines of the group are still starting; they join the pools \
+                 together once Ready"
+            ),
+            poll,
+        ),
         Step::Converged => Outcome {
             recorded: None,
             ready: (

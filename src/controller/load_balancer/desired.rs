@@ -178,6 +178,18 @@ pub fn members(port: &LoadBalancerPort, backends: &[Backend]) -> Vec<os::MemberS
         .collect()
 }
 
+/// Whether `wanted` keeps every existing member and only adds to them.
+pub fn only_adds(wanted: &[os::MemberSpec], existing: &[os::Member]) -> bool {
+    existing.iter().all(|e| {
+        wanted.iter().any(|w| {
+            w.name == e.name
+                && w.address == e.address
+                && w.protocol_port == e.protocol_port
+                && w.monitor_port == e.monitor_port
+        })
+    })
+}
+
 /// Whether the pool's members are exactly `wanted` (order aside).
 pub fn members_match(wanted: &[os::MemberSpec], existing: &[os::Member]) -> bool {
     let key_w = |m: &os::MemberSpec| {

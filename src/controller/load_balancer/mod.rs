@@ -8,6 +8,7 @@
 
 pub mod apply;
 pub mod desired;
+pub mod observe;
 pub mod plan;
 pub mod resolve;
 pub mod status;
@@ -16,22 +17,21 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
+use futures::stream::BoxStream;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::watcher;
 use verda_api::conditions::{READY, find_condition};
-use verda_api::v1alpha1::{
-    LoadBalancer, LoadBalancerStatus, VirtualMachine, VirtualMachineGroup, finalizers, labels,
-};
+use verda_api::v1alpha1::{LoadBalancer, LoadBalancerStatus, VirtualMachine, finalizers, labels};
 
 use super::driver::{
     Cleanup, Managed, error_policy, object_key, object_labels, owner_of, publish, reconcile_with,
 };
 use super::status_patch::write_status;
+use super::watch_cache::Feeds;
 use super::{Context, ReconcileError};
 use crate::cloud::model::loadbalancing::{LbFilter, ProvisioningStatus};
 use crate::cloud::model::network::FloatingIpFilter;
@@ -48,16 +48,20 @@ impl Managed for LoadBalancer {
     }
 }
 
-/// Runs the controller until the stream ends.
-pub async fn run(ctx: Arc<Context>) {
-    let config = watcher::Config::default().any_semantic();
-    let controller = Controller::new(ctx.watched::<LoadBalancer>(), config.clone());
-    let by_vm = controller.store();
-    let by_group = controller.store();
+/// The controller: VirtualMachines and groups wake the LoadBalancers drawing on them,
+/// and a refresh of the cloud view wakes those whose Octavia tree changed.
+pub fn run(
+    ctx: Arc<Context>,
+    feeds: &mut Feeds,
+    refreshed: BoxStream<'static, ObjectRef<LoadBalancer>>,
+) -> impl Future<Output = ()> + use<> {
+    let lbs = ctx.caches.current().load_balancers;
+    let by_vm = lbs.clone();
+    let by_group = lbs.clone();
     let seen = Mutex::new(HashMap::new());
     let groups = Mutex::new(HashSet::new());
-    controller
-        .watches(ctx.watched::<VirtualMachine>(), config.clone(), move |vm| {
+    Controller::for_stream(feeds.load_balancers.subscribe(), lbs)
+        .watches_stream(feeds.virtual_machines.subscribe(), move |vm| {
             if !membership_changed(&seen, &vm) {
                 return Vec::new();
             }
@@ -71,7 +75,7 @@ pub async fn run(ctx: Arc<Context>) {
                         .is_some_and(|names| names.contains(&name))
             })
         })
-        .watches(ctx.watched::<VirtualMachineGroup>(), config, move |group| {
+        .watches_stream(feeds.groups.subscribe(), move |group| {
             // Only a group's coming and going matters here; its members wake the
             // LoadBalancers through the VirtualMachine watch.
             let key = object_key(&group);
@@ -91,9 +95,9 @@ pub async fn run(ctx: Arc<Context>) {
                 rs.virtual_machine_group_ref.as_deref() == Some(name.as_str())
             })
         })
+        .reconcile_on(refreshed)
         .run(reconcile, error_policy, ctx)
         .for_each(|_| futures::future::ready(()))
-        .await;
 }
 
 /// What pool membership depends on: the group, the address, and whether it serves.
@@ -147,16 +151,34 @@ async fn apply_spec(lb: Arc<LoadBalancer>, ctx: Arc<Context>) -> Result<Action, 
     let region = lb.spec.region.as_deref();
     let octavia = ctx.cloud.load_balancing(region);
     let neutron = ctx.cloud.network(region);
-    let backends = resolve::backends(&ctx.client, &lb).await?;
-    let observed = resolve::observe(octavia.as_ref(), neutron.as_ref(), &lb, &owner).await?;
+    let backends = resolve::backends(&ctx.caches.current(), &lb).await;
+    let view = &ctx.view.load_balancers;
+    let sources = observe::Sources {
+        octavia: octavia.as_ref(),
+        neutron: neutron.as_ref(),
+        lb: &lb,
+        owner: &owner,
+    };
     let now = Timestamp::now();
-    let step = plan::plan(
-        &lb,
-        &observed,
-        &backends.ports,
-        ctx.timing.error_replace,
-        now,
-    );
+    let step_for = |observed: &resolve::Observed| {
+        plan::plan_holding(
+            &lb,
+            observed,
+            &backends.ports,
+            &backends.starting,
+            ctx.timing.error_replace,
+            now,
+        )
+    };
+    let mut look = observe::look(&sources, view.cached(&owner.uid, ctx.view_max_age())).await?;
+    let mut step = step_for(&look.tree);
+    if look.from_view && matches!(step, plan::Step::Create(_)) {
+        // Never create on the view's word: ask Octavia itself first.
+        look = observe::read(&sources).await?;
+        step = step_for(&look.tree);
+    }
+    observe::remember(view, &owner, region, &look, &step);
+    let observed = look.tree;
     let inputs = apply::Inputs {
         ctx: &ctx,
         octavia: octavia.as_ref(),
@@ -230,6 +252,7 @@ async fn cleanup(lb: Arc<LoadBalancer>, ctx: Arc<Context>) -> Result<Cleanup, Re
     let region = lb.spec.region.as_deref();
     let octavia = ctx.cloud.load_balancing(region);
     let neutron = ctx.cloud.network(region);
+    ctx.view.load_balancers.forget(&owner, region);
     let fips = neutron
         .list_floating_ips(&FloatingIpFilter {
             description: Some(owner.tag()),

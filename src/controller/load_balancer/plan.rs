@@ -42,10 +42,28 @@ pub enum Step {
     DeleteListener(ListenerId),
     /// The batch update that makes the pool's members those of the port.
     ReplaceMembers(usize, PoolId, Vec<MemberSpec>),
+    /// Members are to be added while this many VirtualMachines of the port's group are
+    /// still starting: wait for them, so the pools change once rather than per server.
+    HoldMembers(usize),
     CreateFloatingIp(PortId),
     AssociateFloatingIp(FloatingIpId, PortId),
     DeleteFloatingIp(FloatingIpId),
     Converged,
+}
+
+impl Step {
+    /// Whether carrying the step out writes to the cloud.
+    pub fn writes(&self) -> bool {
+        !matches!(
+            self,
+            Step::ReportError { .. } | Step::Wait(_) | Step::HoldMembers(_) | Step::Converged
+        )
+    }
+
+    /// Whether the tree it was decided on is settled: nothing to write, nothing busy.
+    pub fn settled(&self) -> bool {
+        matches!(self, Step::HoldMembers(_) | Step::Converged)
+    }
 }
 
 /// Decides the next write.
@@ -53,6 +71,19 @@ pub fn plan(
     lb: &LoadBalancer,
     observed: &Observed,
     backends: &[Vec<Backend>],
+    error_replace: Duration,
+    now: Timestamp,
+) -> Step {
+    plan_holding(lb, observed, backends, &[], error_replace, now)
+}
+
+/// As [`plan`], holding back member additions of a port while `starting[port]`
+/// VirtualMachines of its group are still on their way (removals are never held).
+pub fn plan_holding(
+    lb: &LoadBalancer,
+    observed: &Observed,
+    backends: &[Vec<Backend>],
+    starting: &[usize],
     error_replace: Duration,
     now: Timestamp,
 ) -> Step {
@@ -80,6 +111,7 @@ pub fn plan(
         s if s.is_pending() => return Step::Wait(s),
         _ => {}
     }
+    let mut held = 0;
     for (index, port) in lb.spec.ports.iter().enumerate() {
         let Some(listener) = observed
             .listeners
@@ -125,6 +157,11 @@ pub fn plan(
             .get(pool.id.as_str())
             .map_or(&[][..], Vec::as_slice);
         if !desired::members_match(&wanted, existing) {
+            let waiting = starting.get(index).copied().unwrap_or(0);
+            if waiting > 0 && desired::only_adds(&wanted, existing) {
+                held = held.max(waiting);
+                continue;
+            }
             return Step::ReplaceMembers(index, pool.id.clone(), wanted);
         }
     }
@@ -143,7 +180,10 @@ pub fn plan(
             None => Step::DeleteListener(stale.id.clone()),
         };
     }
-    floating_ip_step(lb, observed, kept.vip_port_id.as_ref())
+    match floating_ip_step(lb, observed, kept.vip_port_id.as_ref()) {
+        Step::Converged if held > 0 => Step::HoldMembers(held),
+        step => step,
+    }
 }
 
 /// `vipType: public` wants exactly one floating IP on the VIP port; `private` none.

@@ -290,3 +290,39 @@ fn a_public_vip_gets_one_floating_ip_on_the_vip_port() {
         Step::DeleteFloatingIp(FloatingIpId::new("f-2"))
     );
 }
+
+#[test]
+fn additions_wait_for_the_groups_starting_virtual_machines_but_removals_do_not() {
+    let lb = published();
+    let two = [backend("web-0", "10.0.0.10"), backend("web-1", "10.0.0.11")];
+    let one = tree(&[("web-0", "10.0.0.10")]);
+    let holding = |observed: &Observed, backends: &[Backend], starting: usize| {
+        plan_holding(
+            &lb,
+            observed,
+            &[backends.to_vec()],
+            &[starting],
+            REPLACE,
+            at(0),
+        )
+    };
+    assert_eq!(holding(&one, &two, 3), Step::HoldMembers(3));
+    assert!(matches!(holding(&one, &two, 0), Step::ReplaceMembers(..)));
+    // web-1 leaves: written at once, however many are starting.
+    let both = tree(&[("web-0", "10.0.0.10"), ("web-1", "10.0.0.11")]);
+    assert_eq!(
+        holding(&both, &two[..1], 3),
+        Step::ReplaceMembers(0, PoolId::new("p-80"), vec![member("web-0", "10.0.0.10")])
+    );
+    assert_eq!(holding(&both, &two, 3), Step::Converged);
+}
+
+#[test]
+fn holding_and_converged_are_settled_and_write_nothing() {
+    for step in [Step::HoldMembers(1), Step::Converged] {
+        assert!(step.settled() && !step.writes(), "{step:?}");
+    }
+    let write = Step::ReplaceMembers(0, PoolId::new("p-80"), vec![]);
+    assert!(write.writes() && !write.settled());
+    assert!(!Step::Wait(ProvisioningStatus::PendingUpdate).writes());
+}

@@ -2,76 +2,99 @@
 //! VirtualMachines, named VirtualMachines, or literal addresses), the Octavia objects
 //! that exist for it, and the names it needs resolved at create time.
 
-use std::collections::BTreeMap;
-
+use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
-use kube::api::{Api, ListParams};
-use verda_api::conditions::{READY, is_true};
+use verda_api::conditions::{READY, find_condition, is_true};
 use verda_api::v1alpha1::{
-    LoadBalancer, RealServers, VipType, VirtualMachine, VirtualMachineGroup, annotations, labels,
+    LoadBalancer, RealServers, VipType, VirtualMachine, annotations, labels,
 };
 
 use super::desired::Backend;
 use crate::cloud::ids::{LbFlavorId, NetworkId, SubnetId};
 use crate::cloud::model::loadbalancing::{
-    HealthMonitor, LbFilter, Listener, LoadBalancer as OsLoadBalancer, Member, Pool,
-    ProvisioningStatus,
+    LbFilter, LoadBalancer as OsLoadBalancer, ProvisioningStatus,
 };
-use crate::cloud::model::network::{FloatingIp, FloatingIpFilter};
+use crate::cloud::model::network::FloatingIpFilter;
 use crate::cloud::owner::Owner;
 use crate::cloud::{LoadBalancing, Network};
 use crate::config::Config;
 use crate::controller::ReconcileError;
+use crate::controller::virtual_machine::apply::PROVISIONING;
+use crate::controller::watch_cache::{WatchCaches, exists, in_namespace};
 
 /// The backends of every port, in spec order, and the groups that do not exist.
 #[derive(Debug, Default)]
 pub struct Backends {
     pub ports: Vec<Vec<Backend>>,
+    /// Per port, the VirtualMachines of its group still on their way to Ready.
+    pub starting: Vec<usize>,
     pub missing_groups: Vec<String>,
 }
 
-/// Reads the VirtualMachines (and groups) the ports draw on: one list per namespace.
-pub async fn backends(
-    client: &kube::Client,
-    lb: &LoadBalancer,
-) -> Result<Backends, ReconcileError> {
+/// How long a new VirtualMachine may hold back its group's other additions to the
+/// pools: past this, the pools take whoever is Ready.
+pub const STARTING_HOLD: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The VirtualMachines (and groups) the ports draw on, from the watch caches.
+pub async fn backends(caches: &WatchCaches, lb: &LoadBalancer) -> Backends {
     let ns = lb.namespace().unwrap_or_default();
-    let key = format!("{ns}/{}", lb.name_any());
     let needs_vms = lb
         .spec
         .ports
         .iter()
         .any(|p| p.real_servers.addresses.is_none());
-    let vms = if needs_vms {
-        Api::<VirtualMachine>::namespaced(client.clone(), &ns)
-            .list(&ListParams::default())
+    let vms: Vec<VirtualMachine> = if needs_vms {
+        in_namespace(&caches.virtual_machines, &ns)
             .await
-            .map_err(ReconcileError::kube("list VirtualMachines", &key))?
-            .items
+            .into_iter()
+            .map(|vm| (*vm).clone())
+            .collect()
     } else {
         Vec::new()
     };
-    let groups = Api::<VirtualMachineGroup>::namespaced(client.clone(), &ns);
-    let mut exists: BTreeMap<String, bool> = BTreeMap::new();
     let mut result = Backends::default();
     for port in &lb.spec.ports {
         let rs = &port.real_servers;
         if let Some(group) = &rs.virtual_machine_group_ref
-            && !exists.contains_key(group)
+            && !result.missing_groups.contains(group)
+            && !exists(&caches.groups, &ns, group).await
         {
-            let found = groups
-                .get_opt(group)
-                .await
-                .map_err(ReconcileError::kube("read the VirtualMachineGroup", &key))?
-                .is_some();
-            exists.insert(group.clone(), found);
-            if !found {
-                result.missing_groups.push(group.clone());
-            }
+            result.missing_groups.push(group.clone());
         }
         result.ports.push(port_backends(rs, &vms));
+        result.starting.push(starting(rs, &vms, Timestamp::now()));
     }
-    Ok(result)
+    result
+}
+
+/// The group's VirtualMachines created less than [`STARTING_HOLD`] ago that are still
+/// provisioning: not serving, not failed, not leaving.
+pub fn starting(rs: &RealServers, vms: &[VirtualMachine], now: Timestamp) -> usize {
+    let Some(group) = &rs.virtual_machine_group_ref else {
+        return 0;
+    };
+    vms.iter()
+        .filter(|vm| vm.labels().get(labels::GROUP) == Some(group))
+        .filter(|vm| {
+            vm.metadata.deletion_timestamp.is_none()
+                && !vm.annotations().contains_key(annotations::DRAINING)
+                && serving_backend(vm).is_none()
+        })
+        .filter(|vm| {
+            vm.metadata
+                .creation_timestamp
+                .as_ref()
+                .is_some_and(|t| now.duration_since(t.0).unsigned_abs() < STARTING_HOLD)
+        })
+        .filter(|vm| {
+            let reason = vm
+                .status
+                .as_ref()
+                .and_then(|s| find_condition(&s.conditions, READY))
+                .map(|c| c.reason.as_str());
+            reason.is_none_or(|r| r == PROVISIONING)
+        })
+        .count()
 }
 
 /// The backends of one port: its addresses, or the serving VirtualMachines it names.
@@ -118,19 +141,7 @@ pub fn serving_backend(vm: &VirtualMachine) -> Option<Backend> {
 }
 
 /// The Octavia objects of one LoadBalancer, found by its owner tag.
-#[derive(Debug, Default)]
-pub struct Observed {
-    /// Every load balancer carrying the owner tag (more than one only after a crash).
-    pub load_balancers: Vec<OsLoadBalancer>,
-    /// The children of the kept load balancer.
-    pub listeners: Vec<Listener>,
-    pub pools: Vec<Pool>,
-    pub monitors: Vec<HealthMonitor>,
-    /// Pool ID → members.
-    pub members: BTreeMap<String, Vec<Member>>,
-    /// Floating IPs recording this owner.
-    pub floating_ips: Vec<FloatingIp>,
-}
+pub use crate::controller::cloud_view::OctaviaTree as Observed;
 
 /// The load balancer this object keeps: the recorded one, else the first not being
 /// deleted.

@@ -13,18 +13,19 @@ pub mod status;
 use std::sync::Arc;
 
 use futures::StreamExt;
+use futures::stream::BoxStream;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use k8s_openapi::jiff::Timestamp;
-use kube::Api;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::EventType;
-use kube::runtime::watcher;
+use kube::runtime::reflector::ObjectRef;
 use verda_api::v1alpha1::{VirtualMachine, finalizers};
 
 use super::driver::{
     Cleanup, Managed, error_policy, object_key, owner_of, publish, reconcile_with,
 };
 use super::status_patch::write_status;
+use super::watch_cache::Feeds;
 use super::{Context, ReconcileError};
 
 impl Managed for VirtualMachine {
@@ -39,13 +40,20 @@ impl Managed for VirtualMachine {
     }
 }
 
-/// Runs the controller until the stream ends.
-pub async fn run(ctx: Arc<Context>) {
-    let vms: Api<VirtualMachine> = ctx.watched();
-    Controller::new(vms, watcher::Config::default().any_semantic())
-        .run(reconcile, error_policy, ctx)
-        .for_each(|_| futures::future::ready(()))
-        .await;
+/// The controller: its own changes wake a VirtualMachine, and so does a refresh of the
+/// cloud view that found its server changed or gone.
+pub fn run(
+    ctx: Arc<Context>,
+    feeds: &mut Feeds,
+    refreshed: BoxStream<'static, ObjectRef<VirtualMachine>>,
+) -> impl Future<Output = ()> + use<> {
+    Controller::for_stream(
+        feeds.virtual_machines.subscribe(),
+        ctx.caches.current().virtual_machines,
+    )
+    .reconcile_on(refreshed)
+    .run(reconcile, error_policy, ctx)
+    .for_each(|_| futures::future::ready(()))
 }
 
 pub async fn reconcile(
@@ -58,16 +66,28 @@ pub async fn reconcile(
 async fn apply_spec(vm: Arc<VirtualMachine>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
     let owner = owner_of(&*vm);
     let compute = ctx.cloud.compute();
-    let observed = resolve::observe(compute.as_ref(), &vm, &owner).await?;
     let now = Timestamp::now();
-    let step = plan::plan(
-        &vm,
-        &owner,
-        &observed.servers,
-        &observed.flavor,
-        ctx.timing.error_replace,
-        now,
-    );
+    let step_for = |observed: &resolve::Observed| {
+        plan::plan(
+            &vm,
+            &owner,
+            &observed.servers,
+            &observed.flavor,
+            ctx.timing.error_replace,
+            now,
+        )
+    };
+    let mut observed = resolve::observe(&ctx, compute.as_ref(), &vm, &owner, true).await?;
+    let mut step = step_for(&observed);
+    if step == plan::Step::Create && observed.from_view {
+        // Never create on the view's word: ask Nova itself first.
+        observed = resolve::observe(&ctx, compute.as_ref(), &vm, &owner, false).await?;
+        step = step_for(&observed);
+    }
+    // A create changes nothing a listing could bring back; any other write does.
+    if step.writes() && step != plan::Step::Create {
+        ctx.view.servers.forget(&owner);
+    }
     let outcome = apply::run(&ctx, compute.as_ref(), &vm, &owner, &observed, step).await?;
     let status = status::next_status(&vm, &observed.servers, &outcome, now);
     if vm.status.as_ref() != Some(&status) {
@@ -106,6 +126,7 @@ async fn cleanup(vm: Arc<VirtualMachine>, ctx: Arc<Context>) -> Result<Cleanup, 
         return Ok(Cleanup::Done);
     }
     // A server Nova is already deleting needs no second request.
+    ctx.view.servers.forget(&owner);
     for server in servers
         .iter()
         .filter(|s| s.task_state.as_deref() != Some("deleting"))

@@ -45,6 +45,16 @@ pub enum Step {
     Converged,
 }
 
+impl Step {
+    /// Whether carrying the step out writes to the cloud.
+    pub fn writes(&self) -> bool {
+        !matches!(
+            self,
+            Step::ReportError { .. } | Step::Wait | Step::Converged
+        )
+    }
+}
+
 /// What `plan` needs to know about the flavor, resolved only when the names differ.
 #[derive(Clone, Debug, PartialEq)]
 pub enum FlavorCheck {

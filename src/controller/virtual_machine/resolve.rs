@@ -18,20 +18,39 @@ use crate::controller::{Context, ReconcileError};
 pub struct Observed {
     pub servers: Vec<Server>,
     pub flavor: FlavorCheck,
+    /// Whether the servers come from the shared cloud view rather than from Nova now.
+    pub from_view: bool,
 }
 
-/// Lists the owner's servers and, when the kept server's flavor name differs from the
-/// spec, resolves the spec's flavor (it may be an ID) to tell a real difference.
+/// The owner's servers — from the cloud view when `use_view` and it answers for them,
+/// else listed from Nova and recorded — and, when the kept server's flavor name differs
+/// from the spec, the spec's flavor resolved (it may be an ID) to tell a real difference.
 pub async fn observe(
+    ctx: &Context,
     compute: &dyn Compute,
     vm: &VirtualMachine,
     owner: &Owner,
+    use_view: bool,
 ) -> Result<Observed, ReconcileError> {
     let key = format!("{}/{}", owner.namespace, owner.name);
-    let servers = compute
-        .list_servers(&owner.uid)
-        .await
-        .map_err(ReconcileError::cloud("list servers", &key))?;
+    let view = &ctx.view.servers;
+    let cached = use_view
+        .then(|| view.settled(&owner.uid, ctx.view_max_age()))
+        .flatten();
+    let from_view = cached.is_some();
+    let servers = match cached {
+        Some(servers) => servers,
+        None => {
+            let servers = compute
+                .list_servers(&owner.uid)
+                .await
+                .map_err(ReconcileError::cloud("list servers", &key))?;
+            if !servers.is_empty() {
+                view.record(owner, &servers);
+            }
+            servers
+        }
+    };
     let flavor = match keeper(vm, &servers).and_then(|s| s.flavor.clone()) {
         Some(current) if current != vm.spec.flavor => {
             let wanted = compute
@@ -46,7 +65,11 @@ pub async fn observe(
         }
         _ => FlavorCheck::Matches,
     };
-    Ok(Observed { servers, flavor })
+    Ok(Observed {
+        servers,
+        flavor,
+        from_view,
+    })
 }
 
 /// Everything `create_server` needs, resolved by name.
@@ -89,7 +112,7 @@ pub async fn create_request(
         security_groups: spec.security_groups.clone().unwrap_or_default(),
         availability_zone: spec.availability_zone.clone(),
         metadata: super::plan::desired_metadata(vm, owner),
-        tags: vec![owner.tag()],
+        tags: owner.tags(),
         description: spec.description.clone(),
         server_group: vm
             .annotations()

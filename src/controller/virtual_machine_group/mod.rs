@@ -19,15 +19,13 @@ use kube::ResourceExt;
 use kube::api::{Api, DeleteParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::ObjectRef;
-use kube::runtime::watcher;
-use verda_api::v1alpha1::{
-    LoadBalancer, UpdateStrategy, VirtualMachine, VirtualMachineGroup, finalizers,
-};
+use verda_api::v1alpha1::{UpdateStrategy, VirtualMachine, VirtualMachineGroup, finalizers};
 
 use super::driver::{
     Cleanup, Managed, error_policy, object_key, object_labels, owner_of, reconcile_with,
 };
 use super::status_patch::write_status;
+use super::watch_cache::Feeds;
 use super::{Context, ReconcileError};
 use crate::cloud::owner::is_server_group_of;
 
@@ -43,12 +41,12 @@ impl Managed for VirtualMachineGroup {
     }
 }
 
-/// Runs the controller: its VirtualMachines and the LoadBalancers drawing on it wake it.
-pub async fn run(ctx: Arc<Context>) {
-    let config = watcher::Config::default().any_semantic();
-    Controller::new(ctx.watched::<VirtualMachineGroup>(), config.clone())
-        .owns(ctx.watched::<VirtualMachine>(), config.clone())
-        .watches(ctx.watched::<LoadBalancer>(), config, |lb| {
+/// The controller: its VirtualMachines and the LoadBalancers drawing on it wake it.
+pub fn run(ctx: Arc<Context>, feeds: &mut Feeds) -> impl Future<Output = ()> + use<> {
+    let caches = ctx.caches.current();
+    Controller::for_stream(feeds.groups.subscribe(), caches.groups)
+        .owns_stream(feeds.virtual_machines.subscribe())
+        .watches_stream(feeds.load_balancers.subscribe(), |lb| {
             let ns = lb.namespace().unwrap_or_default();
             lb.spec
                 .ports
@@ -59,7 +57,6 @@ pub async fn run(ctx: Arc<Context>) {
         })
         .run(reconcile, error_policy, ctx)
         .for_each(|_| futures::future::ready(()))
-        .await;
 }
 
 pub async fn reconcile(
@@ -76,8 +73,9 @@ async fn apply_spec(
     let owner = owner_of(&*group);
     let compute = ctx.cloud.compute();
     let server_group = resolve::ensure_server_group(compute.as_ref(), &group, &owner).await?;
-    let vms = resolve::owned_vms(&ctx.client, &group).await?;
-    let lbs = resolve::referencing_lbs(&ctx.client, &group).await?;
+    let caches = ctx.caches.current();
+    let vms = resolve::owned_vms(&caches, &group).await;
+    let lbs = resolve::referencing_lbs(&caches, &group).await;
     let members = resolve::members(&group, &vms, &lbs);
     let hash =
         plan::template_hash(&serde_json::to_string(&group.spec.template).unwrap_or_default());
@@ -138,7 +136,7 @@ async fn cleanup(
     ctx: Arc<Context>,
 ) -> Result<Cleanup, ReconcileError> {
     let key = object_key(&*group);
-    let vms = resolve::owned_vms(&ctx.client, &group).await?;
+    let vms = resolve::owned_vms(&ctx.caches.current(), &group).await;
     if !vms.is_empty() {
         let api: Api<VirtualMachine> =
             Api::namespaced(ctx.client.clone(), &group.namespace().unwrap_or_default());

@@ -5,7 +5,6 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
-use kube::api::{Api, ListParams};
 use verda_api::conditions::{READY, is_true};
 use verda_api::v1alpha1::{
     HaPolicy, LoadBalancer, VirtualMachine, VirtualMachineGroup, annotations, labels,
@@ -17,53 +16,39 @@ use crate::cloud::ids::ServerGroupId;
 use crate::cloud::model::compute::ServerGroupPolicy;
 use crate::cloud::owner::{Owner, is_server_group_of};
 use crate::controller::ReconcileError;
+use crate::controller::watch_cache::{WatchCaches, in_namespace};
 
-/// The group's VirtualMachines, those it controls.
-pub async fn owned_vms(
-    client: &kube::Client,
-    group: &VirtualMachineGroup,
-) -> Result<Vec<VirtualMachine>, ReconcileError> {
+/// The group's VirtualMachines, those it controls, from the watch cache.
+pub async fn owned_vms(caches: &WatchCaches, group: &VirtualMachineGroup) -> Vec<VirtualMachine> {
     let ns = group.namespace().unwrap_or_default();
-    let key = format!("{ns}/{}", group.name_any());
-    let api: Api<VirtualMachine> = Api::namespaced(client.clone(), &ns);
-    let selector = format!("{}={}", labels::GROUP, group.name_any());
-    let list = api
-        .list(&ListParams::default().labels(&selector))
-        .await
-        .map_err(ReconcileError::kube(
-            "list the group's VirtualMachines",
-            &key,
-        ))?;
     let uid = group.uid();
-    Ok(list
-        .items
+    let name = group.name_any();
+    in_namespace(&caches.virtual_machines, &ns)
+        .await
         .into_iter()
+        .filter(|vm| vm.labels().get(labels::GROUP) == Some(&name))
         .filter(|vm| {
             vm.owner_references()
                 .iter()
                 .any(|o| o.controller == Some(true) && Some(&o.uid) == uid.as_ref())
         })
-        .collect())
+        .map(|vm| (*vm).clone())
+        .collect()
 }
 
-/// LoadBalancers of the namespace with a port drawing on this group.
+/// LoadBalancers of the namespace with a port drawing on this group, from the watch cache.
 pub async fn referencing_lbs(
-    client: &kube::Client,
+    caches: &WatchCaches,
     group: &VirtualMachineGroup,
-) -> Result<Vec<LoadBalancer>, ReconcileError> {
+) -> Vec<LoadBalancer> {
     let ns = group.namespace().unwrap_or_default();
-    let key = format!("{ns}/{}", group.name_any());
-    let api: Api<LoadBalancer> = Api::namespaced(client.clone(), &ns);
-    let list = api
-        .list(&ListParams::default())
-        .await
-        .map_err(ReconcileError::kube("list LoadBalancers", &key))?;
     let name = group.name_any();
-    Ok(list
-        .items
+    in_namespace(&caches.load_balancers, &ns)
+        .await
         .into_iter()
         .filter(|lb| draws_on(lb, &name))
-        .collect())
+        .map(|lb| (*lb).clone())
+        .collect()
 }
 
 /// Whether any port of `lb` takes its members from the group `name`.

@@ -1,0 +1,260 @@
+#!/usr/bin/env python3
+"""Fleet-size benchmark: G groups of R VirtualMachines, each behind its own 2-port
+LoadBalancer, applied with kubectl to the test API server (or the cluster of
+KUBECONFIG with VERDA_BENCH_REAL_CLUSTER=1), run by the release operator binary against
+`verda-operator simulate` at zero delay.
+
+Prints, per fleet size: time from `kubectl apply` to converged (every group Ready with
+R replicas, every LoadBalancer Ready with R members in both pools), cloud calls to
+converge (total, per VM, by operation), the operator's peak RSS, and cloud calls per
+resync period once idle (and how many of them were writes). Figures come from the
+operator's own /metrics (verda_cloud_requests_total) and /proc/PID/status.
+
+Run through hack/bench-fleet.sh, which builds the release binaries first.
+"""
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+TARGET = os.environ.get("CARGO_TARGET_DIR", "target")
+OPERATOR = os.path.join(TARGET, "release", "verda-operator")
+APISERVER = os.path.join(TARGET, "release", "verda-test-apiserver")
+RESYNC = int(os.environ.get("VERDA_BENCH_RESYNC_SECS", "30"))
+IDLE_PERIODS = int(os.environ.get("VERDA_BENCH_IDLE_PERIODS", "2"))
+REPLICAS = int(os.environ.get("VERDA_BENCH_REPLICAS", "10"))
+LIMIT = int(os.environ.get("VERDA_BENCH_LIMIT_SECS", "600"))
+WRITE = re.compile(r"^(create|delete|update|replace|set|resize|confirm|add|remove)_")
+NAMESPACE = "bench"
+
+
+def kubectl(env, *args):
+    done = subprocess.run(["kubectl", *args], env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"kubectl {' '.join(args)} failed: {done.stderr.strip()}")
+    return done.stdout
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(what, check, limit, every=0.5):
+    deadline = time.monotonic() + limit
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise SystemExit(f"timed out after {limit} s waiting for {what}")
+        time.sleep(every)
+
+
+class Processes:
+    """Starts what the run needs and stops it, by PID, however the run ends."""
+
+    def __init__(self):
+        self.started = []
+
+    def start(self, args, **kwargs):
+        proc = subprocess.Popen(args, **kwargs)
+        self.started.append(proc)
+        return proc
+
+    def stop(self):
+        for proc in reversed(self.started):
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+
+
+def manifests(groups):
+    docs = []
+    for i in range(groups):
+        docs.append({
+            "apiVersion": "verda.linecorp.com/v1alpha1",
+            "kind": "VirtualMachineGroup",
+            "metadata": {"name": f"group-{i}", "namespace": NAMESPACE},
+            "spec": {
+                "replicas": REPLICAS,
+                "haPolicy": "soft",
+                "template": {"image": "centos79", "flavor": "n3-1vcpu-2gb",
+                             "initScript": {"value": "ls"}},
+            },
+        })
+        ports = []
+        for port, protocol in ((80, "http"), (443, "https")):
+            ports.append({
+                "port": port, "protocol": protocol,
+                "realServers": {"protocol": protocol, "port": port,
+                                "virtualMachineGroupRef": f"group-{i}"},
+                "monitors": [{"protocol": protocol, "port": port,
+                              "endpoint": "/health/alive"}],
+            })
+        docs.append({
+            "apiVersion": "verda.linecorp.com/v1alpha1",
+            "kind": "LoadBalancer",
+            "metadata": {"name": f"lb-{i}", "namespace": NAMESPACE},
+            "spec": {"region": "tokyo1", "zone": "dev", "vipType": "private",
+                     "serviceType": "generic", "ports": ports},
+        })
+    # One YAML stream (JSON documents are YAML), as a user's manifest file.
+    return "\n---\n".join(json.dumps(d) for d in docs) + "\n"
+
+
+def ready(obj):
+    conditions = (obj.get("status") or {}).get("conditions") or []
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+
+
+def converged(env, groups):
+    out = kubectl(env, "get", "vmg,lb", "-n", NAMESPACE, "-o", "json")
+    items = json.loads(out)["items"]
+    vmgs = [o for o in items if o["kind"] == "VirtualMachineGroup"]
+    lbs = [o for o in items if o["kind"] == "LoadBalancer"]
+    done_groups = [g for g in vmgs
+                   if (g.get("status") or {}).get("readyReplicas") == REPLICAS]
+    done_lbs = [lb for lb in lbs if ready(lb) and len((lb.get("status") or {}).get("ports") or []) == 2
+                and all(len(p.get("members") or []) == REPLICAS for p in lb["status"]["ports"])]
+    return len(done_groups) == groups and len(done_lbs) == groups
+
+
+def cloud_calls(metrics_url):
+    text = urllib.request.urlopen(metrics_url, timeout=10).read().decode()
+    calls = {}
+    for line in text.splitlines():
+        if not line.startswith("verda_cloud_requests_total{"):
+            continue
+        labels, value = line.rsplit(" ", 1)
+        op = re.search(r'operation="([^"]*)"', labels).group(1)
+        service = re.search(r'service="([^"]*)"', labels).group(1)
+        key = f"{service}/{op}"
+        calls[key] = calls.get(key, 0) + int(float(value))
+    return calls
+
+
+def delta(after, before):
+    return {k: v - before.get(k, 0) for k, v in after.items() if v - before.get(k, 0) > 0}
+
+
+def peak_rss_mb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def run(groups, workdir):
+    procs = Processes()
+    try:
+        env = dict(os.environ)
+        real_cluster = os.environ.get("VERDA_BENCH_REAL_CLUSTER") == "1"
+        if not real_cluster:
+            kubeconfig = os.path.join(workdir, f"kubeconfig-{groups}")
+            procs.start([APISERVER, "--kubeconfig", kubeconfig], stdout=subprocess.DEVNULL)
+            wait_for("the test API server", lambda: os.path.exists(kubeconfig)
+                     and os.path.getsize(kubeconfig) > 0, 30, 0.1)
+            env["KUBECONFIG"] = kubeconfig
+        sim_port = free_port()
+        sim = procs.start([OPERATOR, "simulate", "--listen", f"127.0.0.1:{sim_port}", "--delay", "0",
+                           "--sim-instance-quota", str(groups * REPLICAS * 2),
+                           "--sim-hosts", str(max(3, REPLICAS))],
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        clouds = []
+        for line in sim.stdout:
+            if line.startswith("#"):
+                continue
+            clouds.append(line)
+            # The file ends with the second cloud entry's last key.
+            if sum("identity_api_version" in c for c in clouds) == 2 or len(clouds) > 60:
+                break
+        clouds_file = os.path.join(workdir, f"clouds-{groups}.yaml")
+        with open(clouds_file, "w") as f:
+            f.write("".join(clouds))
+        subprocess.Popen(["cat"], stdin=sim.stdout, stdout=subprocess.DEVNULL)
+        config_file = os.path.join(workdir, "operator.yaml")
+        with open(config_file, "w") as f:
+            f.write(f"resyncPeriod: {RESYNC}s\n")
+        listen = f"127.0.0.1:{free_port()}"
+        metrics_url = f"http://{listen}/metrics"
+        operator_env = dict(env, OS_CLIENT_CONFIG_FILE=clouds_file, OS_CLOUD="verda-sim",
+                            RUST_LOG=os.environ.get("RUST_LOG", "warn"))
+        namespace = os.path.join(workdir, "namespace.json")
+        with open(namespace, "w") as f:
+            json.dump({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}, f)
+        kubectl(env, "apply", "-f", namespace)
+        operator = procs.start([OPERATOR, "run", "--listen", listen, "--config", config_file,
+                                "--namespace", NAMESPACE, "--leader-elect=false"],
+                               env=operator_env, stderr=open(os.path.join(workdir, f"operator-{groups}.log"), "w"))
+        wait_for("the operator's /metrics", lambda: _reachable(metrics_url), 30, 0.2)
+        manifest = os.path.join(workdir, f"fleet-{groups}.yaml")
+        with open(manifest, "w") as f:
+            f.write(manifests(groups))
+        before = cloud_calls(metrics_url)
+        started = time.monotonic()
+        kubectl(env, "apply", "-f", manifest)
+        wait_for(f"{groups} groups and LoadBalancers to converge",
+                 lambda: converged(env, groups), LIMIT, 0.5)
+        elapsed = time.monotonic() - started
+        converge = delta(cloud_calls(metrics_url), before)
+        # Idle: let the last status writes settle for one period, then count.
+        time.sleep(RESYNC)
+        idle_before = cloud_calls(metrics_url)
+        time.sleep(RESYNC * IDLE_PERIODS)
+        idle = delta(cloud_calls(metrics_url), idle_before)
+        vms = groups * REPLICAS
+        total = sum(converge.values())
+        idle_total = sum(idle.values()) / IDLE_PERIODS
+        idle_writes = sum(v for k, v in idle.items() if WRITE.match(k.split("/", 1)[1]))
+        result = {
+            "groups": groups, "vms": vms, "lbs": groups,
+            "converge_secs": round(elapsed, 1), "calls": total,
+            "calls_per_vm": round(total / vms, 2),
+            "peak_rss_mb": round(peak_rss_mb(operator.pid), 1),
+            "idle_calls_per_period": round(idle_total, 1), "idle_writes": idle_writes,
+            "by_operation": dict(sorted(converge.items(), key=lambda kv: -kv[1])),
+            "idle_by_operation": idle,
+        }
+        print("FLEET " + json.dumps(result), flush=True)
+        return result
+    finally:
+        procs.stop()
+
+
+def _reachable(url):
+    try:
+        urllib.request.urlopen(url, timeout=2).read()
+        return True
+    except OSError:
+        return False
+
+
+def main():
+    sizes = [int(g) for g in (sys.argv[1:] or ["10", "100"])]
+    with tempfile.TemporaryDirectory(prefix="verda-bench-") as workdir:
+        results = [run(g, workdir) for g in sizes]
+    print()
+    print(f"| VMs (groups of {REPLICAS}) | LBs | converge | cloud calls | per VM | peak RSS | "
+          f"idle calls per {RESYNC} s resync | idle writes |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in results:
+        print(f"| {r['vms']} | {r['lbs']} | {r['converge_secs']} s | {r['calls']} | "
+              f"{r['calls_per_vm']} | {r['peak_rss_mb']} MB | {r['idle_calls_per_period']} | "
+              f"{r['idle_writes']} |")
+
+
+if __name__ == "__main__":
+    main()
