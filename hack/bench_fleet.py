@@ -32,7 +32,6 @@ IDLE_PERIODS = int(os.environ.get("VERDA_BENCH_IDLE_PERIODS", "2"))
 REPLICAS = int(os.environ.get("VERDA_BENCH_REPLICAS", "10"))
 LIMIT = int(os.environ.get("VERDA_BENCH_LIMIT_SECS", "600"))
 WRITE = re.compile(r"^(create|delete|update|replace|set|resize|confirm|add|remove)_")
-NAMESPACE = "bench"
 
 
 def kubectl(env, *args):
@@ -80,13 +79,13 @@ class Processes:
                     proc.kill()
 
 
-def manifests(groups):
+def manifests(groups, namespace):
     docs = []
     for i in range(groups):
         docs.append({
             "apiVersion": "verda.linecorp.com/v1alpha1",
             "kind": "VirtualMachineGroup",
-            "metadata": {"name": f"group-{i}", "namespace": NAMESPACE},
+            "metadata": {"name": f"group-{i}", "namespace": namespace},
             "spec": {
                 "replicas": REPLICAS,
                 "haPolicy": "soft",
@@ -106,12 +105,22 @@ def manifests(groups):
         docs.append({
             "apiVersion": "verda.linecorp.com/v1alpha1",
             "kind": "LoadBalancer",
-            "metadata": {"name": f"lb-{i}", "namespace": NAMESPACE},
+            "metadata": {"name": f"lb-{i}", "namespace": namespace},
             "spec": {"region": "tokyo1", "zone": "dev", "vipType": "private",
                      "serviceType": "generic", "ports": ports},
         })
-    # One YAML stream (JSON documents are YAML), as a user's manifest file.
-    return "\n---\n".join(json.dumps(d) for d in docs) + "\n"
+    # One YAML stream, as a user's manifest file: each document in flow style
+    # (kubectl reads a stream whose first document looks like JSON as JSON only).
+    return "".join(f"---\n{flow(d)}\n" for d in docs)
+
+
+def flow(value):
+    """A value as a YAML flow node (strings quoted as JSON, which YAML accepts)."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {flow(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(flow(v) for v in value) + "]"
+    return json.dumps(value)
 
 
 def ready(obj):
@@ -119,8 +128,8 @@ def ready(obj):
     return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
 
 
-def converged(env, groups):
-    out = kubectl(env, "get", "vmg,lb", "-n", NAMESPACE, "-o", "json")
+def converged(env, groups, namespace):
+    out = kubectl(env, "get", "vmg,lb", "-n", namespace, "-o", "json")
     items = json.loads(out)["items"]
     vmgs = [o for o in items if o["kind"] == "VirtualMachineGroup"]
     lbs = [o for o in items if o["kind"] == "LoadBalancer"]
@@ -129,6 +138,21 @@ def converged(env, groups):
     done_lbs = [lb for lb in lbs if ready(lb) and len((lb.get("status") or {}).get("ports") or []) == 2
                 and all(len(p.get("members") or []) == REPLICAS for p in lb["status"]["ports"])]
     return len(done_groups) == groups and len(done_lbs) == groups
+
+
+def metrics_say_converged(metrics_url, groups):
+    """The operator's own gauges: every replica Ready, every LoadBalancer Active with
+    all its members. Cheap to poll (no kubectl process), confirmed by kubectl after."""
+    text = urllib.request.urlopen(metrics_url, timeout=10).read().decode()
+    ready = full = active = 0
+    for line in text.splitlines():
+        if line.startswith("verda_group_ready_replicas{"):
+            ready += int(float(line.rsplit(" ", 1)[1]))
+        elif line.startswith("verda_load_balancer_members{"):
+            full += int(float(line.rsplit(" ", 1)[1])) == 2 * REPLICAS
+        elif line.startswith('verda_managed_objects{kind="loadbalancer",state="Active"}'):
+            active = int(float(line.rsplit(" ", 1)[1]))
+    return ready == groups * REPLICAS and full == groups and active == groups
 
 
 def cloud_calls(metrics_url):
@@ -158,6 +182,7 @@ def peak_rss_mb(pid):
 
 
 def run(groups, workdir):
+    ns = f"bench-{os.getpid()}-{groups}"
     procs = Processes()
     try:
         env = dict(os.environ)
@@ -194,21 +219,24 @@ def run(groups, workdir):
                             RUST_LOG=os.environ.get("RUST_LOG", "warn"))
         namespace = os.path.join(workdir, "namespace.json")
         with open(namespace, "w") as f:
-            json.dump({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}, f)
+            json.dump({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}, f)
         kubectl(env, "apply", "-f", namespace)
         operator = procs.start([OPERATOR, "run", "--listen", listen, "--config", config_file,
-                                "--namespace", NAMESPACE, "--leader-elect=false"],
+                                "--namespace", ns, "--leader-elect=false"],
                                env=operator_env, stderr=open(os.path.join(workdir, f"operator-{groups}.log"), "w"))
         wait_for("the operator's /metrics", lambda: _reachable(metrics_url), 30, 0.2)
         manifest = os.path.join(workdir, f"fleet-{groups}.yaml")
         with open(manifest, "w") as f:
-            f.write(manifests(groups))
+            f.write(manifests(groups, ns))
         before = cloud_calls(metrics_url)
         started = time.monotonic()
         kubectl(env, "apply", "-f", manifest)
+        applied = time.monotonic() - started
         wait_for(f"{groups} groups and LoadBalancers to converge",
-                 lambda: converged(env, groups), LIMIT, 0.5)
+                 lambda: metrics_say_converged(metrics_url, groups), LIMIT, 0.25)
         elapsed = time.monotonic() - started
+        wait_for("kubectl to show the fleet converged",
+                 lambda: converged(env, groups, ns), 60, 1)
         converge = delta(cloud_calls(metrics_url), before)
         # Idle: let the last status writes settle for one period, then count.
         time.sleep(RESYNC)
@@ -221,7 +249,8 @@ def run(groups, workdir):
         idle_writes = sum(v for k, v in idle.items() if WRITE.match(k.split("/", 1)[1]))
         result = {
             "groups": groups, "vms": vms, "lbs": groups,
-            "converge_secs": round(elapsed, 1), "calls": total,
+            "converge_secs": round(elapsed, 1), "apply_secs": round(applied, 1),
+            "calls": total,
             "calls_per_vm": round(total / vms, 2),
             "peak_rss_mb": round(peak_rss_mb(operator.pid), 1),
             "idle_calls_per_period": round(idle_total, 1), "idle_writes": idle_writes,
@@ -229,6 +258,12 @@ def run(groups, workdir):
             "idle_by_operation": idle,
         }
         print("FLEET " + json.dumps(result), flush=True)
+        if real_cluster:
+            # Leave the cluster as found: the operator deletes what it made.
+            kubectl(env, "delete", "lb,vmg", "--all", "-n", ns, "--wait=false")
+            wait_for("the fleet to be deleted", lambda: not kubectl(
+                env, "get", "vm,vmg,lb", "-n", ns, "-o", "name").strip(), LIMIT, 2)
+            kubectl(env, "delete", "namespace", ns, "--wait=false")
         return result
     finally:
         procs.stop()

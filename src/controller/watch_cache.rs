@@ -121,11 +121,11 @@ where
     /// Watches `api` into `writer` and passes every change on, until the task ends.
     async fn run(self, api: Api<K>, writer: Writer<K>) {
         let kind = K::kind(&());
-        let changes = reflector::reflector(
-            writer,
-            watcher(api, watcher::Config::default().any_semantic()).default_backoff(),
-        )
-        .touched_objects();
+        // managedFields are never read here and are often the bulk of an object.
+        let watch = watcher(api, watcher::Config::default().any_semantic())
+            .default_backoff()
+            .modify(|obj| obj.managed_fields_mut().clear());
+        let changes = reflector::reflector(writer, watch).touched_objects();
         changes
             .inspect_err(|error| {
                 tracing::warn!(kind = %kind, %error, "watch failed; retrying with backoff");

@@ -2,6 +2,8 @@
 //! VirtualMachines, named VirtualMachines, or literal addresses), the Octavia objects
 //! that exist for it, and the names it needs resolved at create time.
 
+use std::sync::Arc;
+
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use verda_api::conditions::{READY, find_condition, is_true};
@@ -38,20 +40,24 @@ pub const STARTING_HOLD: std::time::Duration = std::time::Duration::from_secs(60
 /// The VirtualMachines (and groups) the ports draw on, from the watch caches.
 pub async fn backends(caches: &WatchCaches, lb: &LoadBalancer) -> Backends {
     let ns = lb.namespace().unwrap_or_default();
-    let needs_vms = lb
-        .spec
-        .ports
-        .iter()
-        .any(|p| p.real_servers.addresses.is_none());
-    let vms: Vec<VirtualMachine> = if needs_vms {
-        in_namespace(&caches.virtual_machines, &ns)
-            .await
-            .into_iter()
-            .map(|vm| (*vm).clone())
-            .collect()
-    } else {
-        Vec::new()
+    // Only the VirtualMachines some port draws on, shared with the cache, not copied.
+    let drawn = |vm: &VirtualMachine| {
+        lb.spec.ports.iter().any(|p| {
+            let rs = &p.real_servers;
+            rs.virtual_machine_group_ref
+                .as_ref()
+                .is_some_and(|g| vm.labels().get(labels::GROUP) == Some(g))
+                || rs
+                    .virtual_machines
+                    .as_ref()
+                    .is_some_and(|names| names.iter().any(|n| *n == vm.name_any()))
+        })
     };
+    let vms: Vec<Arc<VirtualMachine>> = in_namespace(&caches.virtual_machines, &ns)
+        .await
+        .into_iter()
+        .filter(|vm| drawn(vm))
+        .collect();
     let mut result = Backends::default();
     for port in &lb.spec.ports {
         let rs = &port.real_servers;
@@ -69,7 +75,7 @@ pub async fn backends(caches: &WatchCaches, lb: &LoadBalancer) -> Backends {
 
 /// The group's VirtualMachines created less than [`STARTING_HOLD`] ago that are still
 /// provisioning: not serving, not failed, not leaving.
-pub fn starting(rs: &RealServers, vms: &[VirtualMachine], now: Timestamp) -> usize {
+pub fn starting(rs: &RealServers, vms: &[Arc<VirtualMachine>], now: Timestamp) -> usize {
     let Some(group) = &rs.virtual_machine_group_ref else {
         return 0;
     };
@@ -98,7 +104,7 @@ pub fn starting(rs: &RealServers, vms: &[VirtualMachine], now: Timestamp) -> usi
 }
 
 /// The backends of one port: its addresses, or the serving VirtualMachines it names.
-pub fn port_backends(rs: &RealServers, vms: &[VirtualMachine]) -> Vec<Backend> {
+pub fn port_backends(rs: &RealServers, vms: &[Arc<VirtualMachine>]) -> Vec<Backend> {
     if let Some(addresses) = &rs.addresses {
         return addresses
             .iter()
@@ -116,7 +122,7 @@ pub fn port_backends(rs: &RealServers, vms: &[VirtualMachine]) -> Vec<Backend> {
     let mut backends: Vec<Backend> = vms
         .iter()
         .filter(|vm| chosen(vm))
-        .filter_map(serving_backend)
+        .filter_map(|vm| serving_backend(vm))
         .collect();
     backends.sort();
     backends

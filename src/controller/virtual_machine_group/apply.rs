@@ -8,7 +8,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Resource, ResourceExt};
 use serde_json::json;
-use verda_api::v1alpha1::{VirtualMachine, VirtualMachineGroup, annotations, labels};
+use verda_api::v1alpha1::{VirtualMachine, VirtualMachineGroup, annotations, finalizers, labels};
 
 use super::plan::Plan;
 use crate::cloud::ids::ServerGroupId;
@@ -35,6 +35,9 @@ pub fn new_vm(
             ])),
             annotations: (!annotations_map.is_empty()).then_some(annotations_map),
             owner_references: group.controller_owner_ref(&()).map(|r| vec![r]),
+            // Born with the VirtualMachine controller's finalizer: one write fewer per
+            // replica, and no window in which it has none.
+            finalizers: Some(vec![finalizers::VIRTUAL_MACHINE.to_owned()]),
             ..ObjectMeta::default()
         },
         spec: group.spec.template.clone(),

@@ -31,8 +31,18 @@ pub async fn run(state: Arc<AppState>) {
                 break;
             }
         }
+        // A pass reads every object under the store's lock; under a stream of writes,
+        // sweeping after each one would serialise the server behind it. The real
+        // collector is asynchronous too: writes meanwhile are swept together.
+        tokio::select! {
+            _ = tokio::time::sleep(SWEEP_INTERVAL) => {}
+            _ = shutdown.changed() => return,
+        }
     }
 }
+
+/// The shortest time between two sweeps.
+const SWEEP_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
 
 fn meta_str<'a>(o: &'a Value, k: &str) -> &'a str {
     o["metadata"][k].as_str().unwrap_or_default()
