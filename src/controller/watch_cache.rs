@@ -9,7 +9,7 @@
 //! deterministic names accept AlreadyExists, deletes accept NotFound).
 
 use std::fmt::Debug;
-use std::sync::{PoisonError, RwLock};
+use std::sync::{Arc, PoisonError, RwLock};
 
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
@@ -18,31 +18,71 @@ use kube::runtime::reflector::{self, ObjectRef, Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Resource, ResourceExt};
 use serde::de::DeserializeOwned;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use verda_api::v1alpha1::{LoadBalancer, VirtualMachine, VirtualMachineGroup};
 
 use super::Context;
 
+/// One kind's store and whether its first listing is in.
+#[derive(Clone)]
+pub struct Cache<K: Resource<DynamicType = ()> + Clone + 'static> {
+    pub store: Store<K>,
+    /// kube's `Store::wait_until_ready` wakes only the last of several concurrent
+    /// waiters (a single-waker oneshot), and the controller's own runner is already
+    /// one; reconciles wait on this instead.
+    ready: watch::Receiver<bool>,
+}
+
+/// The write ends of one [`Cache`].
+pub struct CacheWriter<K: Resource<DynamicType = ()> + Clone + 'static> {
+    writer: Writer<K>,
+    ready: watch::Sender<bool>,
+}
+
+fn cache<K>() -> (Cache<K>, CacheWriter<K>)
+where
+    K: Resource<DynamicType = ()> + Clone + 'static,
+{
+    let (store, writer) = reflector::store();
+    let (ready_tx, ready) = watch::channel(false);
+    (
+        Cache { store, ready },
+        CacheWriter {
+            writer,
+            ready: ready_tx,
+        },
+    )
+}
+
+impl<K: Resource<DynamicType = ()> + Clone + 'static> Cache<K> {
+    /// Once the first listing is in (at once after that). A stopped watch leaves the
+    /// store as it is, to be read anyway.
+    async fn filled(&self) {
+        let mut ready = self.ready.clone();
+        let _ = ready.wait_for(|r| *r).await;
+    }
+}
+
 /// The stores every reconcile reads: one per kind, filled by one watch each.
 #[derive(Clone)]
 pub struct WatchCaches {
-    pub virtual_machines: Store<VirtualMachine>,
-    pub groups: Store<VirtualMachineGroup>,
-    pub load_balancers: Store<LoadBalancer>,
+    pub virtual_machines: Cache<VirtualMachine>,
+    pub groups: Cache<VirtualMachineGroup>,
+    pub load_balancers: Cache<LoadBalancer>,
 }
 
 /// The write ends of [`WatchCaches`], taken by the watches that fill them.
 pub struct Writers {
-    virtual_machines: Writer<VirtualMachine>,
-    groups: Writer<VirtualMachineGroup>,
-    load_balancers: Writer<LoadBalancer>,
+    virtual_machines: CacheWriter<VirtualMachine>,
+    groups: CacheWriter<VirtualMachineGroup>,
+    load_balancers: CacheWriter<LoadBalancer>,
 }
 
 impl WatchCaches {
     pub fn new() -> (Self, Writers) {
-        let (virtual_machines, vm_writer) = reflector::store();
-        let (groups, group_writer) = reflector::store();
-        let (load_balancers, lb_writer) = reflector::store();
+        let (virtual_machines, vm_writer) = cache();
+        let (groups, group_writer) = cache();
+        let (load_balancers, lb_writer) = cache();
         (
             Self {
                 virtual_machines,
@@ -118,14 +158,22 @@ where
         .boxed()
     }
 
-    /// Watches `api` into `writer` and passes every change on, until the task ends.
-    async fn run(self, api: Api<K>, writer: Writer<K>) {
+    /// Watches `api` into `cache` and passes every change on, until the task ends.
+    async fn run(self, api: Api<K>, cache: CacheWriter<K>) {
         let kind = K::kind(&());
+        let CacheWriter { writer, ready } = cache;
         // managedFields are never read here and are often the bulk of an object.
         let watch = watcher(api, watcher::Config::default().any_semantic())
             .default_backoff()
             .modify(|obj| obj.managed_fields_mut().clear());
-        let changes = reflector::reflector(writer, watch).touched_objects();
+        let changes = reflector::reflector(writer, watch)
+            .inspect_ok(move |event| {
+                // The reflector has swapped the listing into the store by now.
+                if matches!(event, watcher::Event::InitDone) {
+                    ready.send_replace(true);
+                }
+            })
+            .touched_objects();
         changes
             .inspect_err(|error| {
                 tracing::warn!(kind = %kind, %error, "watch failed; retrying with backoff");
@@ -163,21 +211,50 @@ impl Feeds {
     }
 }
 
-/// The objects of `store` in `namespace`, once the store has been filled.
-pub async fn in_namespace<K>(store: &Store<K>, namespace: &str) -> Vec<std::sync::Arc<K>>
+/// The objects of `cache` in `namespace`, once it has been filled.
+pub async fn in_namespace<K>(cache: &Cache<K>, namespace: &str) -> Vec<Arc<K>>
 where
     K: Resource<DynamicType = ()> + Clone + 'static,
 {
-    // Dropped writers (controllers stopping) leave the store as it is: read it anyway.
-    let _ = store.wait_until_ready().await;
-    store.state_filter(|obj| obj.namespace().as_deref() == Some(namespace))
+    cache.filled().await;
+    cache
+        .store
+        .state_filter(|obj| obj.namespace().as_deref() == Some(namespace))
 }
 
-/// Whether `name` exists in `namespace`, once the store has been filled.
-pub async fn exists<K>(store: &Store<K>, namespace: &str, name: &str) -> bool
+/// Whether `name` exists in `namespace`, once the cache has been filled.
+pub async fn exists<K>(cache: &Cache<K>, namespace: &str, name: &str) -> bool
 where
     K: Resource<DynamicType = ()> + Clone + 'static,
 {
-    let _ = store.wait_until_ready().await;
-    store.get(&ObjectRef::new(name).within(namespace)).is_some()
+    cache.filled().await;
+    cache
+        .store
+        .get(&ObjectRef::new(name).within(namespace))
+        .is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn every_reconcile_waiting_for_a_cache_wakes_when_it_fills() {
+        let (caches, writers) = WatchCaches::new();
+        let waiters: Vec<_> = (0..3)
+            .map(|_| {
+                let caches = caches.clone();
+                tokio::spawn(async move { in_namespace(&caches.groups, "ns").await.len() })
+            })
+            .collect();
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        writers.groups.ready.send_replace(true);
+        for waiter in waiters {
+            let found = tokio::time::timeout(std::time::Duration::from_secs(5), waiter)
+                .await
+                .expect("woken")
+                .expect("no panic");
+            assert_eq!(found, 0);
+        }
+    }
 }

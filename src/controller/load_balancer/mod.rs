@@ -55,7 +55,7 @@ pub fn run(
     feeds: &mut Feeds,
     refreshed: BoxStream<'static, ObjectRef<LoadBalancer>>,
 ) -> impl Future<Output = ()> + use<> {
-    let lbs = ctx.caches.current().load_balancers;
+    let lbs = ctx.caches.current().load_balancers.store;
     let by_vm = lbs.clone();
     let by_group = lbs.clone();
     let seen = Mutex::new(HashMap::new());

@@ -49,7 +49,7 @@ pub fn run(
 ) -> impl Future<Output = ()> + use<> {
     Controller::for_stream(
         feeds.virtual_machines.subscribe(),
-        ctx.caches.current().virtual_machines,
+        ctx.caches.current().virtual_machines.store,
     )
     .reconcile_on(refreshed)
     .run(reconcile, error_policy, ctx)

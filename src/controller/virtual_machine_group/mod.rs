@@ -44,7 +44,7 @@ impl Managed for VirtualMachineGroup {
 /// The controller: its VirtualMachines and the LoadBalancers drawing on it wake it.
 pub fn run(ctx: Arc<Context>, feeds: &mut Feeds) -> impl Future<Output = ()> + use<> {
     let caches = ctx.caches.current();
-    Controller::for_stream(feeds.groups.subscribe(), caches.groups)
+    Controller::for_stream(feeds.groups.subscribe(), caches.groups.store)
         .owns_stream(feeds.virtual_machines.subscribe())
         .watches_stream(feeds.load_balancers.subscribe(), |lb| {
             let ns = lb.namespace().unwrap_or_default();
