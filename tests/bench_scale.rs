@@ -10,10 +10,10 @@ use std::time::{Duration, Instant};
 
 use kube::api::{Patch, PatchParams};
 use serde_json::json;
-use support::e2e::{Env, eventually, sample, test_timing};
+use support::e2e::{Env, calls_since, eventually, sample, test_timing};
 use verda_api::v1alpha1::{LoadBalancer, VirtualMachineGroup};
 use verda_operator::controller::Timing;
-use verda_operator::sim::{SimConfig, Simulator};
+use verda_operator::sim::SimConfig;
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -34,19 +34,6 @@ fn production() -> Timing {
         error_replace: Duration::from_secs(30),
         drain_timeout: Duration::from_secs(120),
     }
-}
-
-fn calls_since(sim: &Simulator, before: &BTreeMap<(String, String), u64>) -> BTreeMap<String, u64> {
-    sim.request_counts()
-        .into_iter()
-        .filter_map(|((service, op), n)| {
-            let d = n - before
-                .get(&(service.clone(), op.clone()))
-                .copied()
-                .unwrap_or(0);
-            (d > 0).then(|| (format!("{service}/{op}"), d))
-        })
-        .collect()
 }
 
 fn total(calls: &BTreeMap<String, u64>) -> u64 {

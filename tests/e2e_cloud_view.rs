@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use kube::api::{Patch, PatchParams};
 use serde_json::json;
-use support::e2e::{Env, eventually, sample, test_timing};
+use support::e2e::{Env, calls_since, eventually, sample, test_timing};
 use verda_api::v1alpha1::{LoadBalancer, VirtualMachineGroup};
 use verda_operator::cloud::ids::{LoadBalancerId, PoolId};
 use verda_operator::controller::Timing;
@@ -31,16 +31,7 @@ fn one_second_refresh() -> Timing {
 async fn calls_over(sim: &Simulator, periods: u32) -> BTreeMap<String, u64> {
     let before = sim.request_counts();
     tokio::time::sleep(PERIOD * periods).await;
-    sim.request_counts()
-        .into_iter()
-        .filter_map(|((service, op), n)| {
-            let d = n - before
-                .get(&(service.clone(), op.clone()))
-                .copied()
-                .unwrap_or(0);
-            (d > 0).then(|| (format!("{service}/{op}"), d))
-        })
-        .collect()
+    calls_since(sim, &before)
 }
 
 fn is_write(op: &str) -> bool {

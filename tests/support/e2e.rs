@@ -188,6 +188,23 @@ where
     }
 }
 
+/// The calls `sim` received since the counts `before`, by `service/operation`.
+pub fn calls_since(
+    sim: &Simulator,
+    before: &std::collections::BTreeMap<(String, String), u64>,
+) -> std::collections::BTreeMap<String, u64> {
+    sim.request_counts()
+        .into_iter()
+        .filter_map(|((service, op), n)| {
+            let d = n - before
+                .get(&(service.clone(), op.clone()))
+                .copied()
+                .unwrap_or(0);
+            (d > 0).then(|| (format!("{service}/{op}"), d))
+        })
+        .collect()
+}
+
 /// A published sample manifest, read from `samples/`.
 pub fn sample(name: &str) -> String {
     std::fs::read_to_string(super::crd_schema::repo_root().join("samples").join(name))
