@@ -108,56 +108,75 @@ pub async fn refresh_forever(ctx: Arc<Context>, wakers: Wakers) {
 
 /// One refresh: lists only what the view holds something of.
 pub async fn refresh(ctx: &Context, wakers: &Wakers) {
-    let view = &ctx.view;
-    if !view.servers.is_empty() {
-        let asked = Instant::now();
-        match ctx.cloud.compute().list_managed_servers().await {
-            Ok(listed) => {
-                for owner in view.servers.replace(listed, asked) {
-                    let _ = wakers.virtual_machines.send(object_ref(&owner));
-                }
+    if !ctx.view.servers.is_empty() {
+        refresh_servers(ctx, wakers).await;
+    }
+    for (region, with_fips) in ctx.view.load_balancers.regions() {
+        refresh_load_balancers(ctx, wakers, region.as_deref(), with_fips).await;
+    }
+}
+
+async fn refresh_servers(ctx: &Context, wakers: &Wakers) {
+    let asked = Instant::now();
+    match ctx.cloud.compute().list_managed_servers().await {
+        Ok(listed) => {
+            for owner in ctx.view.servers.replace(listed, asked) {
+                let _ = wakers.virtual_machines.send(object_ref(&owner));
             }
-            Err(error) => {
-                tracing::warn!(%error, "could not refresh the view of servers; reconciles read Nova until the next refresh")
-            }
+        }
+        Err(error) => {
+            tracing::warn!(%error, "could not refresh the view of servers; reconciles read Nova until the next refresh")
         }
     }
-    for (region, with_fips) in view.load_balancers.regions() {
-        let asked = Instant::now();
-        let region = region.as_deref();
-        let octavia = ctx.cloud.load_balancing(region);
-        let filter = LbFilter {
-            tags: vec![MANAGED_TAG.to_owned()],
-            ..LbFilter::default()
-        };
-        let listed = match octavia.list_load_balancers(&filter).await {
-            Ok(listed) => listed,
-            Err(error) => {
-                tracing::warn!(%error, region = region.unwrap_or("default"), "could not refresh the view of load balancers; reconciles read Octavia until the next refresh");
-                continue;
-            }
-        };
-        let fips = if with_fips {
-            let neutron = ctx.cloud.network(region);
-            match neutron
-                .list_floating_ips(&FloatingIpFilter::default())
-                .await
-            {
-                Ok(fips) => Some(fips),
-                Err(error) => {
-                    tracing::warn!(%error, region = region.unwrap_or("default"), "could not refresh the view of floating IPs; reconciles read Neutron until the next refresh");
-                    continue;
-                }
-            }
-        } else {
-            None
-        };
-        for owner in view
-            .load_balancers
-            .confirm(region, &listed, fips.as_deref(), asked)
-        {
-            let _ = wakers.load_balancers.send(object_ref(&owner));
+}
+
+/// The `verda-managed` load balancers of `region`, and its floating IPs when a recorded
+/// tree has one.
+async fn refresh_load_balancers(
+    ctx: &Context,
+    wakers: &Wakers,
+    region: Option<&str>,
+    with_fips: bool,
+) {
+    let asked = Instant::now();
+    let filter = LbFilter {
+        tags: vec![MANAGED_TAG.to_owned()],
+        ..LbFilter::default()
+    };
+    let named = region.unwrap_or("default");
+    let listed = match ctx
+        .cloud
+        .load_balancing(region)
+        .list_load_balancers(&filter)
+        .await
+    {
+        Ok(listed) => listed,
+        Err(error) => {
+            tracing::warn!(%error, region = named, "could not refresh the view of load balancers; reconciles read Octavia until the next refresh");
+            return;
         }
+    };
+    let fips = if with_fips {
+        let neutron = ctx.cloud.network(region);
+        match neutron
+            .list_floating_ips(&FloatingIpFilter::default())
+            .await
+        {
+            Ok(fips) => Some(fips),
+            Err(error) => {
+                tracing::warn!(%error, region = named, "could not refresh the view of floating IPs; reconciles read Neutron until the next refresh");
+                return;
+            }
+        }
+    } else {
+        None
+    };
+    let changed = ctx
+        .view
+        .load_balancers
+        .confirm(region, &listed, fips.as_deref(), asked);
+    for owner in changed {
+        let _ = wakers.load_balancers.send(object_ref(&owner));
     }
 }
 

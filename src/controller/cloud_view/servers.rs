@@ -83,28 +83,20 @@ impl ServerView {
         }
         let mut owners = self.owners.lock();
         let mut changed = Vec::new();
-        for (uid, entry) in owners.iter() {
+        for (uid, entry) in std::mem::take(&mut *owners) {
             if entry.confirmed > asked {
-                fresh.insert(uid.clone(), clone_entry(entry));
+                fresh.insert(uid, entry);
                 continue;
             }
-            match fresh.get(uid) {
+            match fresh.get(&uid) {
                 Some(now) if same_servers(&now.servers, &entry.servers) => {}
-                _ => changed.push(entry.owner.clone()),
+                _ => changed.push(entry.owner),
             }
         }
         // Servers of owners the view did not know: their controllers read the cloud
         // themselves, so nothing to wake; they are known from now on.
         *owners = fresh;
         changed
-    }
-}
-
-fn clone_entry(entry: &Entry) -> Entry {
-    Entry {
-        owner: entry.owner.clone(),
-        servers: entry.servers.clone(),
-        confirmed: entry.confirmed,
     }
 }
 

@@ -178,38 +178,28 @@ pub fn members(port: &LoadBalancerPort, backends: &[Backend]) -> Vec<os::MemberS
         .collect()
 }
 
+/// What makes two members the same: name, address and ports.
+type MemberKey<'a> = (&'a str, &'a str, u16, Option<u16>);
+
+fn wanted_key(m: &os::MemberSpec) -> MemberKey<'_> {
+    (&m.name, &m.address, m.protocol_port, m.monitor_port)
+}
+
+fn existing_key(m: &os::Member) -> MemberKey<'_> {
+    (&m.name, &m.address, m.protocol_port, m.monitor_port)
+}
+
 /// Whether `wanted` keeps every existing member and only adds to them.
 pub fn only_adds(wanted: &[os::MemberSpec], existing: &[os::Member]) -> bool {
-    existing.iter().all(|e| {
-        wanted.iter().any(|w| {
-            w.name == e.name
-                && w.address == e.address
-                && w.protocol_port == e.protocol_port
-                && w.monitor_port == e.monitor_port
-        })
-    })
+    existing
+        .iter()
+        .all(|e| wanted.iter().any(|w| wanted_key(w) == existing_key(e)))
 }
 
 /// Whether the pool's members are exactly `wanted` (order aside).
 pub fn members_match(wanted: &[os::MemberSpec], existing: &[os::Member]) -> bool {
-    let key_w = |m: &os::MemberSpec| {
-        (
-            m.name.clone(),
-            m.address.clone(),
-            m.protocol_port,
-            m.monitor_port,
-        )
-    };
-    let key_e = |m: &os::Member| {
-        (
-            m.name.clone(),
-            m.address.clone(),
-            m.protocol_port,
-            m.monitor_port,
-        )
-    };
-    let mut w: Vec<_> = wanted.iter().map(key_w).collect();
-    let mut e: Vec<_> = existing.iter().map(key_e).collect();
+    let mut w: Vec<_> = wanted.iter().map(wanted_key).collect();
+    let mut e: Vec<_> = existing.iter().map(existing_key).collect();
     w.sort();
     e.sort();
     w == e

@@ -65,15 +65,7 @@ pub fn run(
             if !membership_changed(&seen, &vm) {
                 return Vec::new();
             }
-            let group = vm.labels().get(labels::GROUP).cloned();
-            let name = vm.name_any();
-            drawing_on(&by_vm, vm.namespace(), |rs| {
-                group.is_some() && rs.virtual_machine_group_ref == group
-                    || rs
-                        .virtual_machines
-                        .as_ref()
-                        .is_some_and(|names| names.contains(&name))
-            })
+            drawing_on(&by_vm, vm.namespace(), |rs| resolve::draws_from(rs, &vm))
         })
         .watches_stream(feeds.groups.subscribe(), move |group| {
             // Only a group's coming and going matters here; its members wake the

@@ -42,16 +42,10 @@ pub async fn backends(caches: &WatchCaches, lb: &LoadBalancer) -> Backends {
     let ns = lb.namespace().unwrap_or_default();
     // Only the VirtualMachines some port draws on, shared with the cache, not copied.
     let drawn = |vm: &VirtualMachine| {
-        lb.spec.ports.iter().any(|p| {
-            let rs = &p.real_servers;
-            rs.virtual_machine_group_ref
-                .as_ref()
-                .is_some_and(|g| vm.labels().get(labels::GROUP) == Some(g))
-                || rs
-                    .virtual_machines
-                    .as_ref()
-                    .is_some_and(|names| names.iter().any(|n| *n == vm.name_any()))
-        })
+        lb.spec
+            .ports
+            .iter()
+            .any(|p| draws_from(&p.real_servers, vm))
     };
     let vms: Vec<Arc<VirtualMachine>> = in_namespace(&caches.virtual_machines, &ns)
         .await
@@ -76,11 +70,11 @@ pub async fn backends(caches: &WatchCaches, lb: &LoadBalancer) -> Backends {
 /// The group's VirtualMachines created less than [`STARTING_HOLD`] ago that are still
 /// provisioning: not serving, not failed, not leaving.
 pub fn starting(rs: &RealServers, vms: &[Arc<VirtualMachine>], now: Timestamp) -> usize {
-    let Some(group) = &rs.virtual_machine_group_ref else {
+    if rs.virtual_machine_group_ref.is_none() {
         return 0;
-    };
+    }
     vms.iter()
-        .filter(|vm| vm.labels().get(labels::GROUP) == Some(group))
+        .filter(|vm| draws_from(rs, vm))
         .filter(|vm| {
             vm.metadata.deletion_timestamp.is_none()
                 && !vm.annotations().contains_key(annotations::DRAINING)
@@ -103,6 +97,16 @@ pub fn starting(rs: &RealServers, vms: &[Arc<VirtualMachine>], now: Timestamp) -
         .count()
 }
 
+/// Whether `vm` is one of the real servers `rs` names: a member of its group, or one
+/// of its VirtualMachines (a port has exactly one source).
+pub fn draws_from(rs: &RealServers, vm: &VirtualMachine) -> bool {
+    match (&rs.virtual_machine_group_ref, &rs.virtual_machines) {
+        (Some(group), _) => vm.labels().get(labels::GROUP) == Some(group),
+        (None, Some(names)) => names.iter().any(|n| *n == vm.name_any()),
+        (None, None) => false,
+    }
+}
+
 /// The backends of one port: its addresses, or the serving VirtualMachines it names.
 pub fn port_backends(rs: &RealServers, vms: &[Arc<VirtualMachine>]) -> Vec<Backend> {
     if let Some(addresses) = &rs.addresses {
@@ -114,14 +118,9 @@ pub fn port_backends(rs: &RealServers, vms: &[Arc<VirtualMachine>]) -> Vec<Backe
             })
             .collect();
     }
-    let chosen = |vm: &VirtualMachine| match (&rs.virtual_machine_group_ref, &rs.virtual_machines) {
-        (Some(group), _) => vm.labels().get(labels::GROUP) == Some(group),
-        (None, Some(names)) => names.iter().any(|n| *n == vm.name_any()),
-        (None, None) => false,
-    };
     let mut backends: Vec<Backend> = vms
         .iter()
-        .filter(|vm| chosen(vm))
+        .filter(|vm| draws_from(rs, vm))
         .filter_map(|vm| serving_backend(vm))
         .collect();
     backends.sort();
