@@ -63,6 +63,12 @@ bash "$RS/openstack/stop.sh" --wipe >"$WORK/wipe-openstack.log" 2>&1 || true
 export OSH_COMPUTE_HOSTS="host-ovs-filter-active host-ovs-no_filter"
 start openstack /opt/osharness/run/logs
 log "real systems up in $(($(date +%s) - t0)) s"
+# A second project (team-b) for the shared-cluster test: its user, network,
+# quotas and application credential, in a clouds.yaml of its own.
+# shellcheck source=hack/real-tenant.sh
+source "$ROOT/hack/real-tenant.sh"
+TENANT_CLOUDS="$WORK/tenant-clouds.yaml"
+make_tenant "$TENANT_CLOUDS"
 
 export KUBECONFIG=$ADMIN_KUBECONFIG
 command -v kubectl >/dev/null || { log "kubectl is not on PATH"; exit 1; }
@@ -125,5 +131,6 @@ VERDA_REAL_CLOUDS=$CLOUDS \
 VERDA_REAL_OPENSTACK_CLI=$OSC \
 VERDA_REAL_OPENSTACK_LOGS=/opt/osharness/run/logs \
 VERDA_REAL_COMPUTE_HOSTS=$(wc -w <<<"$OSH_COMPUTE_HOSTS") \
-  cargo test --locked --test real_systems -- --ignored --test-threads=1 --nocapture
+VERDA_REAL_TENANT_CLOUDS=$TENANT_CLOUDS \
+  cargo test --locked --test real_systems --test real_shared_clusters -- --ignored --test-threads=1 --nocapture
 log "real-cloud suite passed in $(($(date +%s) - t2)) s; stage took $(($(date +%s) - t0)) s"

@@ -19,6 +19,31 @@ pub struct Config {
     pub resync_period: Duration,
     pub defaults: Defaults,
     pub load_balancer: LoadBalancerConfig,
+    pub credentials: CredentialsConfig,
+}
+
+/// Whose OpenStack credentials an object acts with, when its spec names none.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct CredentialsConfig {
+    /// The Secret, in the object's namespace, that holds a namespace's default
+    /// credentials.
+    pub default_secret_name: String,
+    /// The cloud of that Secret's clouds.yaml; absent: the file's only cloud.
+    pub default_cloud_name: Option<String>,
+    /// Whether objects with no credentials of their own or of their namespace act with
+    /// the operator's credentials. A platform shared by several teams turns this off.
+    pub allow_operator_credentials: bool,
+}
+
+impl Default for CredentialsConfig {
+    fn default() -> Self {
+        Self {
+            default_secret_name: "verda-cloud-credentials".to_owned(),
+            default_cloud_name: None,
+            allow_operator_credentials: true,
+        }
+    }
 }
 
 /// Defaults for fields a VirtualMachine may leave out.
@@ -64,6 +89,7 @@ impl Default for Config {
             resync_period: Duration::from_secs(300),
             defaults: Defaults::default(),
             load_balancer: LoadBalancerConfig::default(),
+            credentials: CredentialsConfig::default(),
         }
     }
 }

@@ -106,8 +106,7 @@ async fn a_load_balancer_deleted_outside_kubernetes_is_rebuilt_within_a_refresh(
     tokio::time::sleep(PERIOD * 2).await;
     let first = env.sim.load_balancers().pop().expect("a load balancer").id;
     let deleted = Instant::now();
-    env.ctx
-        .cloud
+    env.cloud()
         .load_balancing(None)
         .delete_load_balancer(&LoadBalancerId::new(first.clone()))
         .await
@@ -136,8 +135,7 @@ async fn pool_members_edited_outside_kubernetes_are_restored_within_a_refresh() 
     let lb = env.sim.load_balancers().pop().expect("a load balancer");
     let pool = lb.pools.first().expect("a pool").id.clone();
     let edited = Instant::now();
-    env.ctx
-        .cloud
+    env.cloud()
         .load_balancing(None)
         .replace_members(&PoolId::new(pool.clone()), &[])
         .await

@@ -64,6 +64,8 @@ pub(crate) struct Token {
     issued_at: DateTime<Utc>,
     expires_at: DateTime<Utc>,
     catalog: Vec<CatalogEntry>,
+    /// The ID of the project the token acts in.
+    pub(crate) project_id: Option<String>,
 }
 
 impl fmt::Debug for Token {
@@ -105,6 +107,14 @@ struct TokenInner {
     issued_at: Option<DateTime<Utc>>,
     #[serde(default)]
     catalog: Vec<CatalogEntry>,
+    /// The project the token is scoped to (application credentials carry their own).
+    #[serde(default)]
+    project: Option<TokenProject>,
+}
+
+#[derive(Deserialize)]
+struct TokenProject {
+    id: String,
 }
 
 impl Token {
@@ -128,6 +138,7 @@ impl Token {
             issued_at: t.issued_at.unwrap_or_else(Utc::now),
             expires_at: t.expires_at,
             catalog: t.catalog,
+            project_id: t.project.map(|p| p.id),
         })
     }
 

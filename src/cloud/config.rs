@@ -99,6 +99,8 @@ impl Interface {
 pub struct Tls {
     /// Extra CA bundle (PEM) trusted besides the system roots.
     pub cacert: Option<PathBuf>,
+    /// A CA bundle (PEM) given as data, from a credentials Secret.
+    pub ca_bundle: Option<Vec<u8>>,
     /// `verify: false` / `OS_INSECURE=true`: no certificate verification at all.
     pub insecure: bool,
 }
@@ -255,21 +257,58 @@ fn read_clouds(path: &Path) -> Result<Mapping, ConfigError> {
         path: path.to_owned(),
         reason: e.to_string(),
     })?;
+    parse_clouds(&text, path)
+}
+
+fn parse_clouds(text: &str, origin: &Path) -> Result<Mapping, ConfigError> {
+    let unreadable = |reason: String| ConfigError::Read {
+        path: origin.to_owned(),
+        reason,
+    };
     // Syntax errors carry a position, never a scalar value.
-    let root: Value = serde_yaml_ng::from_str(&text).map_err(|e| ConfigError::Read {
-        path: path.to_owned(),
-        reason: e.location().map_or_else(
+    let root: Value = serde_yaml_ng::from_str(text).map_err(|e| {
+        unreadable(e.location().map_or_else(
             || "not valid YAML".to_owned(),
             |l| format!("not valid YAML at line {} column {}", l.line(), l.column()),
-        ),
+        ))
     })?;
     match root.get("clouds") {
         Some(Value::Mapping(m)) => Ok(m.clone()),
-        _ => Err(ConfigError::Read {
-            path: path.to_owned(),
-            reason: "no `clouds:` mapping".to_owned(),
-        }),
+        _ => Err(unreadable("no `clouds:` mapping".to_owned())),
     }
+}
+
+/// One cloud of a clouds.yaml given as text (a credentials Secret's), named by `cloud`
+/// or the file's only one; `origin` names the text in errors. A `cacert` path is
+/// refused: such a file would be read from the operator's own file system.
+pub fn from_clouds_text(
+    text: &str,
+    cloud: Option<&str>,
+    origin: &str,
+) -> Result<CloudConfig, ConfigError> {
+    let origin = PathBuf::from(origin);
+    let clouds = parse_clouds(text, &origin)?;
+    let name = match cloud {
+        Some(name) => name.to_owned(),
+        None => single_cloud_name(&clouds, &origin)?,
+    };
+    let Some(entry) = clouds.get(name.as_str()).and_then(Value::as_mapping) else {
+        return Err(ConfigError::NoSuchCloud {
+            cloud: name,
+            file: origin,
+            available: cloud_names(&clouds),
+        });
+    };
+    let config = parse::from_entry(&name, entry)?;
+    if config.tls.cacert.is_some() {
+        return Err(ConfigError::Invalid {
+            cloud: name,
+            problem:
+                "`cacert` names a file; put the CA bundle in the Secret's `cacert` key instead"
+                    .to_owned(),
+        });
+    }
+    Ok(config)
 }
 
 fn cloud_names(clouds: &Mapping) -> Vec<String> {

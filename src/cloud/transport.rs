@@ -78,20 +78,22 @@ impl Transport {
             .user_agent(concat!("verda-operator/", env!("CARGO_PKG_VERSION")))
             .timeout(options.request_timeout)
             .connect_timeout(options.connect_timeout);
-        if let Some(path) = &config.tls.cacert {
-            let pem = std::fs::read(path).map_err(|e| ErrorKind::Config {
-                message: format!("cannot read cacert {}: {e}", path.display()),
-            })?;
-            let certs =
-                reqwest::Certificate::from_pem_bundle(&pem).map_err(|_| ErrorKind::Config {
-                    message: format!("cacert {} is not a PEM certificate bundle", path.display()),
-                })?;
-            if certs.is_empty() {
-                return Err(ErrorKind::Config {
-                    message: format!("cacert {} holds no PEM certificate", path.display()),
+        let bundles = [
+            config.tls.cacert.as_ref().map(|path| {
+                let pem = std::fs::read(path).map_err(|e| ErrorKind::Config {
+                    message: format!("cannot read cacert {}: {e}", path.display()),
                 });
-            }
-            for cert in certs {
+                (format!("cacert {}", path.display()), pem)
+            }),
+            config.tls.ca_bundle.as_ref().map(|pem| {
+                (
+                    "the cacert key of the credentials Secret".to_owned(),
+                    Ok(pem.clone()),
+                )
+            }),
+        ];
+        for (origin, pem) in bundles.into_iter().flatten() {
+            for cert in root_certificates(&origin, &pem?)? {
                 builder = builder.add_root_certificate(cert);
             }
         }
@@ -319,6 +321,30 @@ impl Transport {
     pub async fn ensure_token(&self) -> Result<(), ErrorKind> {
         self.token().await.map(|_| ())
     }
+
+    /// The ID of the project the token acts in (authenticating if need be).
+    pub async fn project_id(&self) -> Result<String, ErrorKind> {
+        let token = self.token().await?;
+        token
+            .project_id
+            .clone()
+            .ok_or_else(|| ErrorKind::InvalidResponse {
+                message: "Keystone issued a token without a project: the credentials must be scoped to a project".into(),
+            })
+    }
+}
+
+/// The certificates of a PEM bundle; an unreadable or empty one is a configuration error.
+fn root_certificates(origin: &str, pem: &[u8]) -> Result<Vec<reqwest::Certificate>, ErrorKind> {
+    let certs = reqwest::Certificate::from_pem_bundle(pem).map_err(|_| ErrorKind::Config {
+        message: format!("{origin} is not a PEM certificate bundle"),
+    })?;
+    if certs.is_empty() {
+        return Err(ErrorKind::Config {
+            message: format!("{origin} holds no PEM certificate"),
+        });
+    }
+    Ok(certs)
 }
 
 fn transport_failure(e: &reqwest::Error) -> (Failure, ErrorKind) {

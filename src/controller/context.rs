@@ -8,8 +8,9 @@ use kube::runtime::events::{Recorder, Reporter};
 
 use super::backoff::Backoff;
 use super::cloud_view::CloudView;
+use super::tenancy::Tenancy;
 use super::watch_cache::CacheSlot;
-use crate::cloud::{Compute, LoadBalancing, Network, OpenStackClient};
+use crate::cloud::{CloudFuture, Compute, LoadBalancing, Network, OpenStackClient};
 use crate::config::Config;
 use crate::metrics::Metrics;
 
@@ -19,6 +20,8 @@ pub trait CloudPorts: Send + Sync {
     fn compute(&self) -> Arc<dyn Compute>;
     fn network(&self, region: Option<&str>) -> Arc<dyn Network>;
     fn load_balancing(&self, region: Option<&str>) -> Arc<dyn LoadBalancing>;
+    /// The ID of the project these credentials act in (from their token).
+    fn project_id(&self) -> CloudFuture<'_, String>;
 }
 
 impl CloudPorts for OpenStackClient {
@@ -32,6 +35,10 @@ impl CloudPorts for OpenStackClient {
 
     fn load_balancing(&self, region: Option<&str>) -> Arc<dyn LoadBalancing> {
         Arc::new(in_region(self, region))
+    }
+
+    fn project_id(&self) -> CloudFuture<'_, String> {
+        Box::pin(OpenStackClient::project_id(self))
     }
 }
 
@@ -74,7 +81,8 @@ pub struct Context {
     pub client: kube::Client,
     pub config: Config,
     pub metrics: Arc<Metrics>,
-    pub cloud: Arc<dyn CloudPorts>,
+    /// Whose credentials each object acts with.
+    pub tenancy: Tenancy,
     pub recorder: Recorder,
     pub backoff: Backoff,
     pub timing: Timing,
@@ -101,10 +109,15 @@ impl Context {
         Self {
             recorder: Recorder::new(client.clone(), reporter),
             backoff: Backoff::new(timing.terminal_retry),
+            tenancy: Tenancy::new(
+                client.clone(),
+                config.credentials.clone(),
+                cloud,
+                metrics.clone(),
+            ),
             client,
             config,
             metrics,
-            cloud,
             timing,
             watch_namespace: None,
             caches: CacheSlot::new(),

@@ -18,9 +18,11 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 use verda_api::conditions::{NewCondition, READY, Status, set_condition};
+use verda_api::v1alpha1::CloudCredentialsRef;
 
 use super::context::Context;
 use super::error::ReconcileError;
+use super::tenancy::Tenant;
 use crate::metrics::{ControllerLabels, ReconcileLabels};
 
 /// A kind the operator manages.
@@ -39,6 +41,10 @@ pub trait Managed:
     /// The published finalizer name.
     const FINALIZER: &'static str;
     fn conditions(&self) -> &[Condition];
+    /// The Secret the object's credentials come from, if it names one.
+    fn credentials_ref(&self) -> Option<&CloudCredentialsRef>;
+    /// The project its status records its cloud resources in.
+    fn recorded_project(&self) -> Option<&str>;
 }
 
 /// What a cleanup step found.
@@ -82,9 +88,9 @@ pub async fn reconcile_with<K, A, AF, C, CF>(
 ) -> Result<Action, ReconcileError>
 where
     K: Managed,
-    A: FnOnce(Arc<K>, Arc<Context>) -> AF,
+    A: FnOnce(Arc<K>, Arc<Context>, Tenant) -> AF,
     AF: Future<Output = Result<Action, ReconcileError>>,
-    C: FnOnce(Arc<K>, Arc<Context>) -> CF,
+    C: FnOnce(Arc<K>, Arc<Context>, Tenant) -> CF,
     CF: Future<Output = Result<Cleanup, ReconcileError>>,
 {
     let started = Instant::now();
@@ -94,7 +100,10 @@ where
         run_cleanup(&api, obj.clone(), ctx.clone(), cleanup).await
     } else {
         match ensure_finalizer(&api, &*obj).await {
-            Ok(()) => apply(obj.clone(), ctx.clone()).await,
+            Ok(()) => match tenant_of(&api, &*obj, &ctx, false).await {
+                Ok(tenant) => apply(obj.clone(), ctx.clone(), tenant).await,
+                Err(e) => Err(e),
+            },
             Err(e) => Err(e),
         }
     };
@@ -148,13 +157,24 @@ async fn run_cleanup<K, C, CF>(
 ) -> Result<Action, ReconcileError>
 where
     K: Managed,
-    C: FnOnce(Arc<K>, Arc<Context>) -> CF,
+    C: FnOnce(Arc<K>, Arc<Context>, Tenant) -> CF,
     CF: Future<Output = Result<Cleanup, ReconcileError>>,
 {
     if !obj.finalizers().iter().any(|f| f == K::FINALIZER) {
         return Ok(Action::await_change());
     }
-    match cleanup(obj.clone(), ctx).await? {
+    let done = match tenant_of(api, &*obj, &ctx, true).await {
+        Ok(tenant) => cleanup(obj.clone(), ctx, tenant).await?,
+        // The project is recorded before anything is created: an object that recorded
+        // none and has no credentials created nothing, and goes without a cloud call.
+        Err(ReconcileError::Credentials { source, .. })
+            if source.is_not_found() && obj.recorded_project().is_none() =>
+        {
+            Cleanup::Done
+        }
+        Err(e) => return Err(e),
+    };
+    match done {
         Cleanup::Wait(after) => Ok(Action::requeue(after)),
         Cleanup::Done => {
             let remaining: Vec<&String> = obj
@@ -165,6 +185,48 @@ where
             patch_finalizers(api, &*obj, json!(remaining), "remove the finalizer").await?;
             Ok(Action::await_change())
         }
+    }
+}
+
+/// The credentials `obj` acts with, refused when they act in another project than the
+/// one its status records. The project is recorded before anything is created (not
+/// while deleting: an object that recorded none created nothing with these
+/// credentials' project in mind).
+async fn tenant_of<K: Managed>(
+    api: &Api<K>,
+    obj: &K,
+    ctx: &Context,
+    deleting: bool,
+) -> Result<Tenant, ReconcileError> {
+    let object = object_key(obj);
+    let tenant = ctx
+        .tenancy
+        .resolve(&obj.namespace().unwrap_or_default(), obj.credentials_ref())
+        .await
+        .map_err(|source| ReconcileError::Credentials {
+            object: object.clone(),
+            source,
+            deleting,
+        })?;
+    match obj.recorded_project() {
+        Some(recorded) if recorded != tenant.project => Err(ReconcileError::ProjectChanged {
+            object,
+            recorded: recorded.to_owned(),
+            now: tenant.project,
+            origin: tenant.origin,
+        }),
+        None if !deleting => {
+            let patch = json!({"status": {"projectID": tenant.project}});
+            api.patch_status(
+                &obj.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await
+            .map_err(ReconcileError::kube("record the project", &object))?;
+            Ok(tenant)
+        }
+        _ => Ok(tenant),
     }
 }
 

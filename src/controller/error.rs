@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use super::tenancy::{CredentialsError, Origin};
 use crate::cloud::CloudError;
 
 /// Why a reconcile step failed. Messages name the action and the object.
@@ -30,6 +31,23 @@ pub enum ReconcileError {
     },
     #[error("finalizer of {object}: {message}")]
     Finalizer { object: String, message: String },
+    #[error("{object}: {source}{}", if *deleting { "; the object keeps its finalizer and its cloud resources stay until its credentials are back (to abandon them instead, remove the finalizer by hand)" } else { "" })]
+    Credentials {
+        object: String,
+        source: CredentialsError,
+        /// Whether the object is being deleted (its resources cannot be).
+        deleting: bool,
+    },
+    /// The credentials act in another project than the one the object's resources are in.
+    #[error(
+        "{object}: its cloud resources are in project {recorded}, but {origin} act in project {now}; nothing is created or deleted in either until the credentials are for project {recorded} again (to move to another project, create a new object)"
+    )]
+    ProjectChanged {
+        object: String,
+        recorded: String,
+        now: String,
+        origin: Origin,
+    },
 }
 
 impl ReconcileError {
@@ -62,6 +80,8 @@ impl ReconcileError {
             Self::Kube { .. } => "KubernetesApiError",
             Self::Invalid { reason, .. } => reason,
             Self::Finalizer { .. } => "FinalizerError",
+            Self::Credentials { source, .. } => source.category(),
+            Self::ProjectChanged { .. } => "ProjectChanged",
         }
     }
 
@@ -69,7 +89,8 @@ impl ReconcileError {
     pub fn is_terminal(&self) -> bool {
         match self {
             Self::Cloud { source, .. } => source.is_terminal(),
-            Self::Invalid { .. } => true,
+            Self::Invalid { .. } | Self::ProjectChanged { .. } => true,
+            Self::Credentials { source, .. } => source.is_terminal(),
             Self::Kube { .. } | Self::Finalizer { .. } => false,
         }
     }
@@ -78,6 +99,7 @@ impl ReconcileError {
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
             Self::Cloud { source, .. } => source.retry_after(),
+            Self::Credentials { source, .. } => source.cloud().and_then(CloudError::retry_after),
             _ => None,
         }
     }

@@ -10,6 +10,7 @@ pub mod driver;
 pub mod error;
 pub mod load_balancer;
 pub mod status_patch;
+pub mod tenancy;
 pub mod virtual_machine;
 pub mod virtual_machine_group;
 pub mod watch_cache;
@@ -29,16 +30,41 @@ pub async fn run_all(ctx: Arc<Context>) {
     // starts empty too: another replica may have led in between.
     let writers = ctx.caches.renew();
     ctx.view.clear();
+    let secret_changes = ctx.tenancy.restart();
     let (wakers, wake_ups) = cloud_view::wake_channels();
     let mut feeds = watch_cache::Feeds::default();
     let vms = virtual_machine::run(ctx.clone(), &mut feeds, wake_ups.virtual_machines);
-    let groups = virtual_machine_group::run(ctx.clone(), &mut feeds);
+    let groups = virtual_machine_group::run(ctx.clone(), &mut feeds, wake_ups.groups);
     let lbs = load_balancer::run(ctx.clone(), &mut feeds, wake_ups.load_balancers);
     tokio::join!(
         vms,
         groups,
         lbs,
         feeds.run(&ctx, writers),
-        cloud_view::refresh_forever(ctx.clone(), wakers),
+        cloud_view::refresh_forever(ctx.clone(), wakers.clone()),
+        wake_on_secret_changes(ctx.clone(), secret_changes, wakers),
     );
+}
+
+/// A credentials Secret changed (rotated, created, deleted): every object of its
+/// namespace reconciles now, with what the Secret holds now.
+async fn wake_on_secret_changes(
+    ctx: Arc<Context>,
+    mut changes: tokio::sync::mpsc::UnboundedReceiver<tenancy::SecretKey>,
+    wakers: cloud_view::Wakers,
+) {
+    use kube::runtime::reflector::ObjectRef;
+    while let Some(secret) = changes.recv().await {
+        let caches = ctx.caches.current();
+        let ns = &secret.namespace;
+        for vm in watch_cache::in_namespace(&caches.virtual_machines, ns).await {
+            let _ = wakers.virtual_machines.send(ObjectRef::from_obj(&*vm));
+        }
+        for group in watch_cache::in_namespace(&caches.groups, ns).await {
+            let _ = wakers.groups.send(ObjectRef::from_obj(&*group));
+        }
+        for lb in watch_cache::in_namespace(&caches.load_balancers, ns).await {
+            let _ = wakers.load_balancers.send(ObjectRef::from_obj(&*lb));
+        }
+    }
 }

@@ -53,14 +53,15 @@ impl Reject {
     }
 }
 
-/// Counts the request and applies faults; with `auth`, also requires a valid token.
+/// Counts the request and applies faults; with `auth`, also requires a valid token and
+/// returns the project it acts in (empty without `auth`).
 pub(crate) async fn enter(
     sim: &Sim,
     service: &'static str,
     operation: &'static str,
     headers: &HeaderMap,
     auth: bool,
-) -> Result<(), Reject> {
+) -> Result<String, Reject> {
     sim.counters.bump(service, operation);
     let verdict = sim.faults.check(service, operation);
     if !verdict.delay.is_zero() {
@@ -71,18 +72,17 @@ pub(crate) async fn enter(
         Some(Refusal::RateLimited(secs)) => return Err(Reject::RateLimited(secs)),
         None => {}
     }
-    if auth && !token_valid(sim, headers) {
-        return Err(Reject::Unauthorized);
+    if !auth {
+        return Ok(String::new());
     }
-    Ok(())
+    token_project(sim, headers).ok_or(Reject::Unauthorized)
 }
 
-/// Whether `X-Auth-Token` names a live, project-scoped token.
-pub(crate) fn token_valid(sim: &Sim, headers: &HeaderMap) -> bool {
-    let Some(token) = headers.get("x-auth-token").and_then(|v| v.to_str().ok()) else {
-        return false;
-    };
+/// The project of the live, project-scoped token `X-Auth-Token` names.
+pub(crate) fn token_project(sim: &Sim, headers: &HeaderMap) -> Option<String> {
+    let token = headers.get("x-auth-token").and_then(|v| v.to_str().ok())?;
     lock(&sim.tokens)
         .get(token)
-        .is_some_and(|t| t.scoped && t.valid_until > Instant::now())
+        .filter(|t| t.scoped && t.valid_until > Instant::now())
+        .and_then(|t| t.project_id.clone())
 }

@@ -94,11 +94,20 @@ fn bad_request(sim: &Sim, what: &str, within: &str) -> Response {
     error(sim, 400, &msg, None)
 }
 
-/// Outcome of checking the credentials in an auth request.
+/// Outcome of checking the credentials in an auth request, with whose they are (an
+/// index into the seeded identities).
 enum Identity {
-    Password,
-    AppCred,
-    Token,
+    Password(usize),
+    AppCred(usize),
+    Token(usize),
+}
+
+impl Identity {
+    fn who(&self) -> usize {
+        match self {
+            Identity::Password(i) | Identity::AppCred(i) | Identity::Token(i) => *i,
+        }
+    }
 }
 
 async fn issue(State(sim): State<Sim>, headers: HeaderMap, body: Bytes) -> Response {
@@ -123,20 +132,23 @@ async fn issue(State(sim): State<Sim>, headers: HeaderMap, body: Bytes) -> Respo
         Some("password") if identity.get("password").is_none() => {
             return bad_request(&sim, "password", "identity");
         }
-        Some("password") if password_ok(&identity["password"]["user"]) => Identity::Password,
+        Some("password") => password_ok(&identity["password"]["user"]).map(Identity::Password),
         Some("application_credential") if identity.get("application_credential").is_none() => {
             return bad_request(&sim, "application_credential", "identity");
         }
-        Some("application_credential") if app_cred_ok(&identity["application_credential"]) => {
-            Identity::AppCred
+        Some("application_credential") => {
+            app_cred_ok(&identity["application_credential"]).map(Identity::AppCred)
         }
-        Some("token") if token_ok(&sim, &identity["token"]) => Identity::Token,
-        Some(_) => return error(&sim, 401, wire::UNAUTHORIZED_MSG, None),
+        Some("token") => token_ok(&sim, &identity["token"]).map(Identity::Token),
+        Some(_) => None,
         None => return bad_request(&sim, "methods", "identity"),
+    };
+    let Some(kind) = kind else {
+        return error(&sim, 401, wire::UNAUTHORIZED_MSG, None);
     };
     let scope = req.pointer("/auth/scope");
     let scoped = match (&kind, scope) {
-        (Identity::AppCred, Some(_)) => {
+        (Identity::AppCred(_), Some(_)) => {
             return error(
                 &sim,
                 401,
@@ -144,12 +156,13 @@ async fn issue(State(sim): State<Sim>, headers: HeaderMap, body: Bytes) -> Respo
                 None,
             );
         }
-        (Identity::AppCred, None) => true,
+        (Identity::AppCred(_), None) => true,
         (_, None) => false,
-        (_, Some(s)) if project_ok(&s["project"]) => true,
+        (_, Some(s)) if project_ok(&s["project"], kind.who()) => true,
         (_, Some(_)) => return error(&sim, 401, wire::UNAUTHORIZED_MSG, None),
     };
-    let (id, token) = mint(&sim, methods, scoped, matches!(kind, Identity::AppCred));
+    let app_cred = matches!(kind, Identity::AppCred(_));
+    let (id, token) = mint(&sim, methods, scoped, app_cred, kind.who());
     let body = token_body(&sim, &token);
     let mut headers = vec![("x-subject-token", id)];
     headers.extend(std_headers(&wire::request_id()));
@@ -160,34 +173,49 @@ fn domain_ok(d: &Value) -> bool {
     d["id"].as_str() == Some(seed::DOMAIN_ID) || d["name"].as_str() == Some(seed::DOMAIN)
 }
 
-fn user_ok(u: &Value) -> bool {
-    u["id"].as_str() == Some(seed::USER_ID)
-        || (u["name"].as_str() == Some(seed::USER) && domain_ok(&u["domain"]))
+/// The identity a user reference names.
+fn user_of(u: &Value) -> Option<usize> {
+    seed::identities().iter().position(|i| {
+        u["id"].as_str() == Some(i.user_id.as_str())
+            || (u["name"].as_str() == Some(i.username.as_str()) && domain_ok(&u["domain"]))
+    })
 }
 
-fn password_ok(u: &Value) -> bool {
-    user_ok(u) && u["password"].as_str() == Some(seed::PASSWORD)
+fn password_ok(u: &Value) -> Option<usize> {
+    user_of(u).filter(|&i| u["password"].as_str() == Some(seed::identities()[i].password.as_str()))
 }
 
-fn app_cred_ok(a: &Value) -> bool {
-    let named = a["id"].as_str() == Some(seed::APP_CRED_ID)
-        || (a["name"].as_str() == Some(seed::APP_CRED_NAME) && user_ok(&a["user"]));
-    named && a["secret"].as_str() == Some(seed::APP_CRED_SECRET)
+fn app_cred_ok(a: &Value) -> Option<usize> {
+    seed::identities().iter().position(|i| {
+        let named = a["id"].as_str() == Some(i.application_credential_id.as_str())
+            || (a["name"].as_str() == Some(i.application_credential_name.as_str())
+                && user_of(&a["user"]).is_some_and(|u| seed::identities()[u].user_id == i.user_id));
+        named && a["secret"].as_str() == Some(i.application_credential_secret.as_str())
+    })
 }
 
-fn token_ok(sim: &Sim, t: &Value) -> bool {
+fn token_ok(sim: &Sim, t: &Value) -> Option<usize> {
     let id = t["id"].as_str().unwrap_or_default();
     lock(&sim.tokens)
         .get(id)
-        .is_some_and(|t| t.valid_until > Instant::now())
+        .filter(|t| t.valid_until > Instant::now())
+        .map(|t| t.identity)
 }
 
-fn project_ok(p: &Value) -> bool {
-    p["id"].as_str() == Some(seed::PROJECT_ID)
-        || (p["name"].as_str() == Some(seed::PROJECT) && domain_ok(&p["domain"]))
+/// Whether `p` names the project of identity `who` (a user may scope only to its own).
+fn project_ok(p: &Value, who: usize) -> bool {
+    let identity = &seed::identities()[who];
+    p["id"].as_str() == Some(identity.project_id.as_str())
+        || (p["name"].as_str() == Some(identity.project_name.as_str()) && domain_ok(&p["domain"]))
 }
 
-fn mint(sim: &Sim, methods: Vec<String>, scoped: bool, app_cred: bool) -> (String, Token) {
+fn mint(
+    sim: &Sim,
+    methods: Vec<String>,
+    scoped: bool,
+    app_cred: bool,
+    identity: usize,
+) -> (String, Token) {
     let id = format!(
         "gAAAAAB{}{}",
         uuid::Uuid::new_v4().simple(),
@@ -203,22 +231,26 @@ fn mint(sim: &Sim, methods: Vec<String>, scoped: bool, app_cred: bool) -> (Strin
         expires: issued + chrono::Duration::from_std(lifetime).unwrap_or(chrono::Duration::days(1)),
         valid_until: Instant::now() + lifetime,
         audit_id: uuid::Uuid::new_v4().simple().to_string()[..22].to_string(),
+        project_id: scoped.then(|| seed::identities()[identity].project_id.clone()),
+        identity,
     };
     lock(&sim.tokens).insert(id.clone(), token.clone());
     (id, token)
 }
 
 fn token_body(sim: &Sim, t: &Token) -> Value {
+    let who = &seed::identities()[t.identity];
     let domain = json!({"id": seed::DOMAIN_ID, "name": seed::DOMAIN});
     let mut token = json!({
         "methods": t.methods,
-        "user": {"domain": domain, "id": seed::USER_ID, "name": seed::USER, "password_expires_at": null},
+        "user": {"domain": domain, "id": who.user_id, "name": who.username, "password_expires_at": null},
         "audit_ids": [t.audit_id],
         "expires_at": wire::ts_micro_z(t.expires),
         "issued_at": wire::ts_micro_z(t.issued),
     });
     if t.scoped {
-        token["project"] = json!({"domain": domain, "id": seed::PROJECT_ID, "name": seed::PROJECT});
+        token["project"] =
+            json!({"domain": domain, "id": who.project_id, "name": who.project_name});
         token["is_domain"] = json!(false);
         token["roles"] = json!([
             {"id": "66d13cecc9a74aca9f87065c6f8c174e", "name": "reader"},
@@ -228,8 +260,11 @@ fn token_body(sim: &Sim, t: &Token) -> Value {
         token["catalog"] = catalog(&sim.base);
     }
     if t.app_cred {
-        token["application_credential"] =
-            json!({"id": seed::APP_CRED_ID, "name": seed::APP_CRED_NAME, "restricted": true});
+        token["application_credential"] = json!({
+            "id": who.application_credential_id,
+            "name": who.application_credential_name,
+            "restricted": true
+        });
     }
     json!({ "token": token })
 }

@@ -69,7 +69,13 @@ impl Simulator {
         let addr = listener.local_addr()?;
         let sim: Sim = Arc::new(Shared {
             base: format!("http://{addr}"),
-            world: Mutex::new(World::new(&config)),
+            worlds: seed::identities()
+                .iter()
+                .map(|i| {
+                    let world = World::new(&config, &i.project_id);
+                    (i.project_id.clone(), Mutex::new(world))
+                })
+                .collect(),
             tokens: Mutex::new(Default::default()),
             faults: FaultTable::new(config.seed),
             counters: Counters::default(),
@@ -96,7 +102,11 @@ impl Simulator {
     /// A clouds.yaml with cloud `verda-sim` (password auth, RegionOne) and
     /// `verda-sim-appcred` (application credential).
     pub fn clouds_yaml(&self) -> String {
-        let c = seed::credentials();
+        self.clouds_yaml_of(&seed::credentials())
+    }
+
+    /// The same, for the identity `c` (see [`Self::team_credentials`]).
+    pub fn clouds_yaml_of(&self, c: &SimCredentials) -> String {
         format!(
             "clouds:\n  verda-sim:\n    auth_type: password\n    auth:\n      auth_url: {url}\n      username: {u}\n      password: {p}\n      project_name: {pr}\n      user_domain_name: {d}\n      project_domain_name: {d}\n    region_name: RegionOne\n    interface: public\n    identity_api_version: 3\n  verda-sim-appcred:\n    auth_type: v3applicationcredential\n    auth:\n      auth_url: {url}\n      application_credential_id: {ai}\n      application_credential_secret: {as_}\n    region_name: RegionOne\n    interface: public\n    identity_api_version: 3\n",
             url = self.auth_url(),
@@ -111,6 +121,25 @@ impl Simulator {
 
     pub fn credentials(&self) -> SimCredentials {
         seed::credentials()
+    }
+
+    /// The second project's identity (project `team-b`), for shared-cluster tests.
+    pub fn team_credentials(&self) -> SimCredentials {
+        let [_, team] = seed::identities();
+        team
+    }
+
+    /// The servers of `project` (an ID).
+    pub fn servers_in(&self, project: &str) -> Vec<SimServer> {
+        snapshot::servers(&self.sim.world_of(project))
+    }
+
+    pub fn server_groups_in(&self, project: &str) -> Vec<SimServerGroup> {
+        snapshot::server_groups(&self.sim.world_of(project))
+    }
+
+    pub fn load_balancers_in(&self, project: &str) -> Vec<SimLoadBalancer> {
+        snapshot::load_balancers(&self.sim.world_of(project))
     }
 
     pub fn config(&self) -> &SimConfig {

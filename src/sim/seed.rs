@@ -30,19 +30,51 @@ pub(crate) const PUBLIC_NET: &str = "e2c15e32-2d6a-4d72-bbbe-819de77cd103";
 pub(crate) const PUBLIC_SUBNET: &str = "f58bb748-7770-49b2-a614-6aa5c3b7b350";
 pub(crate) const CENTOS79: &str = "244965c2-7e98-469d-b7cc-fe423698200a";
 
+/// The second project, for shared-cluster tests: its own user, application
+/// credential, servers and networks (of the same names, other IDs).
+pub(crate) const TEAM_PROJECT_ID: &str = "7c1f0a3e5b9d4e2f8a6c4b2d0e8f6a4c";
+const TEAM_PROJECT: &str = "team-b";
+const TEAM_USER_ID: &str = "b3d5f7a9c1e34b6d8f0a2c4e6b8d0f2a";
+const TEAM_USER: &str = "team-b";
+const TEAM_PASSWORD: &str = "verda-sim-team-b-password";
+const TEAM_APP_CRED_ID: &str = "e4f6a8b0c2d44e6f8a0b2c4d6e8f0a2b";
+const TEAM_APP_CRED_NAME: &str = "verda-team-b";
+const TEAM_APP_CRED_SECRET: &str = "verda-sim-team-b-app-secret";
+const TEAM_PRIVATE_NET: &str = "5e0c2a8f-7b1d-4c3e-9f5a-6b7c8d9e0f12";
+const TEAM_PRIVATE_SUBNET: &str = "6f1d3b9a-8c2e-4d4f-8a6b-7c8d9e0f1a23";
+
+/// Every identity the simulator knows: the first is the default one.
+pub(crate) fn identities() -> [SimCredentials; 2] {
+    let identity =
+        |project: (&str, &str), user: (&str, &str, &str), app: (&str, &str, &str)| SimCredentials {
+            project_id: project.0.into(),
+            project_name: project.1.into(),
+            user_id: user.0.into(),
+            username: user.1.into(),
+            password: user.2.into(),
+            user_domain: DOMAIN.into(),
+            project_domain: DOMAIN.into(),
+            application_credential_id: app.0.into(),
+            application_credential_name: app.1.into(),
+            application_credential_secret: app.2.into(),
+        };
+    [
+        identity(
+            (PROJECT_ID, PROJECT),
+            (USER_ID, USER, PASSWORD),
+            (APP_CRED_ID, APP_CRED_NAME, APP_CRED_SECRET),
+        ),
+        identity(
+            (TEAM_PROJECT_ID, TEAM_PROJECT),
+            (TEAM_USER_ID, TEAM_USER, TEAM_PASSWORD),
+            (TEAM_APP_CRED_ID, TEAM_APP_CRED_NAME, TEAM_APP_CRED_SECRET),
+        ),
+    ]
+}
+
 pub(crate) fn credentials() -> SimCredentials {
-    SimCredentials {
-        username: USER.into(),
-        password: PASSWORD.into(),
-        user_id: USER_ID.into(),
-        project_name: PROJECT.into(),
-        project_id: PROJECT_ID.into(),
-        user_domain: DOMAIN.into(),
-        project_domain: DOMAIN.into(),
-        application_credential_id: APP_CRED_ID.into(),
-        application_credential_name: APP_CRED_NAME.into(),
-        application_credential_secret: APP_CRED_SECRET.into(),
-    }
+    let [default, _] = identities();
+    default
 }
 
 fn flavor(id: &str, name: &str, vcpus: u64, ram: u64, disk: u64) -> Flavor {
@@ -68,7 +100,25 @@ fn image(id: &str, name: &str) -> Image {
     }
 }
 
-pub(crate) fn seed(w: &mut World) {
+/// The world of `project`: the same flavors, images and names in every project; the
+/// private network and subnet have other IDs outside the default project, so an ID
+/// carried from one project to another is refused as it would be in a real cloud.
+pub(crate) fn seed_project(w: &mut World, project: &str) {
+    seed(w);
+    if project == PROJECT_ID {
+        return;
+    }
+    for net in w.networks.iter_mut().filter(|n| n.id == PRIVATE_NET) {
+        net.id = TEAM_PRIVATE_NET.into();
+        net.subnets = vec![TEAM_PRIVATE_SUBNET.into()];
+    }
+    for subnet in w.subnets.iter_mut().filter(|s| s.id == PRIVATE_SUBNET) {
+        subnet.id = TEAM_PRIVATE_SUBNET.into();
+        subnet.network_id = TEAM_PRIVATE_NET.into();
+    }
+}
+
+fn seed(w: &mut World) {
     w.flavors = vec![
         flavor("1", "m1.tiny", 1, 512, 1),
         flavor("2", "m1.small", 1, 2048, 20),

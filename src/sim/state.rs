@@ -23,16 +23,28 @@ pub(crate) struct Shared {
     pub config: SimConfig,
     /// `http://127.0.0.1:PORT`, the prefix of every catalog URL.
     pub base: String,
-    pub world: Mutex<World>,
+    /// One world per project: a project sees only its own resources.
+    pub worlds: HashMap<String, Mutex<World>>,
     pub tokens: Mutex<HashMap<String, Token>>,
     pub faults: FaultTable,
     pub counters: Counters,
 }
 
 impl Shared {
-    /// Locks the world with every due transition applied.
+    /// Locks the default project's world with every due transition applied.
     pub fn world(&self) -> MutexGuard<'_, World> {
-        let mut w = lock(&self.world);
+        self.world_of(super::seed::PROJECT_ID)
+    }
+
+    /// Locks `project`'s world (an unknown project: the default one's, which a valid
+    /// token never names) with every due transition applied.
+    pub fn world_of(&self, project: &str) -> MutexGuard<'_, World> {
+        let world = self
+            .worlds
+            .get(project)
+            .or_else(|| self.worlds.get(super::seed::PROJECT_ID))
+            .expect("the default project's world exists");
+        let mut w = lock(world);
         w.settle(Instant::now());
         w
     }
@@ -48,6 +60,10 @@ pub(crate) struct Token {
     pub expires: DateTime<Utc>,
     pub valid_until: Instant,
     pub audit_id: String,
+    /// The project the token acts in (scoped tokens only).
+    pub project_id: Option<String>,
+    /// Whose token it is: an index into the seeded identities.
+    pub identity: usize,
 }
 
 /// All resources.
@@ -77,9 +93,14 @@ pub(crate) struct World {
 }
 
 impl World {
-    pub fn new(config: &SimConfig) -> Self {
+    pub fn new(config: &SimConfig, project: &str) -> Self {
         let mut w = World {
-            rng: StdRng::seed_from_u64(config.seed),
+            // Another sequence per project: IDs are unique across projects, as in a cloud.
+            rng: StdRng::seed_from_u64(if project == super::seed::PROJECT_ID {
+                config.seed
+            } else {
+                config.seed ^ 0x9e37_79b9_7f4a_7c15
+            }),
             seq: 0,
             next_event: None,
             build_delay: config.build_delay,
@@ -101,7 +122,7 @@ impl World {
             used_ips: HashMap::new(),
             octavia: Octavia::default(),
         };
-        super::seed::seed(&mut w);
+        super::seed::seed_project(&mut w, project);
         w
     }
 

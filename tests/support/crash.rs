@@ -126,6 +126,10 @@ impl CloudPorts for CrashingCloud {
             wire: self.wire.clone(),
         })
     }
+
+    fn project_id(&self) -> CloudFuture<'_, String> {
+        CloudPorts::project_id(&self.client)
+    }
 }
 
 /// One port, every call through the wire.

@@ -47,6 +47,24 @@ impl Env {
         Self::start_with(sim_config, timing, |client| Arc::new(client)).await
     }
 
+    /// As [`Env::start`], with the operator configuration `config`.
+    pub async fn start_configured(sim_config: SimConfig, timing: Timing, config: Config) -> Self {
+        let cluster = TestCluster::from_env_or_start().await.expect("a cluster");
+        let ns = cluster.namespace("e2e").await.expect("a namespace");
+        let sim = Simulator::start(sim_config).await.expect("simulator");
+        let ctx = context_with(&cluster, &ns, &sim, timing, config, |client| {
+            Arc::new(client)
+        });
+        let controllers = tokio::spawn(controller::run_all(ctx.clone()));
+        Env {
+            cluster,
+            sim,
+            ctx,
+            ns,
+            controllers,
+        }
+    }
+
     /// As [`Env::start`], the controllers seeing the cloud through the ports `wrap`
     /// builds around the real client.
     pub async fn start_with(
@@ -83,6 +101,19 @@ impl Env {
             |client| Arc::new(client),
         );
         self.controllers = tokio::spawn(controller::run_all(self.ctx.clone()));
+    }
+
+    /// The simulator's cloud as the operator's own credentials reach it, for a test to
+    /// change things behind the operator's back.
+    pub fn cloud(&self) -> Arc<dyn CloudPorts> {
+        Arc::new(
+            OpenStackClient::new(
+                simulator_cloud(&self.sim),
+                Metrics::new(),
+                ClientOptions::default(),
+            )
+            .expect("cloud client"),
+        )
     }
 
     pub fn api<K>(&self) -> Api<K>
@@ -151,6 +182,17 @@ fn context(
     timing: Timing,
     wrap: impl FnOnce(OpenStackClient) -> Arc<dyn CloudPorts>,
 ) -> Arc<Context> {
+    context_with(cluster, ns, sim, timing, Config::default(), wrap)
+}
+
+fn context_with(
+    cluster: &TestCluster,
+    ns: &str,
+    sim: &Simulator,
+    timing: Timing,
+    config: Config,
+    wrap: impl FnOnce(OpenStackClient) -> Arc<dyn CloudPorts>,
+) -> Arc<Context> {
     let metrics = Metrics::new();
     let client = OpenStackClient::new(
         simulator_cloud(sim),
@@ -159,14 +201,8 @@ fn context(
     )
     .expect("cloud client");
     Arc::new(
-        Context::new(
-            cluster.client(),
-            Config::default(),
-            metrics,
-            wrap(client),
-            timing,
-        )
-        .watching(Some(ns.to_owned())),
+        Context::new(cluster.client(), config, metrics, wrap(client), timing)
+            .watching(Some(ns.to_owned())),
     )
 }
 

@@ -84,10 +84,20 @@ impl Real {
     }
 
     fn openstack_run(&self, cloud: &str, args: &[&str]) -> String {
+        self.openstack_run_in(&self.clouds, cloud, args)
+    }
+
+    /// Runs `openstack ... -f json` as `cloud` of the clouds.yaml `clouds`, parsed.
+    pub fn openstack_in(&self, clouds: &std::path::Path, cloud: &str, args: &[&str]) -> Value {
+        let out = self.openstack_run_in(clouds, cloud, &[args, &["-f", "json"]].concat());
+        serde_json::from_str(&out).unwrap_or(Value::Null)
+    }
+
+    fn openstack_run_in(&self, clouds: &std::path::Path, cloud: &str, args: &[&str]) -> String {
         let mut cmd = Command::new(&self.openstack_cli);
         cmd.args(["--os-cloud", cloud])
             .args(args)
-            .env("OS_CLIENT_CONFIG_FILE", &self.clouds);
+            .env("OS_CLIENT_CONFIG_FILE", clouds);
         run(cmd, None, &format!("openstack {}", args.join(" ")))
     }
 

@@ -6,6 +6,7 @@ use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::credentials::CloudCredentialsRef;
 use super::rules::immutable_spec_field;
 
 const REPLACE: &str =
@@ -64,6 +65,12 @@ pub struct LoadBalancerSpec {
     #[schemars(length(min = 1, max = 32))]
     #[x_kube(validation = kube::core::Rule::new("self.all(p, self.exists_one(q, q.port == p.port))").message("each port may appear only once in spec.ports"))]
     pub ports: Vec<LoadBalancerPort>,
+    /// OpenStack credentials for this object: a Secret in the same namespace. Without
+    /// it the namespace's default Secret is used, else (where the operator allows it)
+    /// the operator's own credentials. The cloud resources stay in the project they were
+    /// created in: credentials for another project are refused (`ProjectChanged`); members come only from VirtualMachines of the same project.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cloud_credentials_ref: Option<CloudCredentialsRef>,
 }
 
 fn default_service_type() -> String {
@@ -189,6 +196,10 @@ pub enum MonitorProtocol {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LoadBalancerStatus {
+    /// The OpenStack project (ID) this object's cloud resources live in, recorded
+    /// before anything is created there.
+    #[serde(default, rename = "projectID", skip_serializing_if = "Option::is_none")]
+    pub project_id: Option<String>,
     /// Octavia load balancer ID.
     #[serde(
         default,

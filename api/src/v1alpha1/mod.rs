@@ -1,11 +1,13 @@
 //! Version `v1alpha1`: VirtualMachine, VirtualMachineGroup and LoadBalancer.
 
+mod credentials;
 mod init_script;
 mod load_balancer;
 mod rules;
 mod virtual_machine;
 mod virtual_machine_group;
 
+pub use credentials::CloudCredentialsRef;
 pub use init_script::{InitScript, KeySelector};
 pub use load_balancer::{
     HealthMonitor, LoadBalancer, LoadBalancerPort, LoadBalancerSpec, LoadBalancerStatus,

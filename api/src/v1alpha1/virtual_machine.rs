@@ -6,6 +6,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::{CustomResource, KubeSchema};
 use serde::{Deserialize, Serialize};
 
+use super::credentials::CloudCredentialsRef;
 use super::init_script::InitScript;
 use super::rules::immutable_spec_field;
 
@@ -80,6 +81,12 @@ pub struct VirtualMachineSpec {
     #[x_kube(validation = kube::core::Rule::new("self.all(k, !k.startsWith('verda.linecorp.com:'))").message("metadata keys starting with verda.linecorp.com: are reserved for the operator"))]
     #[schemars(schema_with = "nova_metadata")]
     pub metadata: Option<BTreeMap<String, String>>,
+    /// OpenStack credentials for this object (a group sets its own on its VirtualMachines): a Secret in the same namespace. Without
+    /// it the namespace's default Secret is used, else (where the operator allows it)
+    /// the operator's own credentials. The cloud resources stay in the project they were
+    /// created in: credentials for another project are refused (`ProjectChanged`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cloud_credentials_ref: Option<CloudCredentialsRef>,
 }
 
 /// Nova's limits on server metadata: 128 items (less the operator's 3), values of at
@@ -98,6 +105,10 @@ fn nova_metadata(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VirtualMachineStatus {
+    /// The OpenStack project (ID) this object's cloud resources live in, recorded
+    /// before anything is created there.
+    #[serde(default, rename = "projectID", skip_serializing_if = "Option::is_none")]
+    pub project_id: Option<String>,
     /// Nova server ID.
     #[serde(default, rename = "serverID", skip_serializing_if = "Option::is_none")]
     pub server_id: Option<String>,

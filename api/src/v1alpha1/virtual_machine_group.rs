@@ -5,6 +5,7 @@ use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::credentials::CloudCredentialsRef;
 use super::virtual_machine::VirtualMachineSpec;
 
 /// Most replicas one group may ask for: a guard against a typo that would exhaust the
@@ -48,7 +49,9 @@ pub struct VirtualMachineGroupSpec {
     #[x_kube(validation = kube::core::Rule::new("self == oldSelf").message("haPolicy is immutable: Nova cannot change a server group's policy; create a new VirtualMachineGroup"))]
     pub ha_policy: HaPolicy,
     /// The VirtualMachine spec every replica is created from. A change rolls out as
-    /// `updateStrategy` says.
+    /// `updateStrategy` says. Credentials are the group's (`cloudCredentialsRef`), not
+    /// the template's.
+    #[x_kube(validation = kube::core::Rule::new("!has(self.cloudCredentialsRef)").message("set cloudCredentialsRef on the group (spec.cloudCredentialsRef), not in its template: every VirtualMachine of a group uses the group's credentials"))]
     pub template: VirtualMachineSpec,
     /// Free text describing the group; also the server group's description.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -60,6 +63,12 @@ pub struct VirtualMachineGroupSpec {
     /// are deleted.
     #[serde(default)]
     pub update_strategy: UpdateStrategy,
+    /// OpenStack credentials for the group and all its VirtualMachines: a Secret in the same namespace. Without
+    /// it the namespace's default Secret is used, else (where the operator allows it)
+    /// the operator's own credentials. The cloud resources stay in the project they were
+    /// created in: credentials for another project are refused (`ProjectChanged`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cloud_credentials_ref: Option<CloudCredentialsRef>,
 }
 
 /// HA policy of the group's Nova server group.
@@ -98,6 +107,10 @@ pub struct VirtualMachineGroupStatus {
     /// Number of those created from the current template.
     #[serde(default)]
     pub updated_replicas: i32,
+    /// The OpenStack project (ID) this group's server group lives in, recorded before
+    /// anything is created there.
+    #[serde(default, rename = "projectID", skip_serializing_if = "Option::is_none")]
+    pub project_id: Option<String>,
     /// Nova server group ID (absent with `haPolicy: none`).
     #[serde(
         default,

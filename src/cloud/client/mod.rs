@@ -125,6 +125,15 @@ impl OpenStackClient {
             .map_err(|k| CloudError::new(action, k))
     }
 
+    /// The ID of the project this client acts in, from its token.
+    pub async fn project_id(&self) -> CloudResult<String> {
+        let action = format!("authenticate to cloud {}", self.cloud_name());
+        self.transport
+            .project_id()
+            .await
+            .map_err(|k| CloudError::new(action, k))
+    }
+
     pub(crate) async fn send(&self, req: &Request, action: &str) -> CloudResult<Reply> {
         self.transport
             .send(self.region(), req)

@@ -183,6 +183,7 @@ fn build(
         interface,
         tls: Tls {
             cacert: top.get("cacert").map(PathBuf::from),
+            ca_bundle: None,
             insecure,
         },
     })

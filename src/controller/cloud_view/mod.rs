@@ -17,19 +17,21 @@
 mod load_balancers;
 mod servers;
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use kube::runtime::reflector::ObjectRef;
 use tokio::sync::mpsc;
-use verda_api::v1alpha1::{LoadBalancer, VirtualMachine};
+use verda_api::v1alpha1::{LoadBalancer, VirtualMachine, VirtualMachineGroup};
 
 pub use load_balancers::{Cached, LoadBalancerView, OctaviaTree};
 pub use servers::ServerView;
 
-use super::Context;
+use super::tenancy::Tenant;
+use super::{CloudPorts, Context};
 use crate::cloud::model::loadbalancing::LbFilter;
 use crate::cloud::model::network::FloatingIpFilter;
 use crate::cloud::owner::{MANAGED_TAG, Owner};
@@ -37,11 +39,20 @@ use crate::cloud::owner::{MANAGED_TAG, Owner};
 /// A refresh older than this many periods no longer vouches for anything.
 const MAX_AGE_PERIODS: u32 = 3;
 
-/// The servers and load balancers the operator owns, as last seen.
+/// What the operator owns in the cloud, per project, as last seen.
 #[derive(Default)]
 pub struct CloudView {
+    projects: Lock<HashMap<String, Arc<ProjectView>>>,
+}
+
+/// The servers and load balancers the operator owns in one project, and the
+/// credentials last used there (held weakly: credentials dropped because their Secret
+/// changed or went away are not used to refresh).
+#[derive(Default)]
+pub struct ProjectView {
     pub servers: ServerView,
     pub load_balancers: LoadBalancerView,
+    ports: Lock<Option<Weak<dyn CloudPorts>>>,
 }
 
 impl CloudView {
@@ -50,34 +61,59 @@ impl CloudView {
         period * MAX_AGE_PERIODS
     }
 
+    /// The view of `tenant`'s project, refreshed from now on with its credentials.
+    pub fn of(&self, tenant: &Tenant) -> Arc<ProjectView> {
+        let view = self
+            .projects
+            .lock()
+            .entry(tenant.project.clone())
+            .or_default()
+            .clone();
+        *view.ports.lock() = Some(Arc::downgrade(&tenant.ports));
+        view
+    }
+
     pub fn clear(&self) {
-        self.servers.clear();
-        self.load_balancers.clear();
+        self.projects.lock().clear();
+    }
+
+    fn projects(&self) -> Vec<(String, Arc<ProjectView>)> {
+        let projects = self.projects.lock();
+        projects
+            .iter()
+            .map(|(p, v)| (p.clone(), v.clone()))
+            .collect()
     }
 }
 
-/// The reconciles a refresh wakes.
+/// The reconciles a refresh (or a changed credentials Secret) wakes.
+#[derive(Clone)]
 pub struct Wakers {
-    virtual_machines: mpsc::UnboundedSender<ObjectRef<VirtualMachine>>,
-    load_balancers: mpsc::UnboundedSender<ObjectRef<LoadBalancer>>,
+    pub virtual_machines: mpsc::UnboundedSender<ObjectRef<VirtualMachine>>,
+    pub groups: mpsc::UnboundedSender<ObjectRef<VirtualMachineGroup>>,
+    pub load_balancers: mpsc::UnboundedSender<ObjectRef<LoadBalancer>>,
 }
 
-/// The streams the controllers take their refresh wake-ups from.
+/// The streams the controllers take those wake-ups from.
 pub struct WakeUps {
     pub virtual_machines: BoxStream<'static, ObjectRef<VirtualMachine>>,
+    pub groups: BoxStream<'static, ObjectRef<VirtualMachineGroup>>,
     pub load_balancers: BoxStream<'static, ObjectRef<LoadBalancer>>,
 }
 
 pub fn wake_channels() -> (Wakers, WakeUps) {
     let (vm_tx, vm_rx) = mpsc::unbounded_channel();
+    let (group_tx, group_rx) = mpsc::unbounded_channel();
     let (lb_tx, lb_rx) = mpsc::unbounded_channel();
     (
         Wakers {
             virtual_machines: vm_tx,
+            groups: group_tx,
             load_balancers: lb_tx,
         },
         WakeUps {
             virtual_machines: receive(vm_rx),
+            groups: receive(group_rx),
             load_balancers: receive(lb_rx),
         },
     )
@@ -106,77 +142,102 @@ pub async fn refresh_forever(ctx: Arc<Context>, wakers: Wakers) {
     }
 }
 
-/// One refresh: lists only what the view holds something of.
+/// One refresh of every project: lists only what the view holds something of, with
+/// the credentials last used in that project.
 pub async fn refresh(ctx: &Context, wakers: &Wakers) {
-    if !ctx.view.servers.is_empty() {
-        refresh_servers(ctx, wakers).await;
-    }
-    for (region, with_fips) in ctx.view.load_balancers.regions() {
-        refresh_load_balancers(ctx, wakers, region.as_deref(), with_fips).await;
+    for (project, view) in ctx.view.projects() {
+        let ports = view.ports.lock().as_ref().and_then(Weak::upgrade);
+        let Some(ports) = ports else {
+            tracing::debug!(
+                project,
+                "no live credentials for this project: its view is not refreshed; reconciles read the cloud"
+            );
+            continue;
+        };
+        let project = Project {
+            id: &project,
+            view: &view,
+            ports: ports.as_ref(),
+        };
+        project.refresh(wakers).await;
     }
 }
 
-async fn refresh_servers(ctx: &Context, wakers: &Wakers) {
-    let asked = Instant::now();
-    match ctx.cloud.compute().list_managed_servers().await {
-        Ok(listed) => {
-            for owner in ctx.view.servers.replace(listed, asked) {
-                let _ = wakers.virtual_machines.send(object_ref(&owner));
+/// One project's view and the credentials to refresh it with.
+struct Project<'a> {
+    id: &'a str,
+    view: &'a ProjectView,
+    ports: &'a dyn CloudPorts,
+}
+
+impl Project<'_> {
+    async fn refresh(&self, wakers: &Wakers) {
+        if !self.view.servers.is_empty() {
+            self.refresh_servers(wakers).await;
+        }
+        for (region, with_fips) in self.view.load_balancers.regions() {
+            self.refresh_load_balancers(wakers, region.as_deref(), with_fips)
+                .await;
+        }
+    }
+
+    async fn refresh_servers(&self, wakers: &Wakers) {
+        let asked = Instant::now();
+        match self.ports.compute().list_managed_servers().await {
+            Ok(listed) => {
+                for owner in self.view.servers.replace(listed, asked) {
+                    let _ = wakers.virtual_machines.send(object_ref(&owner));
+                }
+            }
+            Err(error) => {
+                tracing::warn!(project = self.id, %error, "could not refresh the view of servers; reconciles read Nova until the next refresh")
             }
         }
-        Err(error) => {
-            tracing::warn!(%error, "could not refresh the view of servers; reconciles read Nova until the next refresh")
-        }
     }
-}
 
-/// The `verda-managed` load balancers of `region`, and its floating IPs when a recorded
-/// tree has one.
-async fn refresh_load_balancers(
-    ctx: &Context,
-    wakers: &Wakers,
-    region: Option<&str>,
-    with_fips: bool,
-) {
-    let asked = Instant::now();
-    let filter = LbFilter {
-        tags: vec![MANAGED_TAG.to_owned()],
-        ..LbFilter::default()
-    };
-    let named = region.unwrap_or("default");
-    let listed = match ctx
-        .cloud
-        .load_balancing(region)
-        .list_load_balancers(&filter)
-        .await
-    {
-        Ok(listed) => listed,
-        Err(error) => {
-            tracing::warn!(%error, region = named, "could not refresh the view of load balancers; reconciles read Octavia until the next refresh");
-            return;
-        }
-    };
-    let fips = if with_fips {
-        let neutron = ctx.cloud.network(region);
-        match neutron
-            .list_floating_ips(&FloatingIpFilter::default())
+    /// The `verda-managed` load balancers of `region`, and its floating IPs when a
+    /// recorded tree has one.
+    async fn refresh_load_balancers(&self, wakers: &Wakers, region: Option<&str>, with_fips: bool) {
+        let asked = Instant::now();
+        let filter = LbFilter {
+            tags: vec![MANAGED_TAG.to_owned()],
+            ..LbFilter::default()
+        };
+        let named = region.unwrap_or("default");
+        let listed = match self
+            .ports
+            .load_balancing(region)
+            .list_load_balancers(&filter)
             .await
         {
-            Ok(fips) => Some(fips),
+            Ok(listed) => listed,
             Err(error) => {
-                tracing::warn!(%error, region = named, "could not refresh the view of floating IPs; reconciles read Neutron until the next refresh");
+                tracing::warn!(project = self.id, %error, region = named, "could not refresh the view of load balancers; reconciles read Octavia until the next refresh");
                 return;
             }
+        };
+        let fips = if with_fips {
+            let neutron = self.ports.network(region);
+            match neutron
+                .list_floating_ips(&FloatingIpFilter::default())
+                .await
+            {
+                Ok(fips) => Some(fips),
+                Err(error) => {
+                    tracing::warn!(project = self.id, %error, region = named, "could not refresh the view of floating IPs; reconciles read Neutron until the next refresh");
+                    return;
+                }
+            }
+        } else {
+            None
+        };
+        let changed = self
+            .view
+            .load_balancers
+            .confirm(region, &listed, fips.as_deref(), asked);
+        for owner in changed {
+            let _ = wakers.load_balancers.send(object_ref(&owner));
         }
-    } else {
-        None
-    };
-    let changed = ctx
-        .view
-        .load_balancers
-        .confirm(region, &listed, fips.as_deref(), asked);
-    for owner in changed {
-        let _ = wakers.load_balancers.send(object_ref(&owner));
     }
 }
 
@@ -186,6 +247,10 @@ async fn refresh_load_balancers(
 pub struct Lock<T>(Mutex<T>);
 
 impl<T> Lock<T> {
+    pub fn new(value: T) -> Self {
+        Self(Mutex::new(value))
+    }
+
     pub fn lock(&self) -> MutexGuard<'_, T> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }

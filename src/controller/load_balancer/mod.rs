@@ -25,12 +25,15 @@ use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::{ObjectRef, Store};
 use verda_api::conditions::{READY, find_condition};
-use verda_api::v1alpha1::{LoadBalancer, LoadBalancerStatus, VirtualMachine, finalizers, labels};
+use verda_api::v1alpha1::{
+    CloudCredentialsRef, LoadBalancer, LoadBalancerStatus, VirtualMachine, finalizers, labels,
+};
 
 use super::driver::{
     Cleanup, Managed, error_policy, object_key, object_labels, owner_of, publish, reconcile_with,
 };
 use super::status_patch::write_status;
+use super::tenancy::Tenant;
 use super::watch_cache::Feeds;
 use super::{Context, ReconcileError};
 use crate::cloud::model::loadbalancing::{LbFilter, ProvisioningStatus};
@@ -45,6 +48,14 @@ impl Managed for LoadBalancer {
             .as_ref()
             .map(|s| s.conditions.as_slice())
             .unwrap_or_default()
+    }
+
+    fn credentials_ref(&self) -> Option<&CloudCredentialsRef> {
+        self.spec.cloud_credentials_ref.as_ref()
+    }
+
+    fn recorded_project(&self) -> Option<&str> {
+        self.status.as_ref()?.project_id.as_deref()
     }
 }
 
@@ -138,13 +149,18 @@ pub async fn reconcile(lb: Arc<LoadBalancer>, ctx: Arc<Context>) -> Result<Actio
     reconcile_with(lb, ctx, apply_spec, cleanup).await
 }
 
-async fn apply_spec(lb: Arc<LoadBalancer>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
+async fn apply_spec(
+    lb: Arc<LoadBalancer>,
+    ctx: Arc<Context>,
+    tenant: Tenant,
+) -> Result<Action, ReconcileError> {
     let owner = owner_of(&*lb);
     let region = lb.spec.region.as_deref();
-    let octavia = ctx.cloud.load_balancing(region);
-    let neutron = ctx.cloud.network(region);
-    let backends = resolve::backends(&ctx.caches.current(), &lb).await;
-    let view = &ctx.view.load_balancers;
+    let octavia = tenant.ports.load_balancing(region);
+    let neutron = tenant.ports.network(region);
+    let backends = resolve::backends(&ctx.caches.current(), &lb, &tenant.project).await;
+    let project_view = ctx.view.of(&tenant);
+    let view = &project_view.load_balancers;
     let sources = observe::Sources {
         octavia: octavia.as_ref(),
         neutron: neutron.as_ref(),
@@ -179,7 +195,8 @@ async fn apply_spec(lb: Arc<LoadBalancer>, ctx: Arc<Context>) -> Result<Action, 
         owner: &owner,
     };
     let outcome = apply::run(&inputs, step).await?;
-    let status = status::next_status(&lb, &observed, &outcome, &backends.missing_groups, now);
+    let mut status = status::next_status(&lb, &observed, &outcome, &backends.missing_groups, now);
+    status.project_id = Some(tenant.project.clone());
     if lb.status.as_ref() != Some(&status) {
         write_status(&ctx.client, &*lb, &status).await?;
     }
@@ -238,13 +255,17 @@ fn record_metrics(ctx: &Context, lb: &LoadBalancer, status: &LoadBalancerStatus)
 
 /// Releases the floating IPs, then deletes every tagged load balancer (Octavia's
 /// cascade takes listeners, pools, monitors and members); done when none is left.
-async fn cleanup(lb: Arc<LoadBalancer>, ctx: Arc<Context>) -> Result<Cleanup, ReconcileError> {
+async fn cleanup(
+    lb: Arc<LoadBalancer>,
+    ctx: Arc<Context>,
+    tenant: Tenant,
+) -> Result<Cleanup, ReconcileError> {
     let owner = owner_of(&*lb);
     let key = object_key(&*lb);
     let region = lb.spec.region.as_deref();
-    let octavia = ctx.cloud.load_balancing(region);
-    let neutron = ctx.cloud.network(region);
-    ctx.view.load_balancers.forget(&owner, region);
+    let octavia = tenant.ports.load_balancing(region);
+    let neutron = tenant.ports.network(region);
+    ctx.view.of(&tenant).load_balancers.forget(&owner, region);
     let fips = neutron
         .list_floating_ips(&FloatingIpFilter {
             description: Some(owner.tag()),

@@ -38,14 +38,18 @@ pub struct Backends {
 pub const STARTING_HOLD: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The VirtualMachines (and groups) the ports draw on, from the watch caches.
-pub async fn backends(caches: &WatchCaches, lb: &LoadBalancer) -> Backends {
+pub async fn backends(caches: &WatchCaches, lb: &LoadBalancer, project: &str) -> Backends {
     let ns = lb.namespace().unwrap_or_default();
-    // Only the VirtualMachines some port draws on, shared with the cache, not copied.
+    // Only the VirtualMachines some port draws on, shared with the cache, not copied,
+    // and never one whose server is in another project (one recorded before projects
+    // were, has not recorded one yet, and is taken as this one's).
     let drawn = |vm: &VirtualMachine| {
-        lb.spec
-            .ports
-            .iter()
-            .any(|p| draws_from(&p.real_servers, vm))
+        in_project(vm, project)
+            && lb
+                .spec
+                .ports
+                .iter()
+                .any(|p| draws_from(&p.real_servers, vm))
     };
     let vms: Vec<Arc<VirtualMachine>> = in_namespace(&caches.virtual_machines, &ns)
         .await
@@ -65,6 +69,14 @@ pub async fn backends(caches: &WatchCaches, lb: &LoadBalancer) -> Backends {
         result.starting.push(starting(rs, &vms, Timestamp::now()));
     }
     result
+}
+
+/// Whether `vm`'s server is in `project`, as far as its status says.
+pub fn in_project(vm: &VirtualMachine, project: &str) -> bool {
+    vm.status
+        .as_ref()
+        .and_then(|s| s.project_id.as_deref())
+        .is_none_or(|p| p == project)
 }
 
 /// The group's VirtualMachines created less than [`STARTING_HOLD`] ago that are still

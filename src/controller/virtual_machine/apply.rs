@@ -11,7 +11,8 @@ use super::plan::Step;
 use super::resolve::{self, Observed};
 use crate::cloud::ids::ServerId;
 use crate::cloud::owner::Owner;
-use crate::cloud::{Compute, MetadataMode, ignore_not_found};
+use crate::cloud::{MetadataMode, ignore_not_found};
+use crate::controller::tenancy::Tenant;
 use crate::controller::{Context, ReconcileError};
 
 /// What a step did.
@@ -38,18 +39,19 @@ fn provisioning(id: Option<ServerId>, message: String, requeue: Duration) -> Out
 /// Carries out `step`.
 pub async fn run(
     ctx: &Context,
-    compute: &dyn Compute,
+    tenant: &Tenant,
     vm: &VirtualMachine,
     owner: &Owner,
     observed: &Observed,
     step: Step,
 ) -> Result<Outcome, ReconcileError> {
     let key = format!("{}/{}", owner.namespace, owner.name);
+    let compute = tenant.ports.compute();
     let poll = ctx.timing.poll;
     let kept = super::plan::keeper(vm, &observed.servers).map(|s| s.id.clone());
     let outcome = match step {
         Step::Create => {
-            let request = resolve::create_request(ctx, compute, vm, owner).await?;
+            let request = resolve::create_request(ctx, tenant, vm, owner).await?;
             let id = compute
                 .create_server(&request)
                 .await

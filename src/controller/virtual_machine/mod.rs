@@ -19,12 +19,13 @@ use k8s_openapi::jiff::Timestamp;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::ObjectRef;
-use verda_api::v1alpha1::{VirtualMachine, finalizers};
+use verda_api::v1alpha1::{CloudCredentialsRef, VirtualMachine, finalizers};
 
 use super::driver::{
     Cleanup, Managed, error_policy, object_key, owner_of, publish, reconcile_with,
 };
 use super::status_patch::write_status;
+use super::tenancy::Tenant;
 use super::watch_cache::Feeds;
 use super::{Context, ReconcileError};
 
@@ -37,6 +38,14 @@ impl Managed for VirtualMachine {
             .as_ref()
             .map(|s| s.conditions.as_slice())
             .unwrap_or_default()
+    }
+
+    fn credentials_ref(&self) -> Option<&CloudCredentialsRef> {
+        self.spec.cloud_credentials_ref.as_ref()
+    }
+
+    fn recorded_project(&self) -> Option<&str> {
+        self.status.as_ref()?.project_id.as_deref()
     }
 }
 
@@ -63,9 +72,14 @@ pub async fn reconcile(
     reconcile_with(vm, ctx, apply_spec, cleanup).await
 }
 
-async fn apply_spec(vm: Arc<VirtualMachine>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
+async fn apply_spec(
+    vm: Arc<VirtualMachine>,
+    ctx: Arc<Context>,
+    tenant: Tenant,
+) -> Result<Action, ReconcileError> {
     let owner = owner_of(&*vm);
-    let compute = ctx.cloud.compute();
+    let compute = tenant.ports.compute();
+    let view = ctx.view.of(&tenant);
     let now = Timestamp::now();
     let step_for = |observed: &resolve::Observed| {
         plan::plan(
@@ -77,19 +91,22 @@ async fn apply_spec(vm: Arc<VirtualMachine>, ctx: Arc<Context>) -> Result<Action
             now,
         )
     };
-    let mut observed = resolve::observe(&ctx, compute.as_ref(), &vm, &owner, true).await?;
+    let mut observed =
+        resolve::observe(&ctx, &view.servers, compute.as_ref(), &vm, &owner, true).await?;
     let mut step = step_for(&observed);
     if step == plan::Step::Create && observed.from_view {
         // Never create on the view's word: ask Nova itself first.
-        observed = resolve::observe(&ctx, compute.as_ref(), &vm, &owner, false).await?;
+        observed =
+            resolve::observe(&ctx, &view.servers, compute.as_ref(), &vm, &owner, false).await?;
         step = step_for(&observed);
     }
     // A create changes nothing a listing could bring back; any other write does.
     if step.writes() && step != plan::Step::Create {
-        ctx.view.servers.forget(&owner);
+        view.servers.forget(&owner);
     }
-    let outcome = apply::run(&ctx, compute.as_ref(), &vm, &owner, &observed, step).await?;
-    let status = status::next_status(&vm, &observed.servers, &outcome, now);
+    let outcome = apply::run(&ctx, &tenant, &vm, &owner, &observed, step).await?;
+    let mut status = status::next_status(&vm, &observed.servers, &outcome, now);
+    status.project_id = Some(tenant.project.clone());
     if vm.status.as_ref() != Some(&status) {
         write_status(&ctx.client, &*vm, &status).await?;
     }
@@ -103,10 +120,14 @@ async fn apply_spec(vm: Arc<VirtualMachine>, ctx: Arc<Context>) -> Result<Action
 }
 
 /// Deletes every server of the owner; done when none is left.
-async fn cleanup(vm: Arc<VirtualMachine>, ctx: Arc<Context>) -> Result<Cleanup, ReconcileError> {
+async fn cleanup(
+    vm: Arc<VirtualMachine>,
+    ctx: Arc<Context>,
+    tenant: Tenant,
+) -> Result<Cleanup, ReconcileError> {
     let owner = owner_of(&*vm);
     let key = object_key(&*vm);
-    let compute = ctx.cloud.compute();
+    let compute = tenant.ports.compute();
     let servers = compute
         .list_servers(&owner.uid)
         .await
@@ -126,7 +147,7 @@ async fn cleanup(vm: Arc<VirtualMachine>, ctx: Arc<Context>) -> Result<Cleanup, 
         return Ok(Cleanup::Done);
     }
     // A server Nova is already deleting needs no second request.
-    ctx.view.servers.forget(&owner);
+    ctx.view.of(&tenant).servers.forget(&owner);
     for server in servers
         .iter()
         .filter(|s| s.task_state.as_deref() != Some("deleting"))

@@ -12,6 +12,8 @@ use crate::cloud::Compute;
 use crate::cloud::ids::{NetworkId, ServerGroupId};
 use crate::cloud::model::compute::{CreateServer, Server, UserData};
 use crate::cloud::owner::Owner;
+use crate::controller::cloud_view::ServerView;
+use crate::controller::tenancy::Tenant;
 use crate::controller::{Context, ReconcileError};
 
 /// The cloud as this VirtualMachine sees it.
@@ -27,13 +29,13 @@ pub struct Observed {
 /// from the spec, the spec's flavor resolved (it may be an ID) to tell a real difference.
 pub async fn observe(
     ctx: &Context,
+    view: &ServerView,
     compute: &dyn Compute,
     vm: &VirtualMachine,
     owner: &Owner,
     use_view: bool,
 ) -> Result<Observed, ReconcileError> {
     let key = format!("{}/{}", owner.namespace, owner.name);
-    let view = &ctx.view.servers;
     let cached = use_view
         .then(|| view.settled(&owner.uid, ctx.view_max_age()))
         .flatten();
@@ -75,12 +77,13 @@ pub async fn observe(
 /// Everything `create_server` needs, resolved by name.
 pub async fn create_request(
     ctx: &Context,
-    compute: &dyn Compute,
+    tenant: &Tenant,
     vm: &VirtualMachine,
     owner: &Owner,
 ) -> Result<CreateServer, ReconcileError> {
     let key = format!("{}/{}", owner.namespace, owner.name);
     let spec = &vm.spec;
+    let compute = tenant.ports.compute();
     let image = compute
         .find_image(&spec.image)
         .await
@@ -93,7 +96,7 @@ pub async fn create_request(
         .networks
         .clone()
         .unwrap_or_else(|| ctx.config.defaults.networks.clone());
-    let network = ctx.cloud.network(None);
+    let network = tenant.ports.network(None);
     let mut networks: Vec<NetworkId> = Vec::with_capacity(network_names.len());
     for name in &network_names {
         let found = network

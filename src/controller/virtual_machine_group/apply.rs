@@ -8,7 +8,9 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Resource, ResourceExt};
 use serde_json::json;
-use verda_api::v1alpha1::{VirtualMachine, VirtualMachineGroup, annotations, finalizers, labels};
+use verda_api::v1alpha1::{
+    VirtualMachine, VirtualMachineGroup, VirtualMachineSpec, annotations, finalizers, labels,
+};
 
 use super::plan::Plan;
 use crate::cloud::ids::ServerGroupId;
@@ -40,9 +42,48 @@ pub fn new_vm(
             finalizers: Some(vec![finalizers::VIRTUAL_MACHINE.to_owned()]),
             ..ObjectMeta::default()
         },
-        spec: group.spec.template.clone(),
+        spec: VirtualMachineSpec {
+            cloud_credentials_ref: group.spec.cloud_credentials_ref.clone(),
+            ..group.spec.template.clone()
+        },
         status: None,
     }
+}
+
+/// Gives the group's VirtualMachines the group's credentials reference when it changed
+/// (in place: the same project keeps its servers, another is refused by each
+/// VirtualMachine as ProjectChanged). Returns how many it updated.
+pub async fn align_credentials(
+    client: &kube::Client,
+    group: &VirtualMachineGroup,
+    vms: &[VirtualMachine],
+) -> Result<usize, ReconcileError> {
+    let wanted = &group.spec.cloud_credentials_ref;
+    let ns = group.namespace().unwrap_or_default();
+    let key = format!("{ns}/{}", group.name_any());
+    let api: Api<VirtualMachine> = Api::namespaced(client.clone(), &ns);
+    let stale: Vec<&VirtualMachine> = vms
+        .iter()
+        .filter(|vm| &vm.spec.cloud_credentials_ref != wanted)
+        .filter(|vm| vm.metadata.deletion_timestamp.is_none())
+        .collect();
+    for vm in &stale {
+        let patch = json!({"spec": {"cloudCredentialsRef": wanted}});
+        ignore_missing(
+            api.patch(
+                &vm.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await
+            .map(drop),
+        )
+        .map_err(ReconcileError::kube(
+            "give a VirtualMachine the group's credentials",
+            &key,
+        ))?;
+    }
+    Ok(stale.len())
 }
 
 /// Carries out `plan`; returns how many writes it made.

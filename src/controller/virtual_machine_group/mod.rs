@@ -13,18 +13,22 @@ pub mod status;
 use std::sync::Arc;
 
 use futures::StreamExt;
+use futures::stream::BoxStream;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::ObjectRef;
-use verda_api::v1alpha1::{UpdateStrategy, VirtualMachine, VirtualMachineGroup, finalizers};
+use verda_api::v1alpha1::{
+    CloudCredentialsRef, UpdateStrategy, VirtualMachine, VirtualMachineGroup, finalizers,
+};
 
 use super::driver::{
     Cleanup, Managed, error_policy, object_key, object_labels, owner_of, reconcile_with,
 };
 use super::status_patch::write_status;
+use super::tenancy::Tenant;
 use super::watch_cache::Feeds;
 use super::{Context, ReconcileError};
 use crate::cloud::owner::is_server_group_of;
@@ -39,12 +43,25 @@ impl Managed for VirtualMachineGroup {
             .map(|s| s.conditions.as_slice())
             .unwrap_or_default()
     }
+
+    fn credentials_ref(&self) -> Option<&CloudCredentialsRef> {
+        self.spec.cloud_credentials_ref.as_ref()
+    }
+
+    fn recorded_project(&self) -> Option<&str> {
+        self.status.as_ref()?.project_id.as_deref()
+    }
 }
 
 /// The controller: its VirtualMachines and the LoadBalancers drawing on it wake it.
-pub fn run(ctx: Arc<Context>, feeds: &mut Feeds) -> impl Future<Output = ()> + use<> {
+pub fn run(
+    ctx: Arc<Context>,
+    feeds: &mut Feeds,
+    woken: BoxStream<'static, ObjectRef<VirtualMachineGroup>>,
+) -> impl Future<Output = ()> + use<> {
     let caches = ctx.caches.current();
     Controller::for_stream(feeds.groups.subscribe(), caches.groups.store)
+        .reconcile_on(woken)
         .owns_stream(feeds.virtual_machines.subscribe())
         .watches_stream(feeds.load_balancers.subscribe(), |lb| {
             let ns = lb.namespace().unwrap_or_default();
@@ -69,9 +86,10 @@ pub async fn reconcile(
 async fn apply_spec(
     group: Arc<VirtualMachineGroup>,
     ctx: Arc<Context>,
+    tenant: Tenant,
 ) -> Result<Action, ReconcileError> {
     let owner = owner_of(&*group);
-    let compute = ctx.cloud.compute();
+    let compute = tenant.ports.compute();
     let server_group = resolve::ensure_server_group(compute.as_ref(), &group, &owner).await?;
     let caches = ctx.caches.current();
     let vms = resolve::owned_vms(&caches, &group).await;
@@ -89,8 +107,10 @@ async fn apply_spec(
         ctx.timing.drain_timeout,
         now,
     );
-    let writes = apply::run(&ctx.client, &group, &plan, &hash, server_group.as_ref()).await?;
-    let status = status::next_status(&group, &vms, &members, &hash, server_group.as_ref(), now);
+    let writes = apply::run(&ctx.client, &group, &plan, &hash, server_group.as_ref()).await?
+        + apply::align_credentials(&ctx.client, &group, &vms).await?;
+    let mut status = status::next_status(&group, &vms, &members, &hash, server_group.as_ref(), now);
+    status.project_id = Some(tenant.project.clone());
     if group.status.as_ref() != Some(&status) {
         write_status(&ctx.client, &*group, &status).await?;
     }
@@ -134,6 +154,7 @@ fn record_metrics(
 async fn cleanup(
     group: Arc<VirtualMachineGroup>,
     ctx: Arc<Context>,
+    tenant: Tenant,
 ) -> Result<Cleanup, ReconcileError> {
     let key = object_key(&*group);
     let vms = resolve::owned_vms(&ctx.caches.current(), &group).await;
@@ -154,7 +175,7 @@ async fn cleanup(
         return Ok(Cleanup::Wait(ctx.timing.poll));
     }
     let owner = owner_of(&*group);
-    let compute = ctx.cloud.compute();
+    let compute = tenant.ports.compute();
     let groups = compute
         .list_server_groups()
         .await

@@ -167,7 +167,7 @@ async fn create(
     let cx = enter(&sim, "create_floating_ip", &headers).await?;
     let req = body_of(&cx, &bytes)?;
     let net_id = check_create(&cx, &req)?;
-    let mut w = sim.world();
+    let mut w = sim.world_of(&cx.project);
     let (subnet, address) = allocate(&cx, &mut w, &net_id)?;
     let now = Utc::now();
     let fip = FloatingIp {
@@ -206,7 +206,7 @@ async fn get_one(
     headers: HeaderMap,
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "get_floating_ip", &headers).await?;
-    let w = sim.world();
+    let w = sim.world_of(&cx.project);
     let f = w.fips.get(&id).ok_or_else(|| not_found(&cx, &id))?;
     Ok(cx.ok(200, &json!({"floatingip": view(&w, f)})))
 }
@@ -217,7 +217,7 @@ async fn list(
     Query(q): Query<Params>,
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "list_floating_ips", &headers).await?;
-    let w = sim.world();
+    let w = sim.world_of(&cx.project);
     let mut fips: Vec<&FloatingIp> = w.fips.values().collect();
     fips.sort_by_key(|f| f.seq);
     let items: Vec<Value> = fips.into_iter().map(|f| view(&w, f)).collect();
@@ -234,7 +234,7 @@ async fn update(
     let cx = enter(&sim, "update_floating_ip", &headers).await?;
     let req = body_of(&cx, &bytes)?;
     schema::floating_ip(&cx, &req)?;
-    let mut w = sim.world();
+    let mut w = sim.world_of(&cx.project);
     if !w.fips.contains_key(&id) {
         return Err(not_found(&cx, &id));
     }
@@ -257,7 +257,7 @@ async fn delete(
     headers: HeaderMap,
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "delete_floating_ip", &headers).await?;
-    let mut w = sim.world();
+    let mut w = sim.world_of(&cx.project);
     let f = w.fips.remove(&id).ok_or_else(|| not_found(&cx, &id))?;
     let subnet = w
         .networks
@@ -276,7 +276,7 @@ async fn add_tag(
     headers: HeaderMap,
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "set_floating_ip_tags", &headers).await?;
-    let mut w = sim.world();
+    let mut w = sim.world_of(&cx.project);
     let f = w.fips.get_mut(&id).ok_or_else(|| not_found(&cx, &id))?;
     if !f.tags.contains(&tag) {
         f.tags.push(tag);
@@ -294,7 +294,7 @@ async fn replace_tags(
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "set_floating_ip_tags", &headers).await?;
     let req = wire::parse_body(&bytes).unwrap_or(Value::Null);
-    let mut w = sim.world();
+    let mut w = sim.world_of(&cx.project);
     let f = w.fips.get_mut(&id).ok_or_else(|| not_found(&cx, &id))?;
     f.tags = req["tags"]
         .as_array()

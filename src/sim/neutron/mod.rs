@@ -38,6 +38,8 @@ async fn versions(State(sim): State<Sim>) -> Response {
 pub(crate) struct Cx {
     rid: String,
     base: String,
+    /// The project of the request's token: whose world it sees.
+    pub project: String,
 }
 
 impl Cx {
@@ -98,11 +100,12 @@ pub(crate) async fn enter(
     let cx = Cx {
         rid: wire::request_id(),
         base: sim.base.clone(),
+        project: String::new(),
     };
-    gate::enter(sim, SERVICE, operation, headers, true)
+    let project = gate::enter(sim, SERVICE, operation, headers, true)
         .await
         .map_err(|r| cx.reject(r))?;
-    Ok(cx)
+    Ok(Cx { project, ..cx })
 }
 
 /// Answers a list: filter (400 on unknown attributes), page, project `fields`.

@@ -81,7 +81,12 @@ async fn list_networks(
     Query(q): Query<Params>,
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "list_networks", &headers).await?;
-    let items: Vec<Value> = sim.world().networks.iter().map(network).collect();
+    let items: Vec<Value> = sim
+        .world_of(&cx.project)
+        .networks
+        .iter()
+        .map(network)
+        .collect();
     list_answer(&cx, "networks", items, &q, &no_extra)
 }
 
@@ -91,7 +96,12 @@ async fn get_network(
     headers: HeaderMap,
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "get_network", &headers).await?;
-    match sim.world().networks.iter().find(|n| n.id == id) {
+    match sim
+        .world_of(&cx.project)
+        .networks
+        .iter()
+        .find(|n| n.id == id)
+    {
         Some(n) => Ok(cx.ok(200, &json!({"network": network(n)}))),
         None => Err(cx.err(
             404,
@@ -107,7 +117,7 @@ async fn list_subnets(
     Query(q): Query<Params>,
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "list_subnets", &headers).await?;
-    let items = subnets(&sim.world());
+    let items = subnets(&sim.world_of(&cx.project));
     list_answer(&cx, "subnets", items, &q, &no_extra)
 }
 
@@ -117,7 +127,7 @@ async fn get_subnet(
     headers: HeaderMap,
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "get_subnet", &headers).await?;
-    match subnets(&sim.world())
+    match subnets(&sim.world_of(&cx.project))
         .into_iter()
         .find(|s| s["id"] == id.as_str())
     {
@@ -146,7 +156,7 @@ async fn list_ports(
     Query(q): Query<Params>,
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "list_ports", &headers).await?;
-    let w = sim.world();
+    let w = sim.world_of(&cx.project);
     let mut ports: Vec<&Port> = w.ports.values().collect();
     ports.sort_by_key(|p| p.seq);
     let items: Vec<Value> = ports.into_iter().map(port).collect();
@@ -160,7 +170,7 @@ async fn get_port(
     headers: HeaderMap,
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "get_port", &headers).await?;
-    match sim.world().ports.get(&id) {
+    match sim.world_of(&cx.project).ports.get(&id) {
         Some(p) => Ok(cx.ok(200, &json!({"port": port(p)}))),
         None => Err(cx.err(
             404,

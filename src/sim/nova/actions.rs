@@ -34,7 +34,7 @@ pub(super) async fn action(
     };
     let cx = super::enter(&sim, op, &headers).await?;
     let req = body(&cx, &bytes)?;
-    let mut w = sim.world();
+    let mut w = sim.world_of(&cx.project);
     if !w.servers.contains_key(&id) {
         return Err(not_found_server(&cx, &id));
     }

@@ -34,7 +34,7 @@ pub(super) async fn create(
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "create_server", &headers).await?;
     let req = body(&cx, &bytes)?;
-    let mut w = sim.world();
+    let mut w = sim.world_of(&cx.project);
     let request = validate(&cx, &w, &req)?;
     quota(&cx, &w)?;
     // Only a create that passed validation consumes a ServerError fault.

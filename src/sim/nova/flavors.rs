@@ -26,7 +26,7 @@ pub(super) fn detail(cx: &Cx, f: &Flavor) -> Value {
 
 pub(super) async fn list(State(sim): State<Sim>, headers: HeaderMap) -> Result<Response, Response> {
     let cx = enter(&sim, "list_flavors", &headers).await?;
-    let w = sim.world();
+    let w = sim.world_of(&cx.project);
     let flavors: Vec<Value> = w.flavors.iter().map(|f| summary(&cx, f)).collect();
     Ok(cx.ok(200, &json!({ "flavors": flavors })))
 }
@@ -36,7 +36,7 @@ pub(super) async fn list_detail(
     headers: HeaderMap,
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "list_flavors", &headers).await?;
-    let w = sim.world();
+    let w = sim.world_of(&cx.project);
     let flavors: Vec<Value> = w.flavors.iter().map(|f| detail(&cx, f)).collect();
     Ok(cx.ok(200, &json!({ "flavors": flavors })))
 }
@@ -47,7 +47,7 @@ pub(super) async fn get_one(
     headers: HeaderMap,
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "get_flavor", &headers).await?;
-    let w = sim.world();
+    let w = sim.world_of(&cx.project);
     match w.flavors.iter().find(|f| f.id == id) {
         Some(f) => Ok(cx.ok(200, &json!({"flavor": detail(&cx, f)}))),
         None => Err(cx.err(404, &format!("Flavor {id} could not be found."))),
@@ -60,7 +60,7 @@ pub(super) async fn extra_specs(
     headers: HeaderMap,
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "get_flavor", &headers).await?;
-    let w = sim.world();
+    let w = sim.world_of(&cx.project);
     match w.flavors.iter().any(|f| f.id == id) {
         true => Ok(cx.ok(200, &json!({"extra_specs": {}}))),
         false => Err(cx.err(404, &format!("Flavor {id} could not be found."))),
@@ -73,7 +73,7 @@ pub(super) async fn keypair(
     headers: HeaderMap,
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "get_keypair", &headers).await?;
-    let w = sim.world();
+    let w = sim.world_of(&cx.project);
     if !w.keypairs.contains(&name) {
         return Err(cx.err(
             404,

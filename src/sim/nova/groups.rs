@@ -70,7 +70,7 @@ pub(super) async fn create(
     let g = &req["server_group"];
     let name = g["name"].as_str().unwrap_or_default();
     let (policy, max_server_per_host) = policy_of(&cx, g)?;
-    let mut w = sim.world();
+    let mut w = sim.world_of(&cx.project);
     let group = ServerGroup {
         id: w.uuid(),
         seq: w.next_seq(),
@@ -90,7 +90,7 @@ pub(super) async fn get_one(
     headers: HeaderMap,
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "get_server_group", &headers).await?;
-    let w = sim.world();
+    let w = sim.world_of(&cx.project);
     let g = w.groups.get(&id).ok_or_else(|| not_found(&cx, &id))?;
     Ok(cx.ok(200, &json!({"server_group": view(&cx, g)})))
 }
@@ -106,7 +106,7 @@ pub(super) async fn list(
             .find(|(key, _)| key == k)
             .and_then(|(_, v)| v.parse::<usize>().ok())
     };
-    let w = sim.world();
+    let w = sim.world_of(&cx.project);
     let mut groups: Vec<&ServerGroup> = w.groups.values().collect();
     groups.sort_by_key(|g| g.seq);
     let limit = num("limit")
@@ -127,7 +127,7 @@ pub(super) async fn delete(
     headers: HeaderMap,
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "delete_server_group", &headers).await?;
-    let mut w = sim.world();
+    let mut w = sim.world_of(&cx.project);
     w.groups.remove(&id).ok_or_else(|| not_found(&cx, &id))?;
     for s in w
         .servers

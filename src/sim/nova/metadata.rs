@@ -67,7 +67,7 @@ async fn get_all(
     headers: HeaderMap,
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "get_server_metadata", &headers).await?;
-    let w = sim.world();
+    let w = sim.world_of(&cx.project);
     let s = w
         .servers
         .get(&id)
@@ -86,7 +86,7 @@ async fn write_all(
     let req = body(&cx, &bytes)?;
     schema::metadata_set(&req).map_err(|m| cx.err(400, &m))?;
     let new = string_map(&req, "metadata");
-    let mut w = sim.world();
+    let mut w = sim.world_of(&cx.project);
     let s = w
         .servers
         .get_mut(&id)
@@ -125,7 +125,7 @@ async fn get_key(
     headers: HeaderMap,
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "get_server_metadata", &headers).await?;
-    let w = sim.world();
+    let w = sim.world_of(&cx.project);
     let s = w
         .servers
         .get(&id)
@@ -150,7 +150,7 @@ async fn put_key(
     if !meta.contains_key(&key) {
         return Err(cx.err(400, "Request body and URI mismatch"));
     }
-    let mut w = sim.world();
+    let mut w = sim.world_of(&cx.project);
     let s = w
         .servers
         .get_mut(&id)
@@ -168,7 +168,7 @@ async fn delete_key(
     headers: HeaderMap,
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "delete_server_metadata_item", &headers).await?;
-    let mut w = sim.world();
+    let mut w = sim.world_of(&cx.project);
     let s = w
         .servers
         .get_mut(&id)
@@ -193,7 +193,7 @@ async fn tags(
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "list_server_tags", &headers).await?;
     need_tags(&cx)?;
-    let w = sim.world();
+    let w = sim.world_of(&cx.project);
     let s = w
         .servers
         .get(&id)
@@ -213,7 +213,7 @@ async fn replace_tags(
     let Some(list) = req.get("tags").and_then(Value::as_array) else {
         return Err(cx.err(400, "'tags' is a required property"));
     };
-    let mut w = sim.world();
+    let mut w = sim.world_of(&cx.project);
     let s = w
         .servers
         .get_mut(&id)
@@ -232,7 +232,7 @@ async fn delete_tags(
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "delete_server_tags", &headers).await?;
     need_tags(&cx)?;
-    let mut w = sim.world();
+    let mut w = sim.world_of(&cx.project);
     let s = w
         .servers
         .get_mut(&id)
@@ -248,7 +248,7 @@ async fn check_tag(
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "check_server_tag", &headers).await?;
     need_tags(&cx)?;
-    let w = sim.world();
+    let w = sim.world_of(&cx.project);
     let s = w
         .servers
         .get(&id)
@@ -266,7 +266,7 @@ async fn add_tag(
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "add_server_tag", &headers).await?;
     need_tags(&cx)?;
-    let mut w = sim.world();
+    let mut w = sim.world_of(&cx.project);
     let s = w
         .servers
         .get_mut(&id)
@@ -293,7 +293,7 @@ async fn delete_tag(
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "delete_server_tag", &headers).await?;
     need_tags(&cx)?;
-    let mut w = sim.world();
+    let mut w = sim.world_of(&cx.project);
     let s = w
         .servers
         .get_mut(&id)

@@ -74,6 +74,8 @@ pub(crate) struct Cx {
     pub echo: String,
     pub rid: String,
     pub base: String,
+    /// The project of the request's token: whose world it sees.
+    pub project: String,
 }
 
 impl Cx {
@@ -205,15 +207,16 @@ pub(crate) async fn enter(
         echo,
         rid: wire::request_id(),
         base: sim.base.clone(),
+        project: String::new(),
     };
     if let Some((status, msg)) = bad {
         sim.counters.bump(SERVICE, operation);
         return Err(cx.err(status, &msg));
     }
-    gate::enter(sim, SERVICE, operation, headers, true)
+    let project = gate::enter(sim, SERVICE, operation, headers, true)
         .await
         .map_err(|r| cx.reject(r))?;
-    Ok(cx)
+    Ok(Cx { project, ..cx })
 }
 
 fn version_doc(base: &str) -> Value {
@@ -246,6 +249,7 @@ async fn version(State(sim): State<Sim>, headers: HeaderMap) -> Response {
         echo,
         rid: wire::request_id(),
         base: sim.base.clone(),
+        project: String::new(),
     };
     let mut doc = version_doc(&sim.base);
     doc["links"] = json!([

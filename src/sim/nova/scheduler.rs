@@ -62,10 +62,13 @@ mod tests {
     use crate::sim::model::{Server, Status};
 
     fn world_with(hosts: usize) -> World {
-        World::new(&SimConfig {
-            hosts,
-            ..SimConfig::fast()
-        })
+        World::new(
+            &SimConfig {
+                hosts,
+                ..SimConfig::fast()
+            },
+            crate::sim::seed::PROJECT_ID,
+        )
     }
 
     fn add_member(w: &mut World, g: &mut ServerGroup, host: Option<String>) {

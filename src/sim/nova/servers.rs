@@ -24,7 +24,7 @@ pub(super) async fn get_one(
     headers: HeaderMap,
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "get_server", &headers).await?;
-    let w = sim.world();
+    let w = sim.world_of(&cx.project);
     let s = w
         .servers
         .get(&id)
@@ -38,7 +38,7 @@ pub(super) async fn list(
     Query(q): Params,
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "list_servers", &headers).await?;
-    let w = sim.world();
+    let w = sim.world_of(&cx.project);
     page(&cx, &w, &q, "servers", &|s| view::summary(&cx, s))
 }
 
@@ -48,7 +48,7 @@ pub(super) async fn list_detail(
     Query(q): Params,
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "list_servers", &headers).await?;
-    let w = sim.world();
+    let w = sim.world_of(&cx.project);
     page(&cx, &w, &q, "servers/detail", &|s| view::server(&cx, &w, s))
 }
 
@@ -128,7 +128,7 @@ pub(super) async fn delete(
     headers: HeaderMap,
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "delete_server", &headers).await?;
-    let mut w = sim.world();
+    let mut w = sim.world_of(&cx.project);
     let until = Instant::now() + w.build_delay;
     let s = w
         .servers
@@ -156,7 +156,7 @@ pub(super) async fn update(
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
-    let mut w = sim.world();
+    let mut w = sim.world_of(&cx.project);
     let s = w
         .servers
         .get_mut(&id)

@@ -29,7 +29,13 @@ async fn list(
     Query(q): Query<Params>,
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "list_lb_flavors", &headers).await?;
-    let items: Vec<Value> = sim.world().octavia.flavors.iter().map(view).collect();
+    let items: Vec<Value> = sim
+        .world_of(&cx.project)
+        .octavia
+        .flavors
+        .iter()
+        .map(view)
+        .collect();
     list_answer(&cx, "flavors", items, &q)
 }
 
@@ -39,7 +45,7 @@ async fn get_one(
     headers: HeaderMap,
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "get_lb_flavor", &headers).await?;
-    let w = sim.world();
+    let w = sim.world_of(&cx.project);
     match w.octavia.flavors.iter().find(|f| f.id == id) {
         Some(f) => Ok(cx.ok(200, &json!({"flavor": view(f)}))),
         None => Err(cx.err(404, &format!("Flavor {id} not found."))),

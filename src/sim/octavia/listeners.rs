@@ -64,7 +64,7 @@ async fn create(
     let lb_id = str_field(&req, "loadbalancer_id").unwrap_or_default();
     let protocol = str_field(&req, "protocol").unwrap_or_default();
     let port = u64_field(&req, "protocol_port").unwrap_or_default();
-    let mut w = sim.world();
+    let mut w = sim.world_of(&cx.project);
     if !w.octavia.lbs.contains_key(&lb_id) {
         return Err(super::loadbalancers::not_found(&cx, &lb_id));
     }
@@ -90,7 +90,7 @@ async fn get_one(
     headers: HeaderMap,
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "get_listener", &headers).await?;
-    let w = sim.world();
+    let w = sim.world_of(&cx.project);
     let l = w
         .octavia
         .listeners
@@ -105,7 +105,7 @@ async fn list(
     Query(q): Query<Params>,
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "list_listeners", &headers).await?;
-    let w = sim.world();
+    let w = sim.world_of(&cx.project);
     let mut all: Vec<&Listener> = w.octavia.listeners.values().collect();
     all.sort_by_key(|l| l.meta.seq);
     let items: Vec<Value> = all.into_iter().map(|l| views::listener(&w, l)).collect();
@@ -122,7 +122,7 @@ async fn update(
     let cx = enter(&sim, "update_listener", &headers).await?;
     let req = body(&cx, &bytes, "listener")?;
     schema::check(&cx, schema::LISTENER_PUT, &req)?;
-    let mut w = sim.world();
+    let mut w = sim.world_of(&cx.project);
     let lb_id = w
         .octavia
         .listeners
@@ -158,7 +158,7 @@ async fn delete(
     headers: HeaderMap,
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "delete_listener", &headers).await?;
-    let mut w = sim.world();
+    let mut w = sim.world_of(&cx.project);
     let lb_id = w
         .octavia
         .listeners

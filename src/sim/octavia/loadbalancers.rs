@@ -81,7 +81,7 @@ async fn create(
     let req = body(&cx, &bytes, "loadbalancer")?;
     schema::check(&cx, schema::LOAD_BALANCER, &req)?;
     super::populated::check(&cx, &req)?;
-    let mut w = sim.world();
+    let mut w = sim.world_of(&cx.project);
     let (subnet_id, network_id, existing) = vip(&cx, &w, &req)?;
     let flavor_id = str_field(&req, "flavor_id");
     if let Some(f) = flavor_id
@@ -130,7 +130,7 @@ async fn get_one(
     headers: HeaderMap,
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "get_load_balancer", &headers).await?;
-    let w = sim.world();
+    let w = sim.world_of(&cx.project);
     let lb = w.octavia.lbs.get(&id).ok_or_else(|| not_found(&cx, &id))?;
     Ok(cx.ok(200, &json!({"loadbalancer": views::lb(&w, lb)})))
 }
@@ -141,7 +141,7 @@ async fn list(
     Query(q): Query<Params>,
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "list_load_balancers", &headers).await?;
-    let w = sim.world();
+    let w = sim.world_of(&cx.project);
     let mut lbs: Vec<&LoadBalancer> = w.octavia.lbs.values().collect();
     lbs.sort_by_key(|l| l.meta.seq);
     let items: Vec<Value> = lbs.into_iter().map(|l| views::lb(&w, l)).collect();
@@ -167,7 +167,7 @@ async fn update(
     let cx = enter(&sim, "update_load_balancer", &headers).await?;
     let req = body(&cx, &bytes, "loadbalancer")?;
     schema::check(&cx, schema::LOAD_BALANCER, &req)?;
-    let mut w = sim.world();
+    let mut w = sim.world_of(&cx.project);
     let lb = w
         .octavia
         .lbs
@@ -192,7 +192,7 @@ async fn delete(
     let cascade = q
         .iter()
         .any(|(k, v)| k == "cascade" && v.eq_ignore_ascii_case("true"));
-    let mut w = sim.world();
+    let mut w = sim.world_of(&cx.project);
     let lb = w.octavia.lbs.get(&id).ok_or_else(|| not_found(&cx, &id))?;
     if let Some(resp) = invalid_state(&cx, lb) {
         return Err(resp);
@@ -231,7 +231,7 @@ async fn status(
     headers: HeaderMap,
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "get_status_tree", &headers).await?;
-    let w = sim.world();
+    let w = sim.world_of(&cx.project);
     let lb = w.octavia.lbs.get(&id).ok_or_else(|| not_found(&cx, &id))?;
     Ok(cx.ok(200, &views::status_tree(&w, lb)))
 }
@@ -242,7 +242,7 @@ async fn stats(
     headers: HeaderMap,
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "get_load_balancer_stats", &headers).await?;
-    let w = sim.world();
+    let w = sim.world_of(&cx.project);
     w.octavia.lbs.get(&id).ok_or_else(|| not_found(&cx, &id))?;
     let stats = json!({"stats": {"bytes_in": 0, "bytes_out": 0, "active_connections": 0, "total_connections": 0, "request_errors": 0}});
     Ok(cx.ok(200, &stats))

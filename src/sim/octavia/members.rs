@@ -98,7 +98,7 @@ async fn list(
     Query(q): Query<Params>,
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "list_members", &headers).await?;
-    let w = sim.world();
+    let w = sim.world_of(&cx.project);
     let pool = pool_of(&cx, &w, &id)?;
     let items: Vec<Value> = pool
         .members
@@ -115,7 +115,7 @@ async fn get_one(
     headers: HeaderMap,
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "get_member", &headers).await?;
-    let w = sim.world();
+    let w = sim.world_of(&cx.project);
     let pool = pool_of(&cx, &w, &id)?;
     let m = pool
         .members
@@ -134,7 +134,7 @@ async fn create(
     let cx = enter(&sim, "create_member", &headers).await?;
     let req = super::body(&cx, &bytes, "member")?;
     schema::check(&cx, schema::MEMBER_POST, &req)?;
-    let mut w = sim.world();
+    let mut w = sim.world_of(&cx.project);
     let member = fill(&cx, &mut w, &req, None)?;
     let pool = pool_of(&cx, &w, &id)?;
     if pool
@@ -166,7 +166,7 @@ async fn update(
     let cx = enter(&sim, "update_member", &headers).await?;
     let mut req = super::body(&cx, &bytes, "member")?;
     schema::check(&cx, schema::MEMBER_PUT, &req)?;
-    let mut w = sim.world();
+    let mut w = sim.world_of(&cx.project);
     let old = pool_of(&cx, &w, &id)?
         .members
         .iter()
@@ -204,7 +204,7 @@ async fn delete(
     headers: HeaderMap,
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "delete_member", &headers).await?;
-    let mut w = sim.world();
+    let mut w = sim.world_of(&cx.project);
     if !pool_of(&cx, &w, &id)?
         .members
         .iter()
@@ -245,7 +245,7 @@ async fn replace(
             item.as_object().unwrap_or(&Map::new()),
         )?;
     }
-    let mut w = sim.world();
+    let mut w = sim.world_of(&cx.project);
     let current = pool_of(&cx, &w, &id)?.members.clone();
     let mut next = Vec::new();
     for item in wanted {

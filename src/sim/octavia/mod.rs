@@ -79,6 +79,8 @@ async fn v2(State(sim): State<Sim>) -> Response {
 pub(crate) struct Cx {
     rid: String,
     base: String,
+    /// The project of the request's token: whose world it sees.
+    pub project: String,
 }
 
 impl Cx {
@@ -131,11 +133,12 @@ pub(crate) async fn enter(
     let cx = Cx {
         rid: wire::request_id(),
         base: sim.base.clone(),
+        project: String::new(),
     };
-    gate::enter(sim, SERVICE, operation, headers, true)
+    let project = gate::enter(sim, SERVICE, operation, headers, true)
         .await
         .map_err(|r| cx.reject(r))?;
-    Ok(cx)
+    Ok(Cx { project, ..cx })
 }
 
 /// The object under `key` of a JSON body (`{"loadbalancer": {...}}`).

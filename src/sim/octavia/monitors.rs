@@ -69,7 +69,7 @@ async fn create(
     let pool_id = str_field(&req, "pool_id").unwrap_or_default();
     let num = |f: &str| u64_field(&req, f).unwrap_or_default();
     check_timing(&cx, num("delay"), num("timeout"))?;
-    let mut w = sim.world();
+    let mut w = sim.world_of(&cx.project);
     let pool = w
         .octavia
         .pools
@@ -97,7 +97,7 @@ async fn get_one(
     headers: HeaderMap,
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "get_health_monitor", &headers).await?;
-    let w = sim.world();
+    let w = sim.world_of(&cx.project);
     let m = w
         .octavia
         .monitors
@@ -112,7 +112,7 @@ async fn list(
     Query(q): Query<Params>,
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "list_health_monitors", &headers).await?;
-    let w = sim.world();
+    let w = sim.world_of(&cx.project);
     let mut all: Vec<&Monitor> = w.octavia.monitors.values().collect();
     all.sort_by_key(|m| m.meta.seq);
     let items: Vec<Value> = all.into_iter().map(views::monitor).collect();
@@ -168,7 +168,7 @@ async fn update(
     let cx = enter(&sim, "update_health_monitor", &headers).await?;
     let req = body(&cx, &bytes, "healthmonitor")?;
     schema::check(&cx, schema::MONITOR_PUT, &req)?;
-    let mut w = sim.world();
+    let mut w = sim.world_of(&cx.project);
     let (pool_id, lb_id) = owners(&cx, &w, &id)?;
     let m = w
         .octavia
@@ -195,7 +195,7 @@ async fn delete(
     headers: HeaderMap,
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "delete_health_monitor", &headers).await?;
-    let mut w = sim.world();
+    let mut w = sim.world_of(&cx.project);
     let (pool_id, lb_id) = owners(&cx, &w, &id)?;
     if let Some(m) = w.octavia.monitors.get_mut(&id) {
         m.meta.prov = Prov::PendingDelete;

@@ -84,7 +84,7 @@ async fn create(
     let req = body(&cx, &bytes, "pool")?;
     schema::check(&cx, schema::POOL_POST, &req)?;
     let listener_id = str_field(&req, "listener_id");
-    let mut w = sim.world();
+    let mut w = sim.world_of(&cx.project);
     let lb_id = owner(
         &cx,
         &w,
@@ -109,7 +109,7 @@ async fn get_one(
     headers: HeaderMap,
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "get_pool", &headers).await?;
-    let w = sim.world();
+    let w = sim.world_of(&cx.project);
     let p = w
         .octavia
         .pools
@@ -124,7 +124,7 @@ async fn list(
     Query(q): Query<Params>,
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "list_pools", &headers).await?;
-    let w = sim.world();
+    let w = sim.world_of(&cx.project);
     let mut all: Vec<&Pool> = w.octavia.pools.values().collect();
     all.sort_by_key(|p| p.meta.seq);
     let items: Vec<Value> = all.into_iter().map(|p| views::pool(&w, p)).collect();
@@ -142,7 +142,7 @@ async fn update(
     let req = body(&cx, &bytes, "pool")?;
     schema::check(&cx, schema::POOL_PUT, &req)?;
     let algorithm = str_field(&req, "lb_algorithm");
-    let mut w = sim.world();
+    let mut w = sim.world_of(&cx.project);
     let lb_id = w
         .octavia
         .pools
@@ -170,7 +170,7 @@ async fn delete(
     headers: HeaderMap,
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "delete_pool", &headers).await?;
-    let mut w = sim.world();
+    let mut w = sim.world_of(&cx.project);
     let lb_id = w
         .octavia
         .pools
