@@ -24,6 +24,19 @@ pub struct CloudRequestLabels {
     pub code: String,
 }
 
+/// Labels of the per-project request count: a project and a service.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ProjectLabels {
+    /// The project's ID; `other` past [`MAX_PROJECTS`] projects, `unknown` for the
+    /// token request that first tells a client its project.
+    pub project: String,
+    pub service: &'static str,
+}
+
+/// Most distinct `project` label values; later projects are counted as `other`, so a
+/// cluster with many teams cannot grow the metrics without bound.
+pub const MAX_PROJECTS: usize = 100;
+
 /// Labels of one OpenStack API operation, without its outcome.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct CloudOperationLabels {
@@ -64,6 +77,9 @@ pub struct ManagedLabels {
 pub struct Metrics {
     registry: Registry,
     pub cloud_requests: Family<CloudRequestLabels, Counter>,
+    /// OpenStack API requests per project: what each team's objects cost.
+    pub project_cloud_requests: Family<ProjectLabels, Counter>,
+    projects: Mutex<std::collections::HashSet<String>>,
     pub cloud_request_duration: Family<CloudOperationLabels, Histogram>,
     pub reconciles: Family<ReconcileLabels, Counter>,
     pub reconcile_duration: Family<ControllerLabels, Histogram>,
@@ -84,6 +100,12 @@ impl Metrics {
             "cloud_requests",
             "OpenStack API requests by service, operation and HTTP status code",
             cloud_requests.clone(),
+        );
+        let project_cloud_requests = Family::<ProjectLabels, Counter>::default();
+        registry.register(
+            "project_cloud_requests",
+            "OpenStack API requests by project (at most 100 projects, then `other`) and service",
+            project_cloud_requests.clone(),
         );
         let cloud_request_duration =
             Family::<CloudOperationLabels, Histogram>::new_with_constructor(|| {
@@ -142,6 +164,8 @@ impl Metrics {
         Arc::new(Self {
             registry,
             cloud_requests,
+            project_cloud_requests,
+            projects: Mutex::default(),
             cloud_request_duration,
             reconciles,
             reconcile_duration,
@@ -152,6 +176,25 @@ impl Metrics {
             load_balancer_members,
             load_balancer_ready_members,
         })
+    }
+
+    /// Counts one request to `service` made for `project` (`None`: not known yet).
+    pub fn count_project_request(&self, project: Option<&str>, service: &'static str) {
+        let project = match project {
+            None => "unknown".to_owned(),
+            Some(id) => {
+                let mut seen = self.projects.lock().unwrap_or_else(|e| e.into_inner());
+                if seen.contains(id) || seen.len() < MAX_PROJECTS {
+                    seen.insert(id.to_owned());
+                    id.to_owned()
+                } else {
+                    "other".to_owned()
+                }
+            }
+        };
+        self.project_cloud_requests
+            .get_or_create(&ProjectLabels { project, service })
+            .inc();
     }
 
     /// Records that the object `key` (namespace/name) of `kind` is now in `state`;
@@ -190,5 +233,41 @@ impl Metrics {
         // Writing into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn project_labels_are_bounded() {
+        let metrics = Metrics::new();
+        for n in 0..MAX_PROJECTS + 5 {
+            metrics.count_project_request(Some(&format!("p{n}")), "compute");
+        }
+        metrics.count_project_request(Some("p0"), "compute");
+        metrics.count_project_request(None, "identity");
+        let text = metrics.encode();
+        let projects = text
+            .lines()
+            .filter(|l| l.starts_with("verda_project_cloud_requests_total{"))
+            .count();
+        assert_eq!(
+            projects,
+            MAX_PROJECTS + 2,
+            "{MAX_PROJECTS} projects, other, unknown"
+        );
+        assert!(text.contains(
+            r#"verda_project_cloud_requests_total{project="other",service="compute"} 5"#
+        ));
+        assert!(
+            text.contains(
+                r#"verda_project_cloud_requests_total{project="p0",service="compute"} 2"#
+            )
+        );
+        assert!(text.contains(
+            r#"verda_project_cloud_requests_total{project="unknown",service="identity"} 1"#
+        ));
     }
 }

@@ -193,6 +193,17 @@ async fn each_object_acts_in_the_project_its_credentials_name() {
     let team_lbs = env.sim.load_balancers_in(&team.project_id);
     assert_eq!(team_lbs.len(), 1);
     assert!(team_lbs[0].pools.iter().all(|p| p.members.is_empty()));
+    // Each team's cloud calls are counted under its project; no credential appears.
+    let metrics = env.ctx.metrics.encode();
+    for project in [&demo.project_id, &team.project_id] {
+        assert!(
+            metrics.contains(&format!(
+                "verda_project_cloud_requests_total{{project=\"{project}\",service=\"compute\"}}"
+            )),
+            "{metrics}"
+        );
+    }
+    assert!(!metrics.contains(&team.password) && !metrics.contains(&demo.password));
 
     // Deleting everything empties both projects.
     for lb in ["loadbalancer-sample", "team-lb"] {

@@ -178,7 +178,8 @@ async fn two_teams_each_act_only_in_their_own_project() {
     let team_b = Namespace::create(real.clone(), "team-b");
     let nobody = Namespace::create(real.clone(), "no-credentials");
     let before_a = project_holds(&real, &real.clouds, "osh-demo");
-    let before_b = project_holds(&real, &tenant, "team-b");
+    // Read with the application credential: the test changes team-b's password.
+    let before_b = project_holds(&real, &tenant, "team-b-appcred");
 
     let operator = real.operator("shared", &[], Some(CONFIG));
     let calls_before = real.operator_requests();
@@ -232,7 +233,7 @@ async fn two_teams_each_act_only_in_their_own_project() {
     );
 
     let (servers_a, lbs_a, groups_a) = project_holds(&real, &real.clouds, "osh-demo");
-    let (servers_b, lbs_b, groups_b) = project_holds(&real, &tenant, "team-b");
+    let (servers_b, lbs_b, groups_b) = project_holds(&real, &tenant, "team-b-appcred");
     let group_servers: BTreeSet<String> = [
         "virtualmachinegroup-sample-0",
         "virtualmachinegroup-sample-1",
@@ -380,5 +381,5 @@ async fn two_teams_each_act_only_in_their_own_project() {
     )
     .await;
     assert_eq!(project_holds(&real, &real.clouds, "osh-demo"), before_a);
-    assert_eq!(project_holds(&real, &tenant, "team-b"), before_b);
+    assert_eq!(project_holds(&real, &tenant, "team-b-appcred"), before_b);
 }

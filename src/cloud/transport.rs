@@ -66,6 +66,8 @@ pub(crate) struct Transport {
     permits: Semaphore,
     metrics: Arc<Metrics>,
     retry: RetryPolicy,
+    /// The project of the first token: credentials never change project.
+    project: std::sync::OnceLock<String>,
 }
 
 impl Transport {
@@ -113,6 +115,7 @@ impl Transport {
             permits: Semaphore::new(options.max_concurrency.max(1)),
             metrics,
             retry: options.retry,
+            project: std::sync::OnceLock::new(),
         })
     }
 
@@ -265,6 +268,8 @@ impl Transport {
             code,
         };
         self.metrics.cloud_requests.get_or_create(&labels).inc();
+        self.metrics
+            .count_project_request(self.project.get().map(String::as_str), req.service.label());
         result
     }
 
@@ -283,6 +288,9 @@ impl Transport {
             return Ok(t.clone());
         }
         let token = Arc::new(self.authenticate(*generation + 1).await?);
+        if let Some(project) = &token.project_id {
+            let _ = self.project.set(project.clone());
+        }
         *generation += 1;
         *self.token.write().await = Some(token.clone());
         Ok(token)
