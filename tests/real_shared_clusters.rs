@@ -18,7 +18,7 @@ use serde_yaml_ng::{Mapping, Value};
 use verda_api::conditions::{READY, find_condition, is_true};
 use verda_api::v1alpha1::{LoadBalancer, VirtualMachine, VirtualMachineGroup};
 
-use support::real::{Namespace, Operator, Real, tail, until};
+use support::real::{Namespace, Operator, Real, context, until};
 
 const PUBLISHED: &str = "../shared/verda-manifests";
 const LIMIT: Duration = Duration::from_secs(180);
@@ -30,10 +30,6 @@ fn published(file: &str) -> String {
         .join(file)
         .to_string_lossy()
         .into_owned()
-}
-
-fn context(operator: &Operator) -> impl Fn() -> String + '_ {
-    move || format!("operator log (last lines):\n{}", tail(&operator.log(), 25))
 }
 
 /// The clouds.yaml of the second project (`VERDA_REAL_TENANT_CLOUDS`).
@@ -158,6 +154,18 @@ async fn group_served(client: &kube::Client, ns: &Namespace, operator: &Operator
         },
     )
     .await;
+}
+
+/// How many objects of kind `K` are in `ns`.
+async fn count<K>(client: &kube::Client, ns: &Namespace) -> Option<usize>
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned,
+{
+    let api: Api<K> = ns.api(client.clone());
+    Some(api.list(&Default::default()).await.ok()?.items.len())
 }
 
 fn project_of<K: serde::Serialize>(obj: &K) -> Option<String> {
@@ -354,27 +362,9 @@ async fn two_teams_each_act_only_in_their_own_project() {
         || async {
             let mut n = 0;
             for ns in [&team_a, &team_b, &nobody] {
-                n += ns
-                    .api::<VirtualMachine>(client.clone())
-                    .list(&Default::default())
-                    .await
-                    .ok()?
-                    .items
-                    .len();
-                n += ns
-                    .api::<VirtualMachineGroup>(client.clone())
-                    .list(&Default::default())
-                    .await
-                    .ok()?
-                    .items
-                    .len();
-                n += ns
-                    .api::<LoadBalancer>(client.clone())
-                    .list(&Default::default())
-                    .await
-                    .ok()?
-                    .items
-                    .len();
+                n += count::<VirtualMachine>(&client, ns).await?
+                    + count::<VirtualMachineGroup>(&client, ns).await?
+                    + count::<LoadBalancer>(&client, ns).await?;
             }
             (n == 0).then_some(())
         },

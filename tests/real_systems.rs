@@ -20,7 +20,7 @@ use verda_operator::cloud::ids::{PoolId, ServerId};
 use verda_operator::cloud::model::compute::ServerStatus;
 use verda_operator::cloud::{Compute, LoadBalancing};
 
-use support::real::{Namespace, Operator, Real, tail, until};
+use support::real::{Namespace, Operator, Real, context, until};
 
 const PUBLISHED: &str = "../shared/verda-manifests";
 const GROUP: &str = "virtualmachinegroup-sample";
@@ -70,10 +70,6 @@ fn published_scenario() -> Vec<String> {
         "virtualmachinegroup.yaml",
         "loadbalancer.yaml",
     ])
-}
-
-fn context(operator: &Operator) -> impl Fn() -> String + '_ {
-    move || format!("operator log (last lines):\n{}", tail(&operator.log(), 25))
 }
 
 /// Member addresses per port, as the LoadBalancer's status reports them.

@@ -47,6 +47,33 @@ pub trait Managed:
     fn recorded_project(&self) -> Option<&str>;
 }
 
+/// Implements [`Managed`] for a kind whose spec has `cloud_credentials_ref` and whose
+/// status has `conditions` and `project_id` (all three do).
+macro_rules! managed_kind {
+    ($kind:ty, $controller:literal, $finalizer:expr) => {
+        impl $crate::controller::driver::Managed for $kind {
+            const CONTROLLER: &'static str = $controller;
+            const FINALIZER: &'static str = $finalizer;
+
+            fn conditions(&self) -> &[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition] {
+                self.status
+                    .as_ref()
+                    .map(|s| s.conditions.as_slice())
+                    .unwrap_or_default()
+            }
+
+            fn credentials_ref(&self) -> Option<&verda_api::v1alpha1::CloudCredentialsRef> {
+                self.spec.cloud_credentials_ref.as_ref()
+            }
+
+            fn recorded_project(&self) -> Option<&str> {
+                self.status.as_ref()?.project_id.as_deref()
+            }
+        }
+    };
+}
+pub(crate) use managed_kind;
+
 /// What a cleanup step found.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Cleanup {

@@ -49,20 +49,7 @@ impl Env {
 
     /// As [`Env::start`], with the operator configuration `config`.
     pub async fn start_configured(sim_config: SimConfig, timing: Timing, config: Config) -> Self {
-        let cluster = TestCluster::from_env_or_start().await.expect("a cluster");
-        let ns = cluster.namespace("e2e").await.expect("a namespace");
-        let sim = Simulator::start(sim_config).await.expect("simulator");
-        let ctx = context_with(&cluster, &ns, &sim, timing, config, |client| {
-            Arc::new(client)
-        });
-        let controllers = tokio::spawn(controller::run_all(ctx.clone()));
-        Env {
-            cluster,
-            sim,
-            ctx,
-            ns,
-            controllers,
-        }
+        Self::launch(sim_config, timing, config, |client| Arc::new(client)).await
     }
 
     /// As [`Env::start`], the controllers seeing the cloud through the ports `wrap`
@@ -72,10 +59,19 @@ impl Env {
         timing: Timing,
         wrap: impl FnOnce(OpenStackClient) -> Arc<dyn CloudPorts>,
     ) -> Self {
+        Self::launch(sim_config, timing, Config::default(), wrap).await
+    }
+
+    async fn launch(
+        sim_config: SimConfig,
+        timing: Timing,
+        config: Config,
+        wrap: impl FnOnce(OpenStackClient) -> Arc<dyn CloudPorts>,
+    ) -> Self {
         let cluster = TestCluster::from_env_or_start().await.expect("a cluster");
         let ns = cluster.namespace("e2e").await.expect("a namespace");
         let sim = Simulator::start(sim_config).await.expect("simulator");
-        let ctx = context(&cluster, &ns, &sim, timing, wrap);
+        let ctx = context_with(&cluster, &ns, &sim, timing, config, wrap);
         let controllers = tokio::spawn(controller::run_all(ctx.clone()));
         Env {
             cluster,

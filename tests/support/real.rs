@@ -271,6 +271,11 @@ where
     }
 }
 
+/// The operator's last log lines, for a timed-out wait to show.
+pub fn context(operator: &Operator) -> impl Fn() -> String + '_ {
+    move || format!("operator log (last lines):\n{}", tail(&operator.log(), 25))
+}
+
 /// The last `n` lines of a log.
 pub fn tail(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();

@@ -18,19 +18,17 @@ use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::{ObjectRef, Store};
 use verda_api::conditions::{READY, find_condition};
-use verda_api::v1alpha1::{
-    CloudCredentialsRef, LoadBalancer, LoadBalancerStatus, VirtualMachine, finalizers, labels,
-};
+use verda_api::v1alpha1::{LoadBalancer, LoadBalancerStatus, VirtualMachine, finalizers, labels};
 
 use super::driver::{
-    Cleanup, Managed, error_policy, object_key, object_labels, owner_of, publish, reconcile_with,
+    Cleanup, Managed, error_policy, managed_kind, object_key, object_labels, owner_of, publish,
+    reconcile_with,
 };
 use super::status_patch::write_status;
 use super::tenancy::Tenant;
@@ -39,25 +37,7 @@ use super::{Context, ReconcileError};
 use crate::cloud::model::loadbalancing::{LbFilter, ProvisioningStatus};
 use crate::cloud::model::network::FloatingIpFilter;
 
-impl Managed for LoadBalancer {
-    const CONTROLLER: &'static str = "loadbalancer";
-    const FINALIZER: &'static str = finalizers::LOAD_BALANCER;
-
-    fn conditions(&self) -> &[Condition] {
-        self.status
-            .as_ref()
-            .map(|s| s.conditions.as_slice())
-            .unwrap_or_default()
-    }
-
-    fn credentials_ref(&self) -> Option<&CloudCredentialsRef> {
-        self.spec.cloud_credentials_ref.as_ref()
-    }
-
-    fn recorded_project(&self) -> Option<&str> {
-        self.status.as_ref()?.project_id.as_deref()
-    }
-}
+managed_kind!(LoadBalancer, "loadbalancer", finalizers::LOAD_BALANCER);
 
 /// The controller: VirtualMachines and groups wake the LoadBalancers drawing on them,
 /// and a refresh of the cloud view wakes those whose Octavia tree changed.

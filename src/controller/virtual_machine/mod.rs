@@ -14,40 +14,25 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::ObjectRef;
-use verda_api::v1alpha1::{CloudCredentialsRef, VirtualMachine, finalizers};
+use verda_api::v1alpha1::{VirtualMachine, finalizers};
 
 use super::driver::{
-    Cleanup, Managed, error_policy, object_key, owner_of, publish, reconcile_with,
+    Cleanup, Managed, error_policy, managed_kind, object_key, owner_of, publish, reconcile_with,
 };
 use super::status_patch::write_status;
 use super::tenancy::Tenant;
 use super::watch_cache::Feeds;
 use super::{Context, ReconcileError};
 
-impl Managed for VirtualMachine {
-    const CONTROLLER: &'static str = "virtualmachine";
-    const FINALIZER: &'static str = finalizers::VIRTUAL_MACHINE;
-
-    fn conditions(&self) -> &[Condition] {
-        self.status
-            .as_ref()
-            .map(|s| s.conditions.as_slice())
-            .unwrap_or_default()
-    }
-
-    fn credentials_ref(&self) -> Option<&CloudCredentialsRef> {
-        self.spec.cloud_credentials_ref.as_ref()
-    }
-
-    fn recorded_project(&self) -> Option<&str> {
-        self.status.as_ref()?.project_id.as_deref()
-    }
-}
+managed_kind!(
+    VirtualMachine,
+    "virtualmachine",
+    finalizers::VIRTUAL_MACHINE
+);
 
 /// The controller: its own changes wake a VirtualMachine, and so does a refresh of the
 /// cloud view that found its server changed or gone.

@@ -14,18 +14,16 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::ObjectRef;
-use verda_api::v1alpha1::{
-    CloudCredentialsRef, UpdateStrategy, VirtualMachine, VirtualMachineGroup, finalizers,
-};
+use verda_api::v1alpha1::{UpdateStrategy, VirtualMachine, VirtualMachineGroup, finalizers};
 
 use super::driver::{
-    Cleanup, Managed, error_policy, object_key, object_labels, owner_of, reconcile_with,
+    Cleanup, Managed, error_policy, managed_kind, object_key, object_labels, owner_of,
+    reconcile_with,
 };
 use super::status_patch::write_status;
 use super::tenancy::Tenant;
@@ -33,25 +31,11 @@ use super::watch_cache::Feeds;
 use super::{Context, ReconcileError};
 use crate::cloud::owner::is_server_group_of;
 
-impl Managed for VirtualMachineGroup {
-    const CONTROLLER: &'static str = "virtualmachinegroup";
-    const FINALIZER: &'static str = finalizers::VIRTUAL_MACHINE_GROUP;
-
-    fn conditions(&self) -> &[Condition] {
-        self.status
-            .as_ref()
-            .map(|s| s.conditions.as_slice())
-            .unwrap_or_default()
-    }
-
-    fn credentials_ref(&self) -> Option<&CloudCredentialsRef> {
-        self.spec.cloud_credentials_ref.as_ref()
-    }
-
-    fn recorded_project(&self) -> Option<&str> {
-        self.status.as_ref()?.project_id.as_deref()
-    }
-}
+managed_kind!(
+    VirtualMachineGroup,
+    "virtualmachinegroup",
+    finalizers::VIRTUAL_MACHINE_GROUP
+);
 
 /// The controller: its VirtualMachines and the LoadBalancers drawing on it wake it.
 pub fn run(
