@@ -165,3 +165,86 @@ async fn version_document_is_300_with_location() {
     );
     assert_eq!(json_of(resp).await["versions"]["values"][0]["id"], "v3.14");
 }
+
+/// Two projects, kept apart as Keystone and Nova keep them: a user scopes only to its
+/// own project, a token sees only its project's servers, and a network ID of one
+/// project does not exist in the other.
+#[tokio::test]
+async fn each_project_sees_only_its_own_servers_and_users_scope_only_to_their_own() {
+    let demo = Client::fast().await;
+    let team = demo.sim.team_credentials();
+    let auth = |project: &str| {
+        json!({"auth": {
+            "identity": {"methods": ["password"], "password": {"user": {
+                "name": team.username, "domain": {"name": "Default"}, "password": team.password}}},
+            "scope": {"project": {"name": project, "domain": {"name": "Default"}}}
+        }})
+    };
+    let tokens = format!("{}/auth/tokens", demo.sim.auth_url());
+    let refused = demo
+        .http
+        .post(&tokens)
+        .json(&auth("demo"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 401, "team-b's user may not scope to demo");
+    let issued = demo
+        .http
+        .post(&tokens)
+        .json(&auth(&team.project_name))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(issued.status(), 201);
+    let token = issued.headers()["x-subject-token"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        json_of(issued).await["token"]["project"]["id"],
+        team.project_id.as_str()
+    );
+    // Nova as team-b.
+    let as_team = |method: Method, path: &str| {
+        demo.http
+            .request(method, format!("{}/compute/v2.1{path}", demo.base))
+            .header("x-auth-token", token.as_str())
+            .header("accept", "application/json")
+            .header("openstack-api-version", "compute 2.64")
+    };
+
+    let demo_server = demo.create_server("demo-server", json!({})).await;
+    // demo's network ID (the helper's default) does not exist in team-b.
+    let foreign = as_team(Method::POST, "/servers")
+        .json(
+            &json!({"server": {"name": "x", "imageRef": "244965c2-7e98-469d-b7cc-fe423698200a",
+            "flavorRef": "10", "networks": [{"uuid": "89908bff-e0fe-45be-b92d-5828f5ddc763"}]}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(foreign.status(), 400);
+    let listed = |request: reqwest::RequestBuilder| async move {
+        let body = json_of(request.send().await.unwrap()).await;
+        body["servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["id"].as_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        listed(demo.nova(Method::GET, "/servers", 64)).await,
+        std::slice::from_ref(&demo_server)
+    );
+    assert!(
+        listed(as_team(Method::GET, "/servers")).await.is_empty(),
+        "team-b sees none of demo's servers"
+    );
+    let missing = as_team(Method::GET, &format!("/servers/{demo_server}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(missing.status(), 404);
+}
