@@ -247,4 +247,42 @@ async fn each_project_sees_only_its_own_servers_and_users_scope_only_to_their_ow
         .await
         .unwrap();
     assert_eq!(missing.status(), 404);
+
+    // team-b's own `private` network (another ID) takes its server, which says whose
+    // it is and which demo does not see.
+    let networks = demo
+        .http
+        .get(format!("{}/network/v2.0/networks?name=private", demo.base))
+        .header("x-auth-token", token.as_str())
+        .send()
+        .await
+        .unwrap();
+    let network = json_of(networks).await["networks"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_ne!(network, "89908bff-e0fe-45be-b92d-5828f5ddc763");
+    let created = as_team(Method::POST, "/servers")
+        .json(&json!({"server": {"name": "team-server", "imageRef": "244965c2-7e98-469d-b7cc-fe423698200a",
+            "flavorRef": "10", "networks": [{"uuid": network}]}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 202);
+    let id = json_of(created).await["server"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let shown = json_of(
+        as_team(Method::GET, &format!("/servers/{id}"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(shown["server"]["tenant_id"], team.project_id.as_str());
+    assert_eq!(
+        listed(demo.nova(Method::GET, "/servers", 64)).await,
+        std::slice::from_ref(&demo_server)
+    );
 }

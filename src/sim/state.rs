@@ -68,6 +68,8 @@ pub(crate) struct Token {
 
 /// All resources.
 pub(crate) struct World {
+    /// The project this world is (its resources' `project_id`).
+    pub project_id: String,
     pub rng: StdRng,
     pub seq: u64,
     /// Earliest pending transition; `settle` is a no-op before it.
@@ -95,6 +97,7 @@ pub(crate) struct World {
 impl World {
     pub fn new(config: &SimConfig, project: &str) -> Self {
         let mut w = World {
+            project_id: project.to_owned(),
             // Another sequence per project: IDs are unique across projects, as in a cloud.
             rng: StdRng::seed_from_u64(if project == super::seed::PROJECT_ID {
                 config.seed

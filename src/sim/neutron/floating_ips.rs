@@ -14,7 +14,6 @@ use serde_json::{Value, json};
 use super::{Cx, enter, list_answer, schema};
 use crate::sim::model::FloatingIp;
 use crate::sim::query::Params;
-use crate::sim::seed::PROJECT_ID;
 use crate::sim::state::{Sim, World};
 use crate::sim::wire;
 
@@ -37,7 +36,7 @@ fn view(w: &World, f: &FloatingIp) -> Value {
                "status": "ACTIVE", "device_id": p.device_id, "device_owner": p.device_owner})
     });
     json!({
-        "id": f.id, "tenant_id": PROJECT_ID, "project_id": PROJECT_ID,
+        "id": f.id, "tenant_id": w.project_id, "project_id": w.project_id,
         "floating_ip_address": f.address.to_string(), "floating_network_id": f.network_id,
         "router_id": f.port_id.as_ref().map(|_| ROUTER_ID), "port_id": f.port_id,
         "fixed_ip_address": f.fixed_ip.map(|ip| ip.to_string()),

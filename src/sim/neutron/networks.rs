@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use super::{enter, list_answer};
 use crate::sim::model::{Network, Port, Subnet};
 use crate::sim::query::Params;
-use crate::sim::seed::{ADMIN_PROJECT_ID, PROJECT_ID};
+use crate::sim::seed::ADMIN_PROJECT_ID;
 use crate::sim::state::{Sim, World};
 use crate::sim::wire;
 
@@ -47,13 +47,13 @@ fn subnet(n: &Subnet, external: bool) -> Value {
     })
 }
 
-pub(super) fn port(p: &Port) -> Value {
+pub(super) fn port(project: &str, p: &Port) -> Value {
     let fixed: Vec<Value> = match (&p.subnet_id, p.ip) {
         (Some(s), Some(ip)) => vec![json!({"subnet_id": s, "ip_address": ip.to_string()})],
         _ => vec![],
     };
     json!({
-        "id": p.id, "name": p.name, "network_id": p.network_id, "tenant_id": PROJECT_ID, "project_id": PROJECT_ID,
+        "id": p.id, "name": p.name, "network_id": p.network_id, "tenant_id": project, "project_id": project,
         "mac_address": p.mac, "admin_state_up": true, "status": "ACTIVE", "device_id": p.device_id,
         "device_owner": p.device_owner, "fixed_ips": fixed, "allowed_address_pairs": [], "extra_dhcp_opts": [],
         "security_groups": [], "description": "", "binding:vnic_type": "normal", "port_security_enabled": true,
@@ -159,7 +159,7 @@ async fn list_ports(
     let w = sim.world_of(&cx.project);
     let mut ports: Vec<&Port> = w.ports.values().collect();
     ports.sort_by_key(|p| p.seq);
-    let items: Vec<Value> = ports.into_iter().map(port).collect();
+    let items: Vec<Value> = ports.into_iter().map(|p| port(&cx.project, p)).collect();
     drop(w);
     list_answer(&cx, "ports", items, &q, &fixed_ips_filter)
 }
@@ -171,7 +171,7 @@ async fn get_port(
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "get_port", &headers).await?;
     match sim.world_of(&cx.project).ports.get(&id) {
-        Some(p) => Ok(cx.ok(200, &json!({"port": port(p)}))),
+        Some(p) => Ok(cx.ok(200, &json!({"port": port(&cx.project, p)}))),
         None => Err(cx.err(
             404,
             "PortNotFound",

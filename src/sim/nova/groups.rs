@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::{Cx, body, enter, schema};
 use crate::sim::model::ServerGroup;
-use crate::sim::seed::{PROJECT_ID, USER_ID};
+use crate::sim::seed::USER_ID;
 use crate::sim::state::Sim;
 
 fn view(cx: &Cx, g: &ServerGroup) -> Value {
@@ -27,7 +27,7 @@ fn view(cx: &Cx, g: &ServerGroup) -> Value {
         v["metadata"] = json!({});
     }
     if cx.at_least(13) {
-        v["project_id"] = json!(PROJECT_ID);
+        v["project_id"] = json!(cx.project);
         v["user_id"] = json!(USER_ID);
     }
     v

@@ -7,15 +7,15 @@ use serde_json::{Map, Value, json};
 
 use super::Cx;
 use crate::sim::model::{Server, Status};
-use crate::sim::seed::{PROJECT_ID, USER_ID};
+use crate::sim::seed::USER_ID;
 use crate::sim::state::World;
 use crate::sim::wire;
 
 /// Nova's `hostId`: a 56-hex-digit digest of project and host.
-fn host_id(host: &str) -> String {
+fn host_id(project: &str, host: &str) -> String {
     let mut out = String::new();
     let mut h = DefaultHasher::new();
-    (PROJECT_ID, host).hash(&mut h);
+    (project, host).hash(&mut h);
     while out.len() < 56 {
         let v = h.finish();
         out.push_str(&format!("{v:016x}"));
@@ -73,7 +73,7 @@ fn flavor(cx: &Cx, w: &World, s: &Server) -> Value {
 
 fn common(cx: &Cx, w: &World, s: &Server, full: bool) -> Map<String, Value> {
     let host_id = match (&s.host, s.status) {
-        (Some(h), st) if st != Status::Build => host_id(h),
+        (Some(h), st) if st != Status::Build => host_id(&w.project_id, h),
         _ => String::new(),
     };
     let v = json!({
@@ -87,7 +87,7 @@ fn common(cx: &Cx, w: &World, s: &Server, full: bool) -> Map<String, Value> {
         "metadata": s.metadata,
         "name": s.name,
         "status": s.status.as_str(),
-        "tenant_id": PROJECT_ID,
+        "tenant_id": w.project_id,
         "user_id": USER_ID,
         "updated": wire::ts_z(s.updated),
         "OS-DCF:diskConfig": "MANUAL",

@@ -85,7 +85,7 @@ async fn create(
         p.monitor_id = Some(monitor.meta.id.clone());
         lifecycle::touch(&mut p.meta.prov);
     }
-    let body = json!({"healthmonitor": views::monitor(&monitor)});
+    let body = json!({"healthmonitor": views::monitor(&w, &monitor)});
     w.octavia.monitors.insert(monitor.meta.id.clone(), monitor);
     lifecycle::lock_tree(&mut w, &lb_id);
     Ok(cx.ok(201, &body))
@@ -103,7 +103,7 @@ async fn get_one(
         .monitors
         .get(&id)
         .ok_or_else(|| not_found(&cx, &id))?;
-    Ok(cx.ok(200, &json!({"healthmonitor": views::monitor(m)})))
+    Ok(cx.ok(200, &json!({"healthmonitor": views::monitor(&w, m)})))
 }
 
 async fn list(
@@ -115,7 +115,7 @@ async fn list(
     let w = sim.world_of(&cx.project);
     let mut all: Vec<&Monitor> = w.octavia.monitors.values().collect();
     all.sort_by_key(|m| m.meta.seq);
-    let items: Vec<Value> = all.into_iter().map(views::monitor).collect();
+    let items: Vec<Value> = all.into_iter().map(|m| views::monitor(&w, m)).collect();
     drop(w);
     list_answer(&cx, "healthmonitors", items, &q)
 }
@@ -185,7 +185,7 @@ async fn update(
     lifecycle::lock_tree(&mut w, &lb_id);
     Ok(cx.ok(
         200,
-        &json!({"healthmonitor": views::monitor(&w.octavia.monitors[&id])}),
+        &json!({"healthmonitor": views::monitor(&w, &w.octavia.monitors[&id])}),
     ))
 }
 

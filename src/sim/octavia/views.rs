@@ -5,15 +5,14 @@ use serde_json::{Value, json};
 
 use super::lifecycle::{lb_operating, member_operating, pool_operating};
 use super::model::{Listener, LoadBalancer, Member, Meta, Monitor, Pool, Prov};
-use crate::sim::seed::PROJECT_ID;
 use crate::sim::state::World;
 use crate::sim::wire::ts_naive;
 
-fn meta(m: &Meta, operating: &str) -> Value {
+fn meta(w: &World, m: &Meta, operating: &str) -> Value {
     json!({
         "id": m.id, "name": m.name, "description": m.description,
         "provisioning_status": m.prov.as_str(), "operating_status": operating,
-        "admin_state_up": m.admin_state_up, "project_id": PROJECT_ID, "tenant_id": PROJECT_ID,
+        "admin_state_up": m.admin_state_up, "project_id": w.project_id, "tenant_id": w.project_id,
         "created_at": ts_naive(m.created), "updated_at": m.updated.map(ts_naive), "tags": m.tags
     })
 }
@@ -40,7 +39,7 @@ pub(super) fn lb(w: &World, lb: &LoadBalancer) -> Value {
     let mut pools: Vec<&Pool> = o.pools.values().filter(|p| p.lb_id == lb.meta.id).collect();
     pools.sort_by_key(|p| p.meta.seq);
     merge(
-        meta(&lb.meta, lb_operating(w, &lb.meta.id)),
+        meta(w, &lb.meta, lb_operating(w, &lb.meta.id)),
         json!({
             "vip_address": lb.vip_address, "vip_port_id": lb.vip_port_id, "vip_subnet_id": lb.vip_subnet_id,
             "vip_network_id": lb.vip_network_id, "vip_sg_ids": [], "additional_vips": [],
@@ -59,7 +58,7 @@ pub(super) fn listener(w: &World, l: &Listener) -> Value {
     };
     let _ = w;
     merge(
-        meta(&l.meta, operating),
+        meta(w, &l.meta, operating),
         json!({
             "protocol": l.protocol, "protocol_port": l.protocol_port, "connection_limit": l.connection_limit,
             "default_tls_container_ref": null, "sni_container_refs": [], "default_pool_id": l.default_pool_id,
@@ -74,7 +73,7 @@ pub(super) fn listener(w: &World, l: &Listener) -> Value {
 
 pub(super) fn pool(w: &World, p: &Pool) -> Value {
     merge(
-        meta(&p.meta, pool_operating(w, p)),
+        meta(w, &p.meta, pool_operating(w, p)),
         json!({
             "protocol": p.protocol, "lb_algorithm": p.lb_algorithm, "session_persistence": null,
             "loadbalancers": [{"id": p.lb_id}], "listeners": ids(p.listener_id.iter()),
@@ -87,7 +86,7 @@ pub(super) fn pool(w: &World, p: &Pool) -> Value {
 
 pub(super) fn member(w: &World, p: &Pool, m: &Member) -> Value {
     let mut v = merge(
-        meta(&m.meta, member_operating(w, p, m)),
+        meta(w, &m.meta, member_operating(w, p, m)),
         json!({
             "address": m.address, "protocol_port": m.protocol_port, "weight": m.weight, "backup": m.backup,
             "subnet_id": m.subnet_id, "monitor_address": m.monitor_address, "monitor_port": m.monitor_port,
@@ -100,14 +99,14 @@ pub(super) fn member(w: &World, p: &Pool, m: &Member) -> Value {
     v
 }
 
-pub(super) fn monitor(m: &Monitor) -> Value {
+pub(super) fn monitor(w: &World, m: &Monitor) -> Value {
     let operating = if m.meta.prov == Prov::PendingCreate {
         "OFFLINE"
     } else {
         "ONLINE"
     };
     let mut v = merge(
-        meta(&m.meta, operating),
+        meta(w, &m.meta, operating),
         json!({
             "type": m.kind, "delay": m.delay, "timeout": m.timeout, "max_retries": m.max_retries,
             "max_retries_down": m.max_retries_down, "http_method": m.http_method, "url_path": m.url_path,
