@@ -18,7 +18,7 @@ use serde_yaml_ng::{Mapping, Value};
 use verda_api::conditions::{READY, find_condition, is_true};
 use verda_api::v1alpha1::{LoadBalancer, VirtualMachine, VirtualMachineGroup};
 
-use support::real::{Namespace, Operator, Real, context, until};
+use support::real::{Namespace, Operator, Real, context, pools_hold_the_group, until};
 
 const PUBLISHED: &str = "../shared/verda-manifests";
 const LIMIT: Duration = Duration::from_secs(180);
@@ -117,45 +117,6 @@ where
     .await
 }
 
-/// Both pools of `ns`'s published LoadBalancer list `replicas` members, every
-/// VirtualMachine of the group Ready.
-async fn group_served(client: &kube::Client, ns: &Namespace, operator: &Operator, replicas: usize) {
-    let lbs: Api<LoadBalancer> = ns.api(client.clone());
-    let vms: Api<VirtualMachine> = ns.api(client.clone());
-    until(
-        &format!("{}: {replicas} members in both pools", ns.name),
-        LIMIT,
-        &context(operator),
-        || async {
-            let ready = vms
-                .list(&Default::default())
-                .await
-                .ok()?
-                .items
-                .iter()
-                .filter(|vm| {
-                    vm.metadata
-                        .name
-                        .as_deref()
-                        .unwrap_or_default()
-                        .starts_with("virtualmachinegroup-sample-")
-                        && vm
-                            .status
-                            .as_ref()
-                            .is_some_and(|s| is_true(&s.conditions, READY))
-                })
-                .count();
-            let lb = lbs.get("loadbalancer-sample").await.ok()?;
-            let ports = lb.status?.ports;
-            (ready == replicas
-                && ports.len() == 2
-                && ports.iter().all(|p| p.members.len() == replicas))
-            .then_some(())
-        },
-    )
-    .await;
-}
-
 /// How many objects of kind `K` are in `ns`.
 async fn count<K>(client: &kube::Client, ns: &Namespace) -> Option<usize>
 where
@@ -222,8 +183,8 @@ async fn two_teams_each_act_only_in_their_own_project() {
     ] {
         real.kubectl(&["-n", &team_b.name, "apply", "-f", &published(f)]);
     }
-    group_served(&client, &team_a, &operator, 2).await;
-    group_served(&client, &team_b, &operator, 2).await;
+    pools_hold_the_group(&team_a, &client, &operator, 2).await;
+    pools_hold_the_group(&team_b, &client, &operator, 2).await;
     let vms_b: Api<VirtualMachine> = team_b.api(client.clone());
     until(
         "team-b's vm-sample is Ready",
@@ -298,7 +259,7 @@ async fn two_teams_each_act_only_in_their_own_project() {
         "virtualmachinegroup-sample",
         "--replicas=3",
     ]);
-    group_served(&client, &team_b, &operator, 3).await;
+    pools_hold_the_group(&team_b, &client, &operator, 3).await;
     println!(
         "REAL shared clusters: Secret rotated to an application credential, password changed, scale 2->3 in every pool in {:.1} s",
         rotated.elapsed().as_secs_f64()
@@ -344,7 +305,7 @@ async fn two_teams_each_act_only_in_their_own_project() {
 
     // Credentials back; delete everything: both projects are as they were.
     put_secret(&real, &team_a.name, &single_cloud(&real.clouds, "osh-demo"));
-    group_served(&client, &team_a, &operator, 2).await;
+    pools_hold_the_group(&team_a, &client, &operator, 2).await;
     for ns in [&team_a, &team_b, &nobody] {
         real.kubectl(&[
             "-n",

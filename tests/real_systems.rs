@@ -20,7 +20,7 @@ use verda_operator::cloud::ids::{PoolId, ServerId};
 use verda_operator::cloud::model::compute::ServerStatus;
 use verda_operator::cloud::{Compute, LoadBalancing};
 
-use support::real::{Namespace, Operator, Real, context, until};
+use support::real::{Namespace, Operator, Real, context, pools_hold_the_group, until};
 
 const PUBLISHED: &str = "../shared/verda-manifests";
 const GROUP: &str = "virtualmachinegroup-sample";
@@ -70,62 +70,6 @@ fn published_scenario() -> Vec<String> {
         "virtualmachinegroup.yaml",
         "loadbalancer.yaml",
     ])
-}
-
-/// Member addresses per port, as the LoadBalancer's status reports them.
-async fn pool_members(api: &Api<LoadBalancer>) -> Option<Vec<BTreeSet<String>>> {
-    let lb = api.get(LB).await.ok()?;
-    let status = lb.status?;
-    is_true(&status.conditions, READY).then_some(())?;
-    Some(
-        status
-            .ports
-            .iter()
-            .map(|p| p.members.iter().map(|m| m.address.clone()).collect())
-            .collect(),
-    )
-}
-
-/// Addresses of the group's Ready VirtualMachines.
-async fn group_addresses(api: &Api<VirtualMachine>, replicas: usize) -> Option<BTreeSet<String>> {
-    let list = api.list(&Default::default()).await.ok()?;
-    let ready: BTreeSet<String> = list
-        .items
-        .iter()
-        .filter(|vm| {
-            vm.metadata
-                .name
-                .as_deref()
-                .is_some_and(|n| n.starts_with(GROUP))
-        })
-        .filter_map(|vm| {
-            let s = vm.status.as_ref()?;
-            is_true(&s.conditions, READY).then(|| s.primary_ip.clone())?
-        })
-        .collect();
-    (ready.len() == replicas).then_some(ready)
-}
-
-/// Waits until every pool holds exactly the group's `replicas` Ready VirtualMachines.
-async fn pools_hold_the_group(
-    ns: &Namespace,
-    client: &kube::Client,
-    operator: &Operator,
-    replicas: usize,
-) -> Vec<BTreeSet<String>> {
-    let lbs: Api<LoadBalancer> = ns.api(client.clone());
-    let vms: Api<VirtualMachine> = ns.api(client.clone());
-    until(
-        &format!("every pool holds the group's {replicas} VirtualMachines"),
-        Duration::from_secs(240),
-        &context(operator),
-        || async {
-            let want = group_addresses(&vms, replicas).await?;
-            let pools = pool_members(&lbs).await?;
-            (pools.len() == 2 && pools.iter().all(|p| *p == want)).then_some(pools)
-        },
-    )
-    .await
 }
 
 /// Octavia's own view of the pools of the published LoadBalancer: member addresses.

@@ -230,18 +230,27 @@ pub fn resolve(selection: &CloudSelection, env: &Environment) -> Result<CloudSou
     if let Some(secure) = secure {
         merge(&mut clouds, read_clouds(&secure)?);
     }
+    pick_cloud(&clouds, cloud.as_deref(), &file).map(CloudSource::Configured)
+}
+
+/// The cloud `cloud` of `clouds` (read from `file`), or its only one.
+fn pick_cloud(
+    clouds: &Mapping,
+    cloud: Option<&str>,
+    file: &Path,
+) -> Result<CloudConfig, ConfigError> {
     let name = match cloud {
-        Some(name) => name,
-        None => single_cloud_name(&clouds, &file)?,
+        Some(name) => name.to_owned(),
+        None => single_cloud_name(clouds, file)?,
     };
     let Some(entry) = clouds.get(name.as_str()).and_then(Value::as_mapping) else {
         return Err(ConfigError::NoSuchCloud {
             cloud: name,
-            file,
-            available: cloud_names(&clouds),
+            file: file.to_owned(),
+            available: cloud_names(clouds),
         });
     };
-    parse::from_entry(&name, entry).map(CloudSource::Configured)
+    parse::from_entry(&name, entry)
 }
 
 fn find_file(env: &Environment, file: &str) -> Option<PathBuf> {
@@ -287,22 +296,10 @@ pub fn from_clouds_text(
     origin: &str,
 ) -> Result<CloudConfig, ConfigError> {
     let origin = PathBuf::from(origin);
-    let clouds = parse_clouds(text, &origin)?;
-    let name = match cloud {
-        Some(name) => name.to_owned(),
-        None => single_cloud_name(&clouds, &origin)?,
-    };
-    let Some(entry) = clouds.get(name.as_str()).and_then(Value::as_mapping) else {
-        return Err(ConfigError::NoSuchCloud {
-            cloud: name,
-            file: origin,
-            available: cloud_names(&clouds),
-        });
-    };
-    let config = parse::from_entry(&name, entry)?;
+    let config = pick_cloud(&parse_clouds(text, &origin)?, cloud, &origin)?;
     if config.tls.cacert.is_some() {
         return Err(ConfigError::Invalid {
-            cloud: name,
+            cloud: config.name,
             problem:
                 "`cacert` names a file; put the CA bundle in the Secret's `cacert` key instead"
                     .to_owned(),

@@ -53,18 +53,24 @@ async fn wake_on_secret_changes(
     mut changes: tokio::sync::mpsc::UnboundedReceiver<tenancy::SecretKey>,
     wakers: cloud_view::Wakers,
 ) {
-    use kube::runtime::reflector::ObjectRef;
     while let Some(secret) = changes.recv().await {
         let caches = ctx.caches.current();
         let ns = &secret.namespace;
-        for vm in watch_cache::in_namespace(&caches.virtual_machines, ns).await {
-            let _ = wakers.virtual_machines.send(ObjectRef::from_obj(&*vm));
-        }
-        for group in watch_cache::in_namespace(&caches.groups, ns).await {
-            let _ = wakers.groups.send(ObjectRef::from_obj(&*group));
-        }
-        for lb in watch_cache::in_namespace(&caches.load_balancers, ns).await {
-            let _ = wakers.load_balancers.send(ObjectRef::from_obj(&*lb));
-        }
+        wake_namespace(&caches.virtual_machines, ns, &wakers.virtual_machines).await;
+        wake_namespace(&caches.groups, ns, &wakers.groups).await;
+        wake_namespace(&caches.load_balancers, ns, &wakers.load_balancers).await;
+    }
+}
+
+/// Wakes every object of `namespace` in `cache`.
+async fn wake_namespace<K>(
+    cache: &watch_cache::Cache<K>,
+    namespace: &str,
+    waker: &tokio::sync::mpsc::UnboundedSender<kube::runtime::reflector::ObjectRef<K>>,
+) where
+    K: kube::Resource<DynamicType = ()> + Clone + 'static,
+{
+    for obj in watch_cache::in_namespace(cache, namespace).await {
+        let _ = waker.send(kube::runtime::reflector::ObjectRef::from_obj(&*obj));
     }
 }

@@ -84,5 +84,5 @@ pub(crate) fn token_project(sim: &Sim, headers: &HeaderMap) -> Option<String> {
     lock(&sim.tokens)
         .get(token)
         .filter(|t| t.scoped && t.valid_until > Instant::now())
-        .and_then(|t| t.project_id.clone())
+        .map(|t| super::seed::identities()[t.identity].project_id.clone())
 }

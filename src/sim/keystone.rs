@@ -186,10 +186,13 @@ fn password_ok(u: &Value) -> Option<usize> {
 }
 
 fn app_cred_ok(a: &Value) -> Option<usize> {
-    seed::identities().iter().position(|i| {
+    let user = user_of(&a["user"]);
+    let identities = seed::identities();
+    (0..identities.len()).find(|&who| {
+        let i = &identities[who];
         let named = a["id"].as_str() == Some(i.application_credential_id.as_str())
             || (a["name"].as_str() == Some(i.application_credential_name.as_str())
-                && user_of(&a["user"]).is_some_and(|u| seed::identities()[u].user_id == i.user_id));
+                && user == Some(who));
         named && a["secret"].as_str() == Some(i.application_credential_secret.as_str())
     })
 }
@@ -231,7 +234,6 @@ fn mint(
         expires: issued + chrono::Duration::from_std(lifetime).unwrap_or(chrono::Duration::days(1)),
         valid_until: Instant::now() + lifetime,
         audit_id: uuid::Uuid::new_v4().simple().to_string()[..22].to_string(),
-        project_id: scoped.then(|| seed::identities()[identity].project_id.clone()),
         identity,
     };
     lock(&sim.tokens).insert(id.clone(), token.clone());

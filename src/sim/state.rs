@@ -60,8 +60,6 @@ pub(crate) struct Token {
     pub expires: DateTime<Utc>,
     pub valid_until: Instant,
     pub audit_id: String,
-    /// The project the token acts in (scoped tokens only).
-    pub project_id: Option<String>,
     /// Whose token it is: an index into the seeded identities.
     pub identity: usize,
 }

@@ -9,9 +9,13 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use std::collections::BTreeSet;
+
 use kube::Api;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use serde_json::Value;
+use verda_api::conditions::{READY, is_true};
+use verda_api::v1alpha1::{LoadBalancer, VirtualMachine};
 use verda_operator::cloud::{
     ClientOptions, CloudSelection, CloudSource, Environment, OpenStackClient, resolve,
 };
@@ -269,6 +273,70 @@ where
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
+}
+
+/// The published group and the LoadBalancer drawing on it.
+pub const PUBLISHED_GROUP: &str = "virtualmachinegroup-sample";
+pub const PUBLISHED_LB: &str = "loadbalancer-sample";
+
+/// Member addresses per port, as the LoadBalancer's status reports them.
+pub async fn pool_members(api: &Api<LoadBalancer>) -> Option<Vec<BTreeSet<String>>> {
+    let lb = api.get(PUBLISHED_LB).await.ok()?;
+    let status = lb.status?;
+    is_true(&status.conditions, READY).then_some(())?;
+    Some(
+        status
+            .ports
+            .iter()
+            .map(|p| p.members.iter().map(|m| m.address.clone()).collect())
+            .collect(),
+    )
+}
+
+/// Addresses of the group's Ready VirtualMachines.
+pub async fn group_addresses(
+    api: &Api<VirtualMachine>,
+    replicas: usize,
+) -> Option<BTreeSet<String>> {
+    let list = api.list(&Default::default()).await.ok()?;
+    let ready: BTreeSet<String> = list
+        .items
+        .iter()
+        .filter(|vm| {
+            vm.metadata
+                .name
+                .as_deref()
+                .is_some_and(|n| n.starts_with(PUBLISHED_GROUP))
+        })
+        .filter_map(|vm| {
+            let s = vm.status.as_ref()?;
+            is_true(&s.conditions, READY).then(|| s.primary_ip.clone())?
+        })
+        .collect();
+    (ready.len() == replicas).then_some(ready)
+}
+
+/// Waits until every pool of the published LoadBalancer holds exactly the published
+/// group's `replicas` Ready VirtualMachines.
+pub async fn pools_hold_the_group(
+    ns: &Namespace,
+    client: &kube::Client,
+    operator: &Operator,
+    replicas: usize,
+) -> Vec<BTreeSet<String>> {
+    let lbs: Api<LoadBalancer> = ns.api(client.clone());
+    let vms: Api<VirtualMachine> = ns.api(client.clone());
+    until(
+        &format!("every pool holds the group's {replicas} VirtualMachines"),
+        Duration::from_secs(240),
+        &context(operator),
+        || async {
+            let want = group_addresses(&vms, replicas).await?;
+            let pools = pool_members(&lbs).await?;
+            (pools.len() == 2 && pools.iter().all(|p| *p == want)).then_some(pools)
+        },
+    )
+    .await
 }
 
 /// The operator's last log lines, for a timed-out wait to show.
