@@ -2,8 +2,9 @@
 # The real-systems stage: a real kube-apiserver and real Keystone, Nova, Neutron and
 # Octavia from ../shared/real-systems, then
 #   1. the end-to-end suite (tests/e2e_*, leader_election) against the real API server;
-#   2. tests/real_systems.rs, which drives the operator binary as a user does (kubectl,
-#      the openstack CLI), authenticated as the ServiceAccount config/rbac ships.
+#   2. tests/real_systems.rs, real_shared_clusters.rs and real_lifecycle.rs, which drive
+#      the operator binary as a user does (kubectl, the openstack CLI), authenticated as
+#      the ServiceAccount config/rbac ships.
 # Installs and starts what it needs, retries a failed start once, stops what it started.
 # Exits non-zero when anything fails; never skips.
 #
@@ -132,5 +133,5 @@ VERDA_REAL_OPENSTACK_CLI=$OSC \
 VERDA_REAL_OPENSTACK_LOGS=/opt/osharness/run/logs \
 VERDA_REAL_COMPUTE_HOSTS=$(wc -w <<<"$OSH_COMPUTE_HOSTS") \
 VERDA_REAL_TENANT_CLOUDS=$TENANT_CLOUDS \
-  cargo test --locked --test real_systems --test real_shared_clusters -- --ignored --test-threads=1 --nocapture
+  cargo test --locked --test real_systems --test real_shared_clusters --test real_lifecycle -- --ignored --test-threads=1 --nocapture
 log "real-cloud suite passed in $(($(date +%s) - t2)) s; stage took $(($(date +%s) - t0)) s"

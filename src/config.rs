@@ -10,6 +10,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::cloud::owner::ClusterId;
+
 /// The parsed configuration.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
@@ -20,6 +22,17 @@ pub struct Config {
     pub defaults: Defaults,
     pub load_balancer: LoadBalancerConfig,
     pub credentials: CredentialsConfig,
+    /// The name recorded on cloud resources as their cluster's; absent: the UID of the
+    /// cluster's `kube-system` namespace.
+    #[serde(deserialize_with = "cluster_name")]
+    pub cluster_name: Option<ClusterId>,
+}
+
+fn cluster_name<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<ClusterId>, D::Error> {
+    let name = String::deserialize(d)?;
+    ClusterId::new(name)
+        .map(Some)
+        .map_err(serde::de::Error::custom)
 }
 
 /// Whose OpenStack credentials an object acts with, when its spec names none.
@@ -90,6 +103,7 @@ impl Default for Config {
             defaults: Defaults::default(),
             load_balancer: LoadBalancerConfig::default(),
             credentials: CredentialsConfig::default(),
+            cluster_name: None,
         }
     }
 }
@@ -270,5 +284,12 @@ mod tests {
         assert!(duration::parse("0s").is_err());
         assert!(duration::parse("m").is_err());
         assert_eq!(duration::parse("2h"), Ok(Duration::from_secs(7200)));
+        let cluster = Config::parse("clusterName: prod/tokyo").expect_err("slash refused");
+        assert!(cluster.to_string().contains("cluster name"), "{cluster}");
+        let named = Config::parse("clusterName: prod-tokyo").expect("valid name");
+        assert_eq!(
+            named.cluster_name.map(|c| c.to_string()).as_deref(),
+            Some("prod-tokyo")
+        );
     }
 }

@@ -12,6 +12,7 @@ pub mod http;
 pub mod kube_error;
 pub mod leader_election;
 pub mod metrics;
+pub mod orphans;
 pub mod run;
 pub mod sim;
 pub mod telemetry;

@@ -37,6 +37,9 @@ enum Command {
         #[command(flatten)]
         capacity: SimCapacity,
     },
+    /// List the cloud resources of this cluster whose owner object is gone (servers,
+    /// server groups, load balancers, floating IPs), and with --delete remove them.
+    Orphans(OrphansArgs),
     /// Write the CustomResourceDefinitions (to stdout, or one file per kind with --out).
     Crdgen {
         /// Directory to write `<group>_<plural>.yaml` files into.
@@ -68,6 +71,37 @@ impl SimCapacity {
             ..config
         }
     }
+}
+
+#[derive(Args)]
+struct OrphansArgs {
+    /// Delete what is listed (after printing it).
+    #[arg(long)]
+    delete: bool,
+    /// Output format.
+    #[arg(long, short = 'o', value_enum, default_value = "table")]
+    output: OutputFormat,
+    /// Kubeconfig file (default: KUBECONFIG, ~/.kube/config, or the in-cluster account).
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// Kubeconfig context to use.
+    #[arg(long)]
+    context: Option<String>,
+    /// Operator configuration file (for clusterName).
+    #[arg(long, env = "VERDA_CONFIG")]
+    config: Option<PathBuf>,
+    /// OpenStack cloud whose project is inspected: the clouds.yaml entry (default: OS_CLOUD).
+    #[arg(long, env = "OS_CLOUD")]
+    cloud: Option<String>,
+    /// clouds.yaml to read (default: OS_CLIENT_CONFIG_FILE and the standard places).
+    #[arg(long, env = "OS_CLIENT_CONFIG_FILE")]
+    clouds_file: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum OutputFormat {
+    Table,
+    Json,
 }
 
 #[derive(Args)]
@@ -137,6 +171,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Crdgen { out } => write_crds(out),
         Command::Run(args) => run_operator(*args),
+        Command::Orphans(args) => orphans(args),
         Command::Simulate {
             listen,
             delay,
@@ -187,6 +222,25 @@ fn run_operator(args: RunArgs) -> Result<(), String> {
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     runtime
         .block_on(run::run(options))
+        .map_err(|e| e.to_string())
+}
+
+fn orphans(args: OrphansArgs) -> Result<(), String> {
+    let options = verda_operator::orphans::command::OrphansOptions {
+        kubeconfig: args.kubeconfig,
+        context: args.context,
+        config: args.config,
+        cloud: CloudSelection {
+            cloud: args.cloud,
+            config_file: args.clouds_file,
+        },
+        delete: args.delete,
+        json: matches!(args.output, OutputFormat::Json),
+    };
+    let runtime = tokio::runtime::Runtime::new()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    runtime
+        .block_on(verda_operator::orphans::command::run(options))
         .map_err(|e| e.to_string())
 }
 

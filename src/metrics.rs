@@ -73,6 +73,18 @@ pub struct ManagedLabels {
     pub state: String,
 }
 
+/// Labels of a per-kind gauge.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct KindLabels {
+    pub kind: &'static str,
+}
+
+/// Labels of the orphaned-resources gauge: the kind of cloud resource.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ResourceLabels {
+    pub resource: &'static str,
+}
+
 /// Every metric family the operator exports.
 pub struct Metrics {
     registry: Registry,
@@ -90,6 +102,12 @@ pub struct Metrics {
     pub group_ready_replicas: Family<ObjectLabels, Gauge>,
     pub load_balancer_members: Family<ObjectLabels, Gauge>,
     pub load_balancer_ready_members: Family<ObjectLabels, Gauge>,
+    /// Objects whose reconcile policy is `skip`, by kind.
+    pub paused_objects: Family<KindLabels, Gauge>,
+    paused: Mutex<std::collections::HashSet<(&'static str, String)>>,
+    /// Cloud resources of this cluster whose owner object is gone, by resource kind.
+    pub orphaned_resources: Family<ResourceLabels, Gauge>,
+    orphans: Mutex<HashMap<(String, &'static str), i64>>,
 }
 
 impl Metrics {
@@ -161,8 +179,24 @@ impl Metrics {
             "ONLINE or NO_MONITOR pool members of each LoadBalancer, every port",
             load_balancer_ready_members.clone(),
         );
+        let paused_objects = Family::<KindLabels, Gauge>::default();
+        registry.register(
+            "paused_objects",
+            "Objects whose reconcile-policy annotation is skip: observed, never written to the cloud",
+            paused_objects.clone(),
+        );
+        let orphaned_resources = Family::<ResourceLabels, Gauge>::default();
+        registry.register(
+            "orphaned_cloud_resources",
+            "Servers and load balancers of this cluster whose owner object no longer exists (see verda-operator orphans)",
+            orphaned_resources.clone(),
+        );
         Arc::new(Self {
             registry,
+            paused_objects,
+            paused: Mutex::default(),
+            orphaned_resources,
+            orphans: Mutex::default(),
             cloud_requests,
             project_cloud_requests,
             projects: Mutex::default(),
@@ -204,7 +238,10 @@ impl Metrics {
         let entry = (kind, key.to_owned());
         let previous = match state {
             Some(state) => states.insert(entry, state.to_owned()),
-            None => states.remove(&entry),
+            None => {
+                self.set_paused(kind, key, false);
+                states.remove(&entry)
+            }
         };
         if previous.as_deref() == state {
             return;
@@ -225,6 +262,39 @@ impl Metrics {
                 })
                 .inc();
         }
+    }
+
+    /// Records whether the object `key` of `kind` is paused (reconcile-policy `skip`).
+    pub fn set_paused(&self, kind: &'static str, key: &str, paused: bool) {
+        let mut set = self.paused.lock().unwrap_or_else(|e| e.into_inner());
+        let entry = (kind, key.to_owned());
+        let changed = if paused {
+            set.insert(entry)
+        } else {
+            set.remove(&entry)
+        };
+        if changed {
+            let gauge = self.paused_objects.get_or_create(&KindLabels { kind });
+            if paused {
+                gauge.inc()
+            } else {
+                gauge.dec()
+            };
+        }
+    }
+
+    /// Records how many `resource`s of `project` are orphaned, as its last look found.
+    pub fn set_orphans(&self, project: &str, resource: &'static str, count: usize) {
+        let mut counts = self.orphans.lock().unwrap_or_else(|e| e.into_inner());
+        counts.insert((project.to_owned(), resource), count as i64);
+        let total = counts
+            .iter()
+            .filter(|((_, r), _)| *r == resource)
+            .map(|(_, n)| n)
+            .sum();
+        self.orphaned_resources
+            .get_or_create(&ResourceLabels { resource })
+            .set(total);
     }
 
     /// The registry in the Prometheus text exposition format.
@@ -269,5 +339,29 @@ mod tests {
         assert!(text.contains(
             r#"verda_project_cloud_requests_total{project="unknown",service="identity"} 1"#
         ));
+    }
+
+    #[test]
+    fn paused_and_orphaned_gauges_count_each_object_once_and_sum_projects() {
+        let metrics = Metrics::new();
+        metrics.set_paused("virtualmachine", "ns/a", true);
+        metrics.set_paused("virtualmachine", "ns/a", true);
+        metrics.set_paused("virtualmachine", "ns/b", true);
+        metrics.set_paused("virtualmachine", "ns/b", false);
+        metrics.set_object_state("virtualmachine", "ns/c", Some("Active"));
+        metrics.set_paused("virtualmachine", "ns/c", true);
+        metrics.set_object_state("virtualmachine", "ns/c", None);
+        metrics.set_orphans("p1", "server", 2);
+        metrics.set_orphans("p2", "server", 3);
+        metrics.set_orphans("p1", "server", 1);
+        let text = metrics.encode();
+        assert!(
+            text.contains(r#"verda_paused_objects{kind="virtualmachine"} 1"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"verda_orphaned_cloud_resources{resource="server"} 4"#),
+            "{text}"
+        );
     }
 }

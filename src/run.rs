@@ -65,6 +65,8 @@ pub enum RunError {
     Signals(std::io::Error),
     #[error("leader election: {0}")]
     Lease(#[from] FatalLeaseError),
+    #[error(transparent)]
+    Cluster(#[from] controller::cluster::ClusterIdError),
 }
 
 /// How long the API server has to answer the start-up check.
@@ -78,7 +80,7 @@ pub async fn run(options: RunOptions) -> Result<(), RunError> {
     let cloud =
         embedded_cloud::connect(&options.cloud, &options.embedded_simulator, metrics.clone())
             .await?;
-    let client = connect(&options).await?;
+    let client = connect(options.kubeconfig.as_deref(), options.context.as_deref()).await?;
     let health = Health::new(metrics.clone());
     let listener = http::bind(options.listen)
         .await
@@ -97,8 +99,10 @@ pub async fn run(options: RunOptions) -> Result<(), RunError> {
 
     let timing = Timing::from_config(&config);
     let ports: Arc<dyn CloudPorts> = Arc::new(cloud.client.clone());
+    let cluster = controller::cluster::identify(&client, &config).await?;
+    tracing::info!(%cluster, "cloud resources record this cluster");
     let ctx = Arc::new(
-        Context::new(client.clone(), config, metrics, ports, timing)
+        Context::new(client.clone(), config, metrics, ports, timing, cluster)
             .watching(options.namespace.clone()),
     );
     let signals = termination_signal()?;
@@ -136,14 +140,18 @@ pub async fn run(options: RunOptions) -> Result<(), RunError> {
     Ok(elected?)
 }
 
-/// Builds the Kubernetes client and checks that the API server answers.
-async fn connect(options: &RunOptions) -> Result<kube::Client, RunError> {
+/// Builds the Kubernetes client (from `kubeconfig`, else `KUBECONFIG`, `~/.kube/config`
+/// or in-cluster) and checks that the API server answers.
+pub async fn connect(
+    kubeconfig: Option<&std::path::Path>,
+    context: Option<&str>,
+) -> Result<kube::Client, RunError> {
     let kube_options = KubeConfigOptions {
-        context: options.context.clone(),
+        context: context.map(str::to_owned),
         ..KubeConfigOptions::default()
     };
     let bad = |e: &dyn std::fmt::Display| RunError::KubeConfig(e.to_string());
-    let config = match &options.kubeconfig {
+    let config = match kubeconfig {
         Some(path) => {
             let kubeconfig = Kubeconfig::read_from(path).map_err(|e| {
                 RunError::KubeConfig(format!("cannot read kubeconfig {}: {e}", path.display()))
@@ -152,7 +160,7 @@ async fn connect(options: &RunOptions) -> Result<kube::Client, RunError> {
                 .await
                 .map_err(|e| bad(&e))?
         }
-        None if options.context.is_some() => kube::Config::from_kubeconfig(&kube_options)
+        None if context.is_some() => kube::Config::from_kubeconfig(&kube_options)
             .await
             .map_err(|e| bad(&e))?,
         None => kube::Config::infer().await.map_err(|e| bad(&e))?,

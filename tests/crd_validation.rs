@@ -105,9 +105,9 @@ fn samples_hold_the_published_manifests_unchanged() {
 fn virtual_machine_rules_refuse_bad_input_with_their_message() {
     let ok = json!({"image": "centos79", "flavor": "n3-1vcpu-2gb"});
     assert_accepted(&vm(ok.clone()), None);
-    // Nova's limits exactly: 125 items (128 less the operator's 3), any allowed character.
+    // Nova's limits exactly: 124 items (128 less the operator's 4), any allowed character.
     let mut at_limit: serde_json::Map<String, Value> =
-        (0..124).map(|i| (format!("k{i}"), json!("v"))).collect();
+        (0..123).map(|i| (format!("k{i}"), json!("v"))).collect();
     at_limit.insert("team:app.tier -_x".into(), json!("v".repeat(255)));
     assert_accepted(
         &vm(json!({"image": "i", "flavor": "f", "metadata": at_limit})),
@@ -157,6 +157,10 @@ fn virtual_machine_rules_refuse_bad_input_with_their_message() {
             json!({"image": "i", "flavor": "f", "networks": []}),
             "/spec/networks",
         ),
+        (
+            json!({"image": "i", "flavor": "f", "import": {"id": "web-1"}}),
+            "/spec/import/id",
+        ),
     ];
     for (spec, expected) in cases {
         assert_refused(&vm(spec), None, expected);
@@ -192,6 +196,14 @@ fn fields_nova_cannot_change_are_immutable_and_flavor_is_not() {
         merge(&mut new["spec"], &patch);
         assert_refused(&new, Some(&old), expected);
     }
+    let imported = vm(json!({"image": "i", "flavor": "f",
+        "import": {"id": "3f1c2a4e-0000-4000-8000-000000000001"}}));
+    let mut other = imported.clone();
+    merge(
+        &mut other["spec"],
+        &json!({"import": {"id": "3f1c2a4e-0000-4000-8000-000000000002"}}),
+    );
+    assert_refused(&other, Some(&imported), "spec.import is immutable");
     let mut resized = old.clone();
     merge(
         &mut resized["spec"],

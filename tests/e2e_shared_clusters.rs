@@ -15,7 +15,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 use support::e2e::{Env, eventually, test_timing};
-use verda_api::conditions::{READY, find_condition, is_true};
+use verda_api::conditions::{READY, find_condition};
 use verda_api::v1alpha1::{LoadBalancer, VirtualMachine, VirtualMachineGroup};
 use verda_operator::config::Config;
 use verda_operator::sim::{SimConfig, SimCredentials};
@@ -107,15 +107,6 @@ where
     .await
 }
 
-async fn ready_vm(env: &Env, name: &str) -> VirtualMachine {
-    let api = env.api::<VirtualMachine>();
-    eventually(&format!("{name} is Ready"), LIMIT, || async {
-        let vm = api.get(name).await.ok()?;
-        is_true(&vm.status.as_ref()?.conditions, READY).then_some(vm)
-    })
-    .await
-}
-
 fn project_of(vm: &VirtualMachine) -> Option<&str> {
     vm.status.as_ref()?.project_id.as_deref()
 }
@@ -154,13 +145,13 @@ async fn each_object_acts_in_the_project_its_credentials_name() {
         lb.status.as_ref().and_then(|s| s.project_id.as_deref()),
         Some(demo.project_id.as_str())
     );
-    let team_vm = ready_vm(&env, "team-vm").await;
+    let team_vm = env.ready_vm("team-vm").await;
     assert_eq!(project_of(&team_vm), Some(team.project_id.as_str()));
     for replica in [
         "virtualmachinegroup-sample-0",
         "virtualmachinegroup-sample-1",
     ] {
-        let vm = ready_vm(&env, replica).await;
+        let vm = env.ready_vm(replica).await;
         assert_eq!(project_of(&vm), Some(demo.project_id.as_str()));
     }
 
@@ -273,7 +264,7 @@ async fn without_credentials_an_object_is_reported_and_makes_no_cloud_call() {
         clouds_of(&env, &env.sim.credentials()),
     )
     .await;
-    ready_vm(&env, "orphan").await;
+    env.ready_vm("orphan").await;
     assert!(created.elapsed() < Duration::from_secs(15));
     assert_eq!(env.sim.servers().len(), 1);
 }
@@ -285,7 +276,8 @@ async fn a_rotated_secret_is_used_without_a_restart_and_another_project_is_refus
     put_secret(&env, "creds", clouds_of(&env, &demo)).await;
     env.create_from_yaml::<VirtualMachine>(&vm_manifest("rotated", Some("creds")))
         .await;
-    let server = ready_vm(&env, "rotated")
+    let server = env
+        .ready_vm("rotated")
         .await
         .status
         .and_then(|s| s.server_id);
@@ -300,7 +292,7 @@ async fn a_rotated_secret_is_used_without_a_restart_and_another_project_is_refus
 
     // An application credential of the same project: converged again, same server.
     put_secret(&env, "creds", app_credential_clouds(&env, &demo)).await;
-    let vm = ready_vm(&env, "rotated").await;
+    let vm = env.ready_vm("rotated").await;
     assert_eq!(vm.status.and_then(|s| s.server_id), server);
 
     // Credentials of another project: refused, nothing created or deleted anywhere.
@@ -359,7 +351,7 @@ async fn deleting_an_object_whose_secret_is_gone_keeps_it_and_says_what_to_do() 
     put_secret(&env, "creds", clouds_of(&env, &demo)).await;
     env.create_from_yaml::<VirtualMachine>(&vm_manifest("kept", Some("creds")))
         .await;
-    ready_vm(&env, "kept").await;
+    env.ready_vm("kept").await;
 
     env.api::<Secret>()
         .delete("creds", &DeleteParams::default())

@@ -23,15 +23,6 @@ fn manifest(name: &str, image: &str, extra: &str) -> String {
     )
 }
 
-async fn ready_vm(env: &Env, name: &str) -> VirtualMachine {
-    let api = env.api::<VirtualMachine>();
-    eventually("the VirtualMachine is Ready", LIMIT, || async {
-        let vm = api.get(name).await.ok()?;
-        is_true(&vm.status.as_ref()?.conditions, READY).then_some(vm)
-    })
-    .await
-}
-
 /// Waits until the VirtualMachine `name`'s Ready condition has `reason`.
 async fn ready_reason(env: &Env, name: &str, reason: &str) -> Condition {
     let api = env.api::<VirtualMachine>();
@@ -161,7 +152,7 @@ async fn a_server_deleted_outside_kubernetes_is_recreated_with_an_event() {
     let _: VirtualMachine = env
         .create_from_yaml(&manifest("drift", "centos79", ""))
         .await;
-    let first = ready_vm(&env, "drift").await;
+    let first = env.ready_vm("drift").await;
     let first_id = first.status.and_then(|s| s.server_id).expect("server id");
     env.sim.delete_server_out_of_band(&first_id);
 
@@ -197,7 +188,7 @@ async fn a_server_in_error_is_reported_then_replaced_and_never_doubled() {
     let _: VirtualMachine = env
         .create_from_yaml(&manifest("fragile", "centos79", ""))
         .await;
-    let first = ready_vm(&env, "fragile").await;
+    let first = env.ready_vm("fragile").await;
     let first_id = first.status.and_then(|s| s.server_id).expect("server id");
     env.sim.set_server_error(&first_id);
 
@@ -244,7 +235,7 @@ async fn a_flavor_change_resizes_and_confirms_and_metadata_changes_apply_in_plac
     let _: VirtualMachine = env
         .create_from_yaml(&manifest("grow", "centos79", ""))
         .await;
-    let vm = ready_vm(&env, "grow").await;
+    let vm = env.ready_vm("grow").await;
     let id = vm.status.and_then(|s| s.server_id).expect("server id");
     let patch = json!({"spec": {"flavor": "n3-2vcpu-4gb", "description": "bigger", "metadata": {"team": "web"}}});
     env.api::<VirtualMachine>()
@@ -278,7 +269,7 @@ async fn an_init_script_from_a_configmap_key_becomes_user_data() {
     let _: VirtualMachine = env
         .create_from_yaml(&manifest("scripted", "centos79", extra))
         .await;
-    ready_vm(&env, "scripted").await;
+    env.ready_vm("scripted").await;
     let servers = env.sim.servers();
     // base64("echo hi")
     assert_eq!(servers[0].user_data.as_deref(), Some("ZWNobyBoaQ=="));

@@ -11,6 +11,11 @@
 //! - Nova server groups (no tags or metadata): the name `verda-<namespace>-<name>-<uid>`,
 //!   found again by its `-<uid>` suffix; the name part is shortened to fit Nova's 255.
 //! - Neutron floating IPs (no tags at create): the description `verda-uid-<uid>`.
+//! - The cluster ([`ClusterId`]) the owner lives in, so clusters sharing a project tell
+//!   their resources apart: server metadata `verda.linecorp.com:cluster`, the tag
+//!   `verda-cluster-<id>` on servers and load balancers, and a mark of it in server
+//!   group names (`verda-<mark>.<namespace>-<name>-<uid>`). A floating IP belongs to the
+//!   cluster of its owner's load balancer.
 //!
 //! Deliberately not here: deciding *whether* to create anything (controllers do that).
 
@@ -21,11 +26,80 @@ pub const META_PREFIX: &str = "verda.linecorp.com:";
 pub const META_UID: &str = "verda.linecorp.com:uid";
 pub const META_NAMESPACE: &str = "verda.linecorp.com:namespace";
 pub const META_NAME: &str = "verda.linecorp.com:name";
+pub const META_CLUSTER: &str = "verda.linecorp.com:cluster";
+const CLUSTER_TAG_PREFIX: &str = "verda-cluster-";
 /// Nova's longest server group name.
 const MAX_GROUP_NAME: usize = 255;
 const TAG_PREFIX: &str = "verda-uid-";
 /// The tag of every server and load balancer the operator creates.
 pub const MANAGED_TAG: &str = "verda-managed";
+
+/// The Kubernetes cluster the operator serves: the `kube-system` namespace's UID or a
+/// configured name (1-46 of `A-Za-z0-9._-`, so its tag fits Nova's 60 characters).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ClusterId(String);
+
+impl ClusterId {
+    /// A cluster name, refused unless it fits every place it is recorded.
+    pub fn new(id: impl Into<String>) -> Result<Self, String> {
+        let id = id.into();
+        let valid = (1..=46).contains(&id.len())
+            && id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
+        if valid {
+            Ok(Self(id))
+        } else {
+            Err(format!(
+                "cluster name {id:?} must be 1-46 letters, digits, '.', '_' or '-'"
+            ))
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// `verda-cluster-<id>`: the tag of this cluster's servers and load balancers.
+    pub fn tag(&self) -> String {
+        format!("{CLUSTER_TAG_PREFIX}{}", self.0)
+    }
+
+    /// Eight hex digits of the ID (FNV-1a), the cluster's mark in server group names.
+    pub fn mark(&self) -> String {
+        let mut hash: u32 = 0x811c_9dc5;
+        for byte in self.0.bytes() {
+            hash ^= u32::from(byte);
+            hash = hash.wrapping_mul(0x0100_0193);
+        }
+        format!("{hash:08x}")
+    }
+
+    /// Whether tags (a server's or a load balancer's) name this cluster.
+    pub fn in_tags(&self, tags: &[String]) -> bool {
+        tags.iter()
+            .any(|t| t.strip_prefix(CLUSTER_TAG_PREFIX) == Some(&self.0))
+    }
+
+    /// Whether server metadata names this cluster.
+    pub fn in_metadata(&self, metadata: &BTreeMap<String, String>) -> bool {
+        metadata.get(META_CLUSTER) == Some(&self.0)
+    }
+
+    /// Whether a server group name carries this cluster's mark.
+    pub fn marks_server_group(&self, group_name: &str) -> bool {
+        group_name
+            .strip_prefix("verda-")
+            .and_then(|rest| rest.split_once('.'))
+            .is_some_and(|(mark, _)| mark == self.mark())
+    }
+}
+
+impl std::fmt::Display for ClusterId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
 
 /// The Kubernetes object a cloud resource belongs to.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -33,6 +107,8 @@ pub struct Owner {
     pub uid: String,
     pub namespace: String,
     pub name: String,
+    /// The cluster the object lives in; recorded on what is created for it.
+    pub cluster: Option<ClusterId>,
 }
 
 impl Owner {
@@ -45,6 +121,15 @@ impl Owner {
             uid: uid.into(),
             namespace: namespace.into(),
             name: name.into(),
+            cluster: None,
+        }
+    }
+
+    /// The same owner, recording `cluster` on what is created for it.
+    pub fn in_cluster(self, cluster: &ClusterId) -> Self {
+        Self {
+            cluster: Some(cluster.clone()),
+            ..self
         }
     }
 
@@ -53,9 +138,12 @@ impl Owner {
         owner_tag(&self.uid)
     }
 
-    /// The tags a new server or load balancer carries: its owner's and [`MANAGED_TAG`].
+    /// The tags a new server or load balancer carries: its owner's, [`MANAGED_TAG`] and
+    /// its cluster's.
     pub fn tags(&self) -> Vec<String> {
-        vec![self.tag(), MANAGED_TAG.to_owned()]
+        let mut tags = vec![self.tag(), MANAGED_TAG.to_owned()];
+        tags.extend(self.cluster.as_ref().map(ClusterId::tag));
+        tags
     }
 
     /// Server metadata recording this owner (merge it into the user's metadata).
@@ -65,12 +153,23 @@ impl Owner {
             (META_NAMESPACE.to_owned(), self.namespace.clone()),
             (META_NAME.to_owned(), self.name.clone()),
         ])
+        .into_iter()
+        .chain(
+            self.cluster
+                .as_ref()
+                .map(|c| (META_CLUSTER.to_owned(), c.as_str().to_owned())),
+        )
+        .collect()
     }
 
     /// The name of this owner's server group; see [`is_server_group_of`].
     pub fn server_group_name(&self) -> String {
         let suffix = format!("-{}", self.uid);
-        let mut head = format!("verda-{}-{}", self.namespace, self.name);
+        let mark = match &self.cluster {
+            Some(cluster) => format!("{}.", cluster.mark()),
+            None => String::new(),
+        };
+        let mut head = format!("verda-{mark}{}-{}", self.namespace, self.name);
         // Names are ASCII (DNS labels), so any byte index is a character boundary.
         head.truncate(MAX_GROUP_NAME.saturating_sub(suffix.len()));
         head + &suffix
@@ -82,6 +181,9 @@ impl Owner {
             uid: metadata.get(META_UID)?.clone(),
             namespace: metadata.get(META_NAMESPACE)?.clone(),
             name: metadata.get(META_NAME)?.clone(),
+            cluster: metadata
+                .get(META_CLUSTER)
+                .and_then(|c| ClusterId::new(c.clone()).ok()),
         })
     }
 }
@@ -94,6 +196,29 @@ pub fn owner_tag(uid: &str) -> String {
 /// The owner UID recorded in a list of tags, if any.
 pub fn uid_from_tags(tags: &[String]) -> Option<&str> {
     tags.iter().find_map(|t| t.strip_prefix(TAG_PREFIX))
+}
+
+/// The owner UID at the end of a server group name the operator made, if any.
+pub fn server_group_uid(group_name: &str) -> Option<&str> {
+    let (head, uid) = group_name.split_at_checked(group_name.len().checked_sub(36)?)?;
+    (group_name.starts_with("verda-") && head.ends_with('-') && uuid::Uuid::parse_str(uid).is_ok())
+        .then_some(uid)
+}
+
+/// Everything the operator wrote to record ownership, taken out of a tag list: what a
+/// detached resource keeps.
+pub fn without_ownership(tags: &[String]) -> Vec<String> {
+    tags.iter()
+        .filter(|t| {
+            !t.starts_with(TAG_PREFIX) && !t.starts_with(CLUSTER_TAG_PREFIX) && *t != MANAGED_TAG
+        })
+        .cloned()
+        .collect()
+}
+
+/// Whether a tag list records an owner other than `uid`.
+pub fn owned_by_another(tags: &[String], uid: &str) -> Option<String> {
+    uid_from_tags(tags).filter(|u| *u != uid).map(str::to_owned)
 }
 
 /// Whether a server group name belongs to the owner with this UID.
@@ -144,6 +269,29 @@ mod tests {
         let name = long.server_group_name();
         assert_eq!(name.len(), 255);
         assert!(is_server_group_of(&name, &long.uid));
+    }
+
+    #[test]
+    fn cluster_is_recorded_in_tags_metadata_and_group_names() {
+        let cluster = ClusterId::new("3d0f6c1e-5b7a-4c2e-9f00-123456789abc").expect("valid");
+        let o = owner().in_cluster(&cluster);
+        assert!(cluster.tag().len() <= 60);
+        assert!(cluster.in_tags(&o.tags()));
+        assert!(cluster.in_metadata(&o.server_metadata()));
+        assert_eq!(Owner::from_metadata(&o.server_metadata()), Some(o.clone()));
+        let name = o.server_group_name();
+        assert!(cluster.marks_server_group(&name), "{name}");
+        assert!(is_server_group_of(&name, &o.uid));
+        assert_eq!(server_group_uid(&name), Some(o.uid.as_str()));
+        let other = ClusterId::new("other").expect("valid");
+        assert!(!other.in_tags(&o.tags()) && !other.marks_server_group(&name));
+        // A name made before clusters were recorded carries no mark.
+        assert!(!cluster.marks_server_group(&owner().server_group_name()));
+        assert_eq!(
+            without_ownership(&[o.tags(), vec!["team:web".into()]].concat()),
+            vec!["team:web".to_owned()]
+        );
+        assert!(ClusterId::new("a/b").is_err() && ClusterId::new("x".repeat(47)).is_err());
     }
 
     #[test]

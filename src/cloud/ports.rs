@@ -62,6 +62,12 @@ pub trait Compute: Send + Sync {
         metadata: &'a BTreeMap<String, String>,
         mode: MetadataMode,
     ) -> CloudFuture<'a, BTreeMap<String, String>>;
+    /// `PUT .../tags`: `tags` become the server's whole tag set (returned).
+    fn set_server_tags<'a>(
+        &'a self,
+        id: &'a ServerId,
+        tags: &'a [String],
+    ) -> CloudFuture<'a, Vec<String>>;
     fn resize_server<'a>(&'a self, id: &'a ServerId, flavor: &'a FlavorId) -> CloudFuture<'a, ()>;
     fn confirm_resize<'a>(&'a self, id: &'a ServerId) -> CloudFuture<'a, ()>;
     fn create_server_group<'a>(
@@ -101,6 +107,11 @@ pub trait Network: Send + Sync {
         id: &'a FloatingIpId,
         port: Option<&'a PortId>,
     ) -> CloudFuture<'a, FloatingIp>;
+    fn set_floating_ip_description<'a>(
+        &'a self,
+        id: &'a FloatingIpId,
+        description: &'a str,
+    ) -> CloudFuture<'a, FloatingIp>;
     fn delete_floating_ip<'a>(&'a self, id: &'a FloatingIpId) -> CloudFuture<'a, ()>;
 }
 
@@ -116,6 +127,13 @@ pub trait LoadBalancing: Send + Sync {
         &'a self,
         filter: &'a LbFilter,
     ) -> CloudFuture<'a, Vec<LoadBalancer>>;
+    /// `tags` become the load balancer's whole tag set (it passes through
+    /// `PENDING_UPDATE`).
+    fn set_load_balancer_tags<'a>(
+        &'a self,
+        id: &'a LoadBalancerId,
+        tags: &'a [String],
+    ) -> CloudFuture<'a, LoadBalancer>;
     /// Cascade: listeners, pools, monitors and members go with it.
     fn delete_load_balancer<'a>(&'a self, id: &'a LoadBalancerId) -> CloudFuture<'a, ()>;
     fn get_status_tree<'a>(&'a self, id: &'a LoadBalancerId) -> CloudFuture<'a, StatusTree>;

@@ -10,6 +10,7 @@ use super::backoff::Backoff;
 use super::cloud_view::CloudView;
 use super::tenancy::Tenancy;
 use super::watch_cache::CacheSlot;
+use crate::cloud::owner::{ClusterId, Owner};
 use crate::cloud::{CloudFuture, Compute, LoadBalancing, Network, OpenStackClient};
 use crate::config::Config;
 use crate::metrics::Metrics;
@@ -92,6 +93,8 @@ pub struct Context {
     pub caches: CacheSlot,
     /// What the operator owns in the cloud, as last seen.
     pub view: CloudView,
+    /// The cluster recorded on every cloud resource the operator creates.
+    pub cluster: ClusterId,
 }
 
 impl Context {
@@ -101,6 +104,7 @@ impl Context {
         metrics: Arc<Metrics>,
         cloud: Arc<dyn CloudPorts>,
         timing: Timing,
+        cluster: ClusterId,
     ) -> Self {
         let reporter = Reporter {
             controller: "verda-operator".into(),
@@ -122,7 +126,13 @@ impl Context {
             watch_namespace: None,
             caches: CacheSlot::new(),
             view: CloudView::default(),
+            cluster,
         }
+    }
+
+    /// The owner record of `obj`'s cloud resources, naming this cluster.
+    pub fn owner_of<K: kube::Resource>(&self, obj: &K) -> Owner {
+        super::driver::owner_of(obj).in_cluster(&self.cluster)
     }
 
     /// The same context, its controllers watching only `namespace`.

@@ -18,10 +18,11 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 use verda_api::conditions::{NewCondition, READY, Status, set_condition};
-use verda_api::v1alpha1::CloudCredentialsRef;
+use verda_api::v1alpha1::{CloudCredentialsRef, ReconcilePolicy};
 
 use super::context::Context;
 use super::error::ReconcileError;
+use super::lifecycle::{Removal, policy_of};
 use super::tenancy::Tenant;
 use crate::metrics::{ControllerLabels, ReconcileLabels};
 
@@ -106,7 +107,8 @@ pub fn object_key<K: Resource>(obj: &K) -> String {
 }
 
 /// Runs `apply` (or `cleanup` once the object is being deleted) inside the finalizer
-/// protocol, records metrics and reports failures on the object.
+/// protocol, records metrics and reports failures on the object. The reconcile policy
+/// decides what a deletion does (`cleanup` is told); `apply` reads it itself.
 pub async fn reconcile_with<K, A, AF, C, CF>(
     obj: Arc<K>,
     ctx: Arc<Context>,
@@ -117,21 +119,27 @@ where
     K: Managed,
     A: FnOnce(Arc<K>, Arc<Context>, Tenant) -> AF,
     AF: Future<Output = Result<Action, ReconcileError>>,
-    C: FnOnce(Arc<K>, Arc<Context>, Tenant) -> CF,
+    C: FnOnce(Arc<K>, Arc<Context>, Removal) -> CF,
     CF: Future<Output = Result<Cleanup, ReconcileError>>,
 {
     let started = Instant::now();
     let key = object_key(&*obj);
     let api: Api<K> = Api::namespaced(ctx.client.clone(), &obj.namespace().unwrap_or_default());
-    let result = if obj.meta().deletion_timestamp.is_some() {
-        run_cleanup(&api, obj.clone(), ctx.clone(), cleanup).await
-    } else {
-        match ensure_finalizer(&api, &*obj).await {
-            Ok(()) => match tenant_of(&api, &*obj, &ctx, false).await {
-                Ok(tenant) => apply(obj.clone(), ctx.clone(), tenant).await,
+    let result = match policy_of(&*obj) {
+        Err(e) => Err(e),
+        Ok(policy) if obj.meta().deletion_timestamp.is_some() => {
+            run_cleanup(&api, obj.clone(), ctx.clone(), policy, cleanup).await
+        }
+        Ok(policy) => {
+            ctx.metrics
+                .set_paused(K::CONTROLLER, &key, !policy.writes());
+            match ensure_finalizer(&api, &*obj).await {
+                Ok(()) => match tenant_of(&api, &*obj, &ctx, false).await {
+                    Ok(tenant) => apply(obj.clone(), ctx.clone(), tenant).await,
+                    Err(e) => Err(e),
+                },
                 Err(e) => Err(e),
-            },
-            Err(e) => Err(e),
+            }
         }
     };
     let outcome = match &result {
@@ -180,18 +188,27 @@ async fn run_cleanup<K, C, CF>(
     api: &Api<K>,
     obj: Arc<K>,
     ctx: Arc<Context>,
+    policy: ReconcilePolicy,
     cleanup: C,
 ) -> Result<Action, ReconcileError>
 where
     K: Managed,
-    C: FnOnce(Arc<K>, Arc<Context>, Tenant) -> CF,
+    C: FnOnce(Arc<K>, Arc<Context>, Removal) -> CF,
     CF: Future<Output = Result<Cleanup, ReconcileError>>,
 {
     if !obj.finalizers().iter().any(|f| f == K::FINALIZER) {
         return Ok(Action::await_change());
     }
-    let done = match tenant_of(api, &*obj, &ctx, true).await {
-        Ok(tenant) => cleanup(obj.clone(), ctx, tenant).await?,
+    let resolved = match policy {
+        // Nothing will be written: the credentials are not needed either.
+        ReconcilePolicy::Skip => Ok(Removal::Abandon),
+        ReconcilePolicy::DetachOnDelete => {
+            tenant_of(api, &*obj, &ctx, true).await.map(Removal::Detach)
+        }
+        ReconcilePolicy::Manage => tenant_of(api, &*obj, &ctx, true).await.map(Removal::Delete),
+    };
+    let done = match resolved {
+        Ok(removal) => cleanup(obj.clone(), ctx, removal).await?,
         // The project is recorded before anything is created: an object that recorded
         // none and has no credentials created nothing, and goes without a cloud call.
         Err(ReconcileError::Credentials { source, .. })

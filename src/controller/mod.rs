@@ -5,9 +5,11 @@
 
 pub mod backoff;
 pub mod cloud_view;
+pub mod cluster;
 pub mod context;
 pub mod driver;
 pub mod error;
+pub mod lifecycle;
 pub mod load_balancer;
 pub mod status_patch;
 pub mod tenancy;

@@ -167,6 +167,7 @@ impl Compute for Wired<dyn Compute> {
         fn delete_server<'a>(&'a self, id: &'a ServerId) -> CloudFuture<'a, ()>;
         fn update_server<'a>(&'a self, id: &'a ServerId, description: Option<&'a str>) -> CloudFuture<'a, Server>;
         fn set_server_metadata<'a>(&'a self, id: &'a ServerId, metadata: &'a BTreeMap<String, String>, mode: MetadataMode) -> CloudFuture<'a, BTreeMap<String, String>>;
+        fn set_server_tags<'a>(&'a self, id: &'a ServerId, tags: &'a [String]) -> CloudFuture<'a, Vec<String>>;
         fn resize_server<'a>(&'a self, id: &'a ServerId, flavor: &'a FlavorId) -> CloudFuture<'a, ()>;
         fn confirm_resize<'a>(&'a self, id: &'a ServerId) -> CloudFuture<'a, ()>;
         fn get_server_group<'a>(&'a self, id: &'a ServerGroupId) -> CloudFuture<'a, ServerGroup>;
@@ -194,6 +195,7 @@ impl Network for Wired<dyn Network> {
         fn get_floating_ip<'a>(&'a self, id: &'a FloatingIpId) -> CloudFuture<'a, FloatingIp>;
         fn list_floating_ips<'a>(&'a self, filter: &'a FloatingIpFilter) -> CloudFuture<'a, Vec<FloatingIp>>;
         fn delete_floating_ip<'a>(&'a self, id: &'a FloatingIpId) -> CloudFuture<'a, ()>;
+        fn set_floating_ip_description<'a>(&'a self, id: &'a FloatingIpId, description: &'a str) -> CloudFuture<'a, FloatingIp>;
     }
 }
 
@@ -209,6 +211,7 @@ impl LoadBalancing for Wired<dyn LoadBalancing> {
         fn get_load_balancer<'a>(&'a self, id: &'a LoadBalancerId) -> CloudFuture<'a, LoadBalancer>;
         fn list_load_balancers<'a>(&'a self, filter: &'a LbFilter) -> CloudFuture<'a, Vec<LoadBalancer>>;
         fn delete_load_balancer<'a>(&'a self, id: &'a LoadBalancerId) -> CloudFuture<'a, ()>;
+        fn set_load_balancer_tags<'a>(&'a self, id: &'a LoadBalancerId, tags: &'a [String]) -> CloudFuture<'a, LoadBalancer>;
         fn get_status_tree<'a>(&'a self, id: &'a LoadBalancerId) -> CloudFuture<'a, StatusTree>;
         fn list_listeners<'a>(&'a self, filter: &'a LbFilter) -> CloudFuture<'a, Vec<Listener>>;
         fn get_listener<'a>(&'a self, id: &'a ListenerId) -> CloudFuture<'a, Listener>;

@@ -71,7 +71,7 @@ impl Env {
         let cluster = TestCluster::from_env_or_start().await.expect("a cluster");
         let ns = cluster.namespace("e2e").await.expect("a namespace");
         let sim = Simulator::start(sim_config).await.expect("simulator");
-        let ctx = context_with(&cluster, &ns, &sim, timing, config, wrap);
+        let ctx = context_with(&cluster, &ns, &sim, timing, config, wrap).await;
         let controllers = tokio::spawn(controller::run_all(ctx.clone()));
         Env {
             cluster,
@@ -95,7 +95,8 @@ impl Env {
             &self.sim,
             self.ctx.timing,
             |client| Arc::new(client),
-        );
+        )
+        .await;
         self.controllers = tokio::spawn(controller::run_all(self.ctx.clone()));
     }
 
@@ -117,6 +118,24 @@ impl Env {
         K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
     {
         Api::namespaced(self.cluster.client(), &self.ns)
+    }
+
+    /// Waits (30 s at most) until the VirtualMachine `name` is Ready, and returns it.
+    pub async fn ready_vm(&self, name: &str) -> verda_api::v1alpha1::VirtualMachine {
+        let api = self.api::<verda_api::v1alpha1::VirtualMachine>();
+        eventually(
+            &format!("{name} is Ready"),
+            Duration::from_secs(30),
+            || async {
+                let vm = api.get(name).await.ok()?;
+                verda_api::conditions::is_true(
+                    &vm.status.as_ref()?.conditions,
+                    verda_api::conditions::READY,
+                )
+                .then_some(vm)
+            },
+        )
+        .await
     }
 
     /// The reason of every event in the test namespace.
@@ -171,17 +190,17 @@ impl Env {
 
 /// Controllers scoped to the test's namespace, so that tests sharing a real cluster never
 /// reconcile each other's objects.
-fn context(
+async fn context(
     cluster: &TestCluster,
     ns: &str,
     sim: &Simulator,
     timing: Timing,
     wrap: impl FnOnce(OpenStackClient) -> Arc<dyn CloudPorts>,
 ) -> Arc<Context> {
-    context_with(cluster, ns, sim, timing, Config::default(), wrap)
+    context_with(cluster, ns, sim, timing, Config::default(), wrap).await
 }
 
-fn context_with(
+async fn context_with(
     cluster: &TestCluster,
     ns: &str,
     sim: &Simulator,
@@ -196,8 +215,12 @@ fn context_with(
         ClientOptions::default(),
     )
     .expect("cloud client");
+    // Named as the operator names it: the cluster's kube-system UID (real or test).
+    let id = verda_operator::controller::cluster::identify(&cluster.client(), &config)
+        .await
+        .expect("the cluster's identity");
     Arc::new(
-        Context::new(cluster.client(), config, metrics, wrap(client), timing)
+        Context::new(cluster.client(), config, metrics, wrap(client), timing, id)
             .watching(Some(ns.to_owned())),
     )
 }

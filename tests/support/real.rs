@@ -146,6 +146,18 @@ impl Real {
             .count()
     }
 
+    /// Runs a one-shot `verda-operator` command (`orphans …`) as the operator's
+    /// ServiceAccount on the demo project; panics with its output when it fails.
+    pub fn operator_command(&self, args: &[&str]) -> String {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_verda-operator"));
+        cmd.args(args)
+            .env("KUBECONFIG", &self.operator_kubeconfig)
+            .env("OS_CLIENT_CONFIG_FILE", &self.clouds)
+            .env("OS_CLOUD", "osh-demo")
+            .env_remove("VERDA_CONFIG");
+        run(cmd, None, &format!("verda-operator {}", args.join(" ")))
+    }
+
     /// Starts the operator binary the way the README runs it outside a cluster, plus `args`.
     pub fn operator(&self, name: &str, args: &[&str], config: Option<&str>) -> Operator {
         let port = free_port();
@@ -381,4 +393,40 @@ impl Drop for Namespace {
             .env("KUBECONFIG", &self.real.admin_kubeconfig)
             .output();
     }
+}
+
+/// What the demo project holds: the IDs of its servers, server groups, load balancers
+/// and floating IPs.
+pub fn project_inventory(real: &Real) -> BTreeSet<String> {
+    let ids = |what: &str, args: &[&str]| -> Vec<String> {
+        real.openstack("osh-demo", args)
+            .as_array()
+            .map(|items| {
+                items
+                    .iter()
+                    .map(|i| {
+                        format!(
+                            "{what} {}",
+                            i["ID"].as_str().or(i["id"].as_str()).unwrap_or("?")
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut all = BTreeSet::new();
+    all.extend(ids("server", &["server", "list"]));
+    all.extend(ids("server group", &["server", "group", "list"]));
+    all.extend(ids("load balancer", &["loadbalancer", "list"]));
+    all.extend(ids("floating IP", &["floating", "ip", "list"]));
+    all
+}
+
+/// Nothing in the project that was not there before the test.
+pub fn nothing_left(real: &Real, baseline: &BTreeSet<String>) {
+    let left: Vec<String> = project_inventory(real)
+        .difference(baseline)
+        .cloned()
+        .collect();
+    assert!(left.is_empty(), "left in the project: {left:?}");
 }

@@ -71,6 +71,14 @@ pub struct LoadBalancerSpec {
     /// created in: credentials for another project are refused (`ProjectChanged`); members come only from VirtualMachines of the same project.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cloud_credentials_ref: Option<CloudCredentialsRef>,
+    /// Take over this existing Octavia load balancer instead of creating one: it gets
+    /// the operator's ownership tags and is managed from then on (listeners and pools
+    /// follow `ports`). One whose VIP subnet differs from the spec's is reported
+    /// (`ImportMismatch`), never replaced. Read when the object has no load balancer;
+    /// the ID cannot be changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = super::virtual_machine::import_once())]
+    pub import: Option<super::lifecycle::Import>,
 }
 
 fn default_service_type() -> String {

@@ -2,6 +2,7 @@
 
 mod credentials;
 mod init_script;
+mod lifecycle;
 mod load_balancer;
 mod rules;
 mod virtual_machine;
@@ -9,6 +10,7 @@ mod virtual_machine_group;
 
 pub use credentials::CloudCredentialsRef;
 pub use init_script::{InitScript, KeySelector};
+pub use lifecycle::{Import, ReconcilePolicy};
 pub use load_balancer::{
     HealthMonitor, LoadBalancer, LoadBalancerPort, LoadBalancerSpec, LoadBalancerStatus,
     MemberStatus, MonitorProtocol, PortStatus, Protocol, RealServers, VipType,
@@ -35,6 +37,9 @@ pub mod annotations {
     /// On a VirtualMachine chosen for removal: load balancers take it out of their
     /// pools, then the group deletes it.
     pub const DRAINING: &str = "verda.linecorp.com/draining";
+    /// Set by users: `manage` (default), `skip` or `detach-on-delete`; a group's value
+    /// is copied to its VirtualMachines.
+    pub const RECONCILE_POLICY: &str = "verda.linecorp.com/reconcile-policy";
 }
 
 /// Labels the group controller puts on the VirtualMachines it owns.

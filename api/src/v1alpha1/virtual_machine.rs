@@ -8,8 +8,16 @@ use serde::{Deserialize, Serialize};
 
 use super::credentials::CloudCredentialsRef;
 use super::init_script::InitScript;
+use super::lifecycle::Import;
 use super::rules::immutable_spec_field;
 
+/// `spec.import.id` cannot change: what it names is the object's from then on. (CEL
+/// reserves the word `import`, so the rule sits on the field, where `self` needs no name.)
+pub(crate) fn import_once() -> kube::core::Rule {
+    kube::core::Rule::new("self == oldSelf").message(kube::core::Message::Message(
+        "spec.import is immutable: the resource it names is this object's; to take over another, create a new object".into(),
+    ))
+}
 const RECREATE: &str =
     "Nova cannot change it on an existing server; create a new VirtualMachine instead";
 
@@ -72,8 +80,8 @@ pub struct VirtualMachineSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 255))]
     pub availability_zone: Option<String>,
-    /// Extra Nova metadata for the server, at most 125 items (Nova's default of 128 less
-    /// the operator's 3). Keys: 1-255 letters, digits, `-`, `_`, `:`, `.` or spaces (no
+    /// Extra Nova metadata for the server, at most 124 items (Nova's default of 128 less
+    /// the operator's 4). Keys: 1-255 letters, digits, `-`, `_`, `:`, `.` or spaces (no
     /// `/`), not starting with `verda.linecorp.com:`, which the operator uses; values at
     /// most 255 characters. Changes are applied in place.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -87,16 +95,24 @@ pub struct VirtualMachineSpec {
     /// created in: credentials for another project are refused (`ProjectChanged`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cloud_credentials_ref: Option<CloudCredentialsRef>,
+    /// Take over this existing Nova server instead of creating one: it gets the
+    /// operator's ownership records and is managed from then on, keeping the metadata it
+    /// had (keys removed from `metadata` are not removed from it). A server whose image or
+    /// flavor differs from the spec is reported (`ImportMismatch`), never replaced or
+    /// resized. Read when the object has no server; the ID cannot be changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = import_once())]
+    pub import: Option<Import>,
 }
 
-/// Nova's limits on server metadata: 128 items (less the operator's 3), values of at
+/// Nova's limits on server metadata: 128 items (less the operator's 4), values of at
 /// most 255 characters. Written out because schemars' length rules do not reach a
 /// map's size or its values.
 fn nova_metadata(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({
         "type": "object",
         "nullable": true,
-        "maxProperties": 125,
+        "maxProperties": 124,
         "additionalProperties": {"type": "string", "maxLength": 255},
     })
 }

@@ -50,7 +50,8 @@ pub struct VirtualMachineGroupSpec {
     pub ha_policy: HaPolicy,
     /// The VirtualMachine spec every replica is created from. A change rolls out as
     /// `updateStrategy` says. Credentials are the group's (`cloudCredentialsRef`), not
-    /// the template's.
+    /// the template's; a template may not import a server (`spec.template.import` is
+    /// reported as `TemplateImportNotAllowed`).
     #[x_kube(validation = kube::core::Rule::new("!has(self.cloudCredentialsRef)").message("set cloudCredentialsRef on the group (spec.cloudCredentialsRef), not in its template: every VirtualMachine of a group uses the group's credentials"))]
     pub template: VirtualMachineSpec,
     /// Free text describing the group; also the server group's description.

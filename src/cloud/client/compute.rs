@@ -107,6 +107,24 @@ impl Compute for OpenStackClient {
         })
     }
 
+    fn set_server_tags<'a>(
+        &'a self,
+        id: &'a ServerId,
+        tags: &'a [String],
+    ) -> CloudFuture<'a, Vec<String>> {
+        Box::pin(async move {
+            let req = compute(
+                "set_server_tags",
+                Method::PUT,
+                format!("/servers/{id}/tags"),
+            )
+            .json(json!({"tags": tags}))
+            .idempotent();
+            self.fetch(&req, "tags", &format!("set the tags of server {id}"))
+                .await
+        })
+    }
+
     fn set_server_metadata<'a>(
         &'a self,
         id: &'a ServerId,

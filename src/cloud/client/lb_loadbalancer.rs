@@ -110,6 +110,27 @@ impl LoadBalancing for OpenStackClient {
         })
     }
 
+    fn set_load_balancer_tags<'a>(
+        &'a self,
+        id: &'a LoadBalancerId,
+        tags: &'a [String],
+    ) -> CloudFuture<'a, LoadBalancer> {
+        Box::pin(async move {
+            let req = octavia(
+                "set_load_balancer_tags",
+                Method::PUT,
+                format!("/loadbalancers/{id}"),
+            )
+            .json(serde_json::json!({"loadbalancer": {"tags": tags}}));
+            self.fetch(
+                &req,
+                "loadbalancer",
+                &format!("set the tags of load balancer {id}"),
+            )
+            .await
+        })
+    }
+
     fn list_load_balancers<'a>(
         &'a self,
         filter: &'a LbFilter,

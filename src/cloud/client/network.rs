@@ -133,6 +133,28 @@ impl NetworkPort for OpenStackClient {
         })
     }
 
+    fn set_floating_ip_description<'a>(
+        &'a self,
+        id: &'a FloatingIpId,
+        description: &'a str,
+    ) -> CloudFuture<'a, FloatingIp> {
+        Box::pin(async move {
+            let req = neutron(
+                "set_floating_ip_description",
+                Method::PUT,
+                format!("/floatingips/{id}"),
+            )
+            .json(json!({"floatingip": {"description": description}}))
+            .idempotent();
+            self.fetch(
+                &req,
+                "floatingip",
+                &format!("set the description of floating IP {id}"),
+            )
+            .await
+        })
+    }
+
     fn delete_floating_ip<'a>(&'a self, id: &'a FloatingIpId) -> CloudFuture<'a, ()> {
         Box::pin(async move {
             let req = neutron(

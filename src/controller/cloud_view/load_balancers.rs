@@ -35,6 +35,29 @@ pub struct OctaviaTree {
     pub floating_ips: Vec<FloatingIp>,
 }
 
+/// Octavia's `updated_at` has whole seconds, so a second change within the second of the
+/// last one leaves it as it was: a tree read that soon after its load balancer changed
+/// could be vouched for by an unchanged mark while it is already stale (a member edited
+/// outside Kubernetes right after the operator's own write would never be seen). Such a
+/// tree is not recorded; `QUIET` also absorbs two seconds of clock difference.
+pub const QUIET: Duration = Duration::from_secs(3);
+
+/// Whether a load balancer of `tree` changed less than [`QUIET`] before `now` (or in
+/// the future, by our clock).
+fn changed_lately(tree: &OctaviaTree, now: chrono::DateTime<chrono::Utc>) -> bool {
+    tree.load_balancers.iter().any(|l| {
+        let Some(at) = l.updated_at.as_deref() else {
+            return false;
+        };
+        chrono::NaiveDateTime::parse_from_str(at.trim_end_matches('Z'), "%Y-%m-%dT%H:%M:%S%.f")
+            .map(|t| {
+                let age = now.signed_duration_since(t.and_utc());
+                age < chrono::Duration::from_std(QUIET).unwrap_or_default()
+            })
+            .unwrap_or(false)
+    })
+}
+
 /// What a load balancer listing says of one load balancer.
 #[derive(Clone, Debug, PartialEq)]
 struct Mark {
@@ -109,6 +132,10 @@ impl LoadBalancerView {
 
     /// A tree read from the cloud with nothing left to do.
     pub fn record(&self, owner: &Owner, region: Option<&str>, tree: &OctaviaTree) {
+        if changed_lately(tree, chrono::Utc::now()) {
+            // Not vouchable yet: the next look reads Octavia again.
+            return self.forget(owner, region);
+        }
         self.insert(owner, region, Some(tree.clone()), Vec::new());
     }
 
@@ -274,6 +301,29 @@ mod tests {
             Some(Cached::Settled(_))
         ));
         assert!(view.cached("uid-b", AGE).is_none());
+    }
+
+    #[test]
+    fn a_tree_read_within_seconds_of_its_last_change_is_not_vouched_for() {
+        let view = LoadBalancerView::default();
+        let a = owner("a");
+        let now = chrono::Utc::now();
+        let just = (now - chrono::Duration::seconds(1))
+            .format("%Y-%m-%dT%H:%M:%S")
+            .to_string();
+        view.record(&a, None, &tree(vec![lb(&a, &just)]));
+        assert!(
+            view.cached("uid-a", AGE).is_none(),
+            "read again, not vouched"
+        );
+        let old = (now - chrono::Duration::seconds(30))
+            .format("%Y-%m-%dT%H:%M:%S")
+            .to_string();
+        view.record(&a, None, &tree(vec![lb(&a, &old)]));
+        assert!(matches!(
+            view.cached("uid-a", AGE),
+            Some(Cached::Settled(_))
+        ));
     }
 
     #[test]

@@ -15,6 +15,7 @@
 //! per 1,000 servers.
 
 mod load_balancers;
+mod orphans;
 mod servers;
 
 use std::collections::HashMap;
@@ -27,7 +28,7 @@ use kube::runtime::reflector::ObjectRef;
 use tokio::sync::mpsc;
 use verda_api::v1alpha1::{LoadBalancer, VirtualMachine, VirtualMachineGroup};
 
-pub use load_balancers::{Cached, LoadBalancerView, OctaviaTree};
+pub use load_balancers::{Cached, LoadBalancerView, OctaviaTree, QUIET};
 pub use servers::ServerView;
 
 use super::tenancy::Tenant;
@@ -52,6 +53,8 @@ pub struct CloudView {
 pub struct ProjectView {
     pub servers: ServerView,
     pub load_balancers: LoadBalancerView,
+    /// Each LoadBalancer's pool members when it last converged (drift reports).
+    pub lb_members: crate::controller::load_balancer::drift::Memory,
     ports: Lock<Option<Weak<dyn CloudPorts>>>,
 }
 
@@ -158,6 +161,7 @@ pub async fn refresh(ctx: &Context, wakers: &Wakers) {
             id: &project,
             view: &view,
             ports: ports.as_ref(),
+            ctx,
         };
         project.refresh(wakers).await;
     }
@@ -168,6 +172,7 @@ struct Project<'a> {
     id: &'a str,
     view: &'a ProjectView,
     ports: &'a dyn CloudPorts,
+    ctx: &'a Context,
 }
 
 impl Project<'_> {
@@ -185,6 +190,8 @@ impl Project<'_> {
         let asked = Instant::now();
         match self.ports.compute().list_managed_servers().await {
             Ok(listed) => {
+                let orphans = orphans::count_servers(self.ctx, &listed);
+                self.ctx.metrics.set_orphans(self.id, "server", orphans);
                 for owner in self.view.servers.replace(listed, asked) {
                     let _ = wakers.virtual_machines.send(object_ref(&owner));
                 }
@@ -231,6 +238,11 @@ impl Project<'_> {
         } else {
             None
         };
+        let orphans = orphans::count_load_balancers(self.ctx, &listed);
+        let scope = format!("{}/{named}", self.id);
+        self.ctx
+            .metrics
+            .set_orphans(&scope, "load-balancer", orphans);
         let changed = self
             .view
             .load_balancers

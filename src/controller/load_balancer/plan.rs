@@ -52,6 +52,38 @@ pub enum Step {
 }
 
 impl Step {
+    /// What the step would do, for a person reading why a paused object differs.
+    pub fn describe(&self) -> String {
+        match self {
+            Step::Create(_) => "create the load balancer".to_owned(),
+            Step::DeleteDuplicates(ids) => format!(
+                "delete duplicate load balancers {}",
+                ids.iter()
+                    .map(LoadBalancerId::as_str)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Step::DeleteErrored(id) => format!("replace load balancer {id}, which is in ERROR"),
+            Step::CreateListener(i, _) => format!("create the listener of spec.ports[{i}]"),
+            Step::CreatePool(i, _) => format!("create the pool of spec.ports[{i}]"),
+            Step::CreateMonitor(i, ..) => format!("create the health monitor of spec.ports[{i}]"),
+            Step::UpdateMonitor(i, ..) => format!("update the health monitor of spec.ports[{i}]"),
+            Step::DeleteMonitor(id) => format!("delete health monitor {id}"),
+            Step::DeletePool(id) => format!("delete pool {id}"),
+            Step::DeleteListener(id) => format!("delete listener {id}"),
+            Step::ReplaceMembers(i, _, members) => format!(
+                "set the members of the pool of spec.ports[{i}] to {}",
+                member_list(members)
+            ),
+            Step::CreateFloatingIp(_) => "create the floating IP".to_owned(),
+            Step::AssociateFloatingIp(id, _) => format!("associate floating IP {id}"),
+            Step::DeleteFloatingIp(id) => format!("release floating IP {id}"),
+            Step::ReportError { .. } | Step::Wait(_) | Step::HoldMembers(_) | Step::Converged => {
+                "change anything".to_owned()
+            }
+        }
+    }
+
     /// Whether carrying the step out writes to the cloud.
     pub fn writes(&self) -> bool {
         !matches!(
@@ -64,6 +96,18 @@ impl Step {
     pub fn settled(&self) -> bool {
         matches!(self, Step::HoldMembers(_) | Step::Converged)
     }
+}
+
+/// `address:port, …` of members, or `none`.
+pub fn member_list(members: &[MemberSpec]) -> String {
+    if members.is_empty() {
+        return "none".to_owned();
+    }
+    members
+        .iter()
+        .map(|m| format!("{}:{}", m.address, m.protocol_port))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Decides the next write.

@@ -162,12 +162,29 @@ pub async fn run(
                 .map_err(ReconcileError::cloud("update the server description", &key))?;
             provisioning(Some(id), "updating the server".into(), Duration::ZERO)
         }
-        Step::SetMetadata(id, metadata) => {
+        Step::SetMetadata(id, metadata) | Step::MergeMetadata(id, metadata) => {
+            let mode = match vm.spec.import {
+                Some(_) => MetadataMode::Merge,
+                None => MetadataMode::Replace,
+            };
             compute
-                .set_server_metadata(&id, &metadata, MetadataMode::Replace)
+                .set_server_metadata(&id, &metadata, mode)
                 .await
                 .map_err(ReconcileError::cloud("update the server metadata", &key))?;
-            provisioning(Some(id), "updating the server".into(), Duration::ZERO)
+            let before = observed
+                .servers
+                .iter()
+                .find(|s| s.id == id)
+                .map(|s| s.metadata.clone())
+                .unwrap_or_default();
+            Outcome {
+                event: drift_event(
+                    "metadata",
+                    &super::plan::changed_keys(&before, &metadata),
+                    vm,
+                ),
+                ..provisioning(Some(id), "updating the server".into(), Duration::ZERO)
+            }
         }
         Step::Converged => Outcome {
             server_id: kept.clone(),
@@ -184,4 +201,39 @@ pub async fn run(
         },
     };
     Ok(outcome)
+}
+
+/// A `DriftCorrected` warning when the spec had already been applied (so the cloud was
+/// changed outside Kubernetes), naming what changed; `None` after a spec edit.
+pub fn drift_event(
+    what: &str,
+    changed: &str,
+    vm: &VirtualMachine,
+) -> Option<(EventType, &'static str, String)> {
+    let applied = vm
+        .status
+        .as_ref()
+        .is_some_and(|s| s.observed_generation == vm.metadata.generation);
+    applied.then(|| {
+        (
+            EventType::Warning,
+            "DriftCorrected",
+            format!("server {what} differed from the spec (changed outside Kubernetes?): {changed}; restored"),
+        )
+    })
+}
+
+/// What a paused object reports instead of carrying out `step`.
+pub fn paused(vm: &VirtualMachine, observed: &Observed, step: &Step, resync: Duration) -> Outcome {
+    let kept = super::plan::keeper(vm, &observed.servers).map(|s| s.id.clone());
+    Outcome {
+        server_id: kept,
+        ready: (
+            Status::False,
+            crate::controller::lifecycle::PAUSED_READY,
+            crate::controller::lifecycle::paused_message(&step.describe()),
+        ),
+        event: None,
+        requeue: resync,
+    }
 }

@@ -6,11 +6,14 @@
 //! neither a duplicate nor an orphan.
 
 pub mod apply;
+pub mod import;
 pub mod plan;
 pub mod resolve;
 pub mod status;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
@@ -18,15 +21,21 @@ use k8s_openapi::jiff::Timestamp;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::ObjectRef;
+use verda_api::v1alpha1::annotations::RECONCILE_POLICY;
 use verda_api::v1alpha1::{VirtualMachine, finalizers};
 
 use super::driver::{
-    Cleanup, Managed, error_policy, managed_kind, object_key, owner_of, publish, reconcile_with,
+    Cleanup, Managed, error_policy, managed_kind, object_key, publish, reconcile_with,
 };
+use super::lifecycle::{Removal, accepted_policy, mark_paused};
 use super::status_patch::write_status;
 use super::tenancy::Tenant;
 use super::watch_cache::Feeds;
 use super::{Context, ReconcileError};
+use crate::cloud::MetadataMode;
+use crate::cloud::ids::ServerId;
+use crate::cloud::model::compute::Server;
+use crate::cloud::owner::{META_PREFIX, without_ownership};
 
 managed_kind!(
     VirtualMachine,
@@ -62,7 +71,8 @@ async fn apply_spec(
     ctx: Arc<Context>,
     tenant: Tenant,
 ) -> Result<Action, ReconcileError> {
-    let owner = owner_of(&*vm);
+    let owner = ctx.owner_of(&*vm);
+    let policy = accepted_policy(&*vm);
     let compute = tenant.ports.compute();
     let view = ctx.view.of(&tenant);
     let now = Timestamp::now();
@@ -80,18 +90,30 @@ async fn apply_spec(
         resolve::observe(&ctx, &view.servers, compute.as_ref(), &vm, &owner, true).await?;
     let mut step = step_for(&observed);
     if step == plan::Step::Create && observed.from_view {
-        // Never create on the view's word: ask Nova itself first.
+        // Never create (or import) on the view's word: ask Nova itself first.
         observed =
             resolve::observe(&ctx, &view.servers, compute.as_ref(), &vm, &owner, false).await?;
         step = step_for(&observed);
     }
-    // A create changes nothing a listing could bring back; any other write does.
-    if step.writes() && step != plan::Step::Create {
-        view.servers.forget(&owner);
-    }
-    let outcome = apply::run(&ctx, &tenant, &vm, &owner, &observed, step).await?;
+    let outcome = match (&step, &vm.spec.import) {
+        (plan::Step::Create, Some(import)) => {
+            let id = ServerId::new(import.id.clone());
+            import::import(&ctx, &tenant, &vm, &owner, &id, policy.writes()).await?
+        }
+        _ if step.writes() && !policy.writes() => {
+            apply::paused(&vm, &observed, &step, ctx.timing.resync)
+        }
+        _ => {
+            // A create changes nothing a listing could bring back; any other write does.
+            if step.writes() && step != plan::Step::Create {
+                view.servers.forget(&owner);
+            }
+            apply::run(&ctx, &tenant, &vm, &owner, &observed, step).await?
+        }
+    };
     let mut status = status::next_status(&vm, &observed.servers, &outcome, now);
     status.project_id = Some(tenant.project.clone());
+    mark_paused(&mut status.conditions, policy, vm.metadata.generation, now);
     if vm.status.as_ref() != Some(&status) {
         write_status(&ctx.client, &*vm, &status).await?;
     }
@@ -104,35 +126,57 @@ async fn apply_spec(
     Ok(Action::requeue(outcome.requeue))
 }
 
-/// Deletes every server of the owner; done when none is left.
+/// Deletes every server of the owner (or, detaching, takes the owner's records off
+/// them); done when none carries the owner's tag.
 async fn cleanup(
     vm: Arc<VirtualMachine>,
     ctx: Arc<Context>,
-    tenant: Tenant,
+    removal: Removal,
 ) -> Result<Cleanup, ReconcileError> {
-    let owner = owner_of(&*vm);
     let key = object_key(&*vm);
+    let (tenant, detach) = match removal {
+        Removal::Abandon => {
+            let server = vm.status.as_ref().and_then(|s| s.server_id.clone());
+            finished(
+                &ctx,
+                &vm,
+                "Abandoned",
+                match server {
+                    Some(id) => format!("server {id} was left as it is ({RECONCILE_POLICY} skip)"),
+                    None => format!("nothing was deleted in the cloud ({RECONCILE_POLICY} skip)"),
+                },
+            )
+            .await;
+            return Ok(Cleanup::Done);
+        }
+        Removal::Delete(tenant) => (tenant, false),
+        Removal::Detach(tenant) => (tenant, true),
+    };
+    let owner = ctx.owner_of(&*vm);
     let compute = tenant.ports.compute();
     let servers = compute
         .list_servers(&owner.uid)
         .await
         .map_err(ReconcileError::cloud("list servers", &key))?;
     if servers.is_empty() {
-        ctx.metrics
-            .set_object_state(VirtualMachine::CONTROLLER, &key, None);
-        publish(
-            &ctx,
-            &*vm,
-            EventType::Normal,
-            "Deleted",
-            "server deleted".into(),
-            "Delete",
-        )
-        .await;
+        let note = match (detach, vm.status.as_ref().and_then(|s| s.server_id.clone())) {
+            (true, Some(id)) => format!(
+                "server {id} keeps running without the operator's records ({RECONCILE_POLICY} detach-on-delete)"
+            ),
+            (true, None) => "no server to detach".to_owned(),
+            (false, _) => "server deleted".to_owned(),
+        };
+        finished(&ctx, &vm, if detach { "Detached" } else { "Deleted" }, note).await;
         return Ok(Cleanup::Done);
     }
-    // A server Nova is already deleting needs no second request.
     ctx.view.of(&tenant).servers.forget(&owner);
+    if detach {
+        for server in &servers {
+            detach_server(compute.as_ref(), server, &key).await?;
+        }
+        return Ok(Cleanup::Wait(Duration::ZERO));
+    }
+    // A server Nova is already deleting needs no second request.
     for server in servers
         .iter()
         .filter(|s| s.task_state.as_deref() != Some("deleting"))
@@ -141,4 +185,40 @@ async fn cleanup(
             .map_err(ReconcileError::cloud("delete server", &key))?;
     }
     Ok(Cleanup::Wait(ctx.timing.poll))
+}
+
+/// Takes the operator's metadata, then its tags (how it is found), off a server.
+async fn detach_server(
+    compute: &dyn crate::cloud::Compute,
+    server: &Server,
+    key: &str,
+) -> Result<(), ReconcileError> {
+    let metadata: BTreeMap<String, String> = server
+        .metadata
+        .iter()
+        .filter(|(k, _)| !k.starts_with(META_PREFIX))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    crate::cloud::ignore_not_found(
+        compute
+            .set_server_metadata(&server.id, &metadata, MetadataMode::Replace)
+            .await
+            .map(drop),
+    )
+    .map_err(ReconcileError::cloud("remove the owner metadata", key))?;
+    crate::cloud::ignore_not_found(
+        compute
+            .set_server_tags(&server.id, &without_ownership(&server.tags))
+            .await
+            .map(drop),
+    )
+    .map_err(ReconcileError::cloud("remove the owner tags", key))
+}
+
+/// The last word on a VirtualMachine leaving: its gauges go, an event says what became
+/// of its server.
+async fn finished(ctx: &Context, vm: &VirtualMachine, reason: &str, note: String) {
+    ctx.metrics
+        .set_object_state(VirtualMachine::CONTROLLER, &object_key(vm), None);
+    publish(ctx, vm, EventType::Normal, reason, note, "Delete").await;
 }

@@ -41,11 +41,29 @@ pub enum Step {
     ConfirmResize(ServerId),
     UpdateDescription(ServerId, Option<String>),
     SetMetadata(ServerId, BTreeMap<String, String>),
+    /// An imported server: add these keys, keep the metadata it came with.
+    MergeMetadata(ServerId, BTreeMap<String, String>),
     /// ACTIVE and matching the spec.
     Converged,
 }
 
 impl Step {
+    /// What the step would do, for a person reading why a paused object differs.
+    pub fn describe(&self) -> String {
+        match self {
+            Step::Create => "create a server".to_owned(),
+            Step::DeleteDuplicates(ids) => format!("delete duplicate servers {}", list(ids)),
+            Step::ReplaceErrored(id) => format!("replace server {id}, which is in ERROR"),
+            Step::Resize(id, flavor) => format!("resize server {id} to flavor {flavor}"),
+            Step::ConfirmResize(id) => format!("confirm the resize of server {id}"),
+            Step::UpdateDescription(id, _) => format!("update the description of server {id}"),
+            Step::SetMetadata(id, _) | Step::MergeMetadata(id, _) => {
+                format!("restore the metadata of server {id}")
+            }
+            Step::ReportError { .. } | Step::Wait | Step::Converged => "change anything".to_owned(),
+        }
+    }
+
     /// Whether carrying the step out writes to the cloud.
     pub fn writes(&self) -> bool {
         !matches!(
@@ -115,10 +133,38 @@ pub fn plan(
         return Step::UpdateDescription(server.id.clone(), vm.spec.description.clone());
     }
     let metadata = desired_metadata(vm, owner);
-    if server.metadata != metadata {
+    if vm.spec.import.is_some() {
+        // An imported server keeps the metadata it came with.
+        if !metadata
+            .iter()
+            .all(|(k, v)| server.metadata.get(k) == Some(v))
+        {
+            return Step::MergeMetadata(server.id.clone(), metadata);
+        }
+    } else if server.metadata != metadata {
         return Step::SetMetadata(server.id.clone(), metadata);
     }
     Step::Converged
+}
+
+/// The keys whose values differ between two metadata maps, for an event.
+pub fn changed_keys(now: &BTreeMap<String, String>, wanted: &BTreeMap<String, String>) -> String {
+    let keys: std::collections::BTreeSet<&String> = now
+        .keys()
+        .chain(wanted.keys())
+        .filter(|k| now.get(*k) != wanted.get(*k))
+        .collect();
+    keys.into_iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn list(ids: &[ServerId]) -> String {
+    ids.iter()
+        .map(ServerId::as_str)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// A server in ERROR is reported first, and replaced once `replace_delay` has passed

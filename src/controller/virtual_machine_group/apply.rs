@@ -27,6 +27,9 @@ pub fn new_vm(
     if let Some(id) = server_group {
         annotations_map.insert(annotations::SERVER_GROUP.to_owned(), id.to_string());
     }
+    if let Some(policy) = group.annotations().get(annotations::RECONCILE_POLICY) {
+        annotations_map.insert(annotations::RECONCILE_POLICY.to_owned(), policy.clone());
+    }
     VirtualMachine {
         metadata: ObjectMeta {
             name: Some(format!("{}-{index}", group.name_any())),
@@ -59,31 +62,69 @@ pub async fn align_credentials(
     vms: &[VirtualMachine],
 ) -> Result<usize, ReconcileError> {
     let wanted = &group.spec.cloud_credentials_ref;
-    let ns = group.namespace().unwrap_or_default();
-    let key = format!("{ns}/{}", group.name_any());
-    let api: Api<VirtualMachine> = Api::namespaced(client.clone(), &ns);
     let stale: Vec<&VirtualMachine> = vms
         .iter()
         .filter(|vm| &vm.spec.cloud_credentials_ref != wanted)
         .filter(|vm| vm.metadata.deletion_timestamp.is_none())
         .collect();
-    for vm in &stale {
-        let patch = json!({"spec": {"cloudCredentialsRef": wanted}});
+    let patch = json!({"spec": {"cloudCredentialsRef": wanted}});
+    patch_each(
+        client,
+        group,
+        &stale,
+        &patch,
+        "give a VirtualMachine the group's credentials",
+    )
+    .await
+}
+
+/// Gives the group's VirtualMachines the group's reconcile policy annotation (or takes
+/// it off) where it differs. Returns how many it updated.
+pub async fn align_policy(
+    client: &kube::Client,
+    group: &VirtualMachineGroup,
+    vms: &[VirtualMachine],
+) -> Result<usize, ReconcileError> {
+    let wanted = group.annotations().get(annotations::RECONCILE_POLICY);
+    let stale: Vec<&VirtualMachine> = vms
+        .iter()
+        .filter(|vm| vm.annotations().get(annotations::RECONCILE_POLICY) != wanted)
+        .collect();
+    let patch = json!({"metadata": {"annotations": {annotations::RECONCILE_POLICY: wanted}}});
+    patch_each(
+        client,
+        group,
+        &stale,
+        &patch,
+        "give a VirtualMachine the group's reconcile policy",
+    )
+    .await
+}
+
+/// Merge-patches each of `vms` (one already gone needs nothing); returns how many.
+async fn patch_each(
+    client: &kube::Client,
+    group: &VirtualMachineGroup,
+    vms: &[&VirtualMachine],
+    patch: &serde_json::Value,
+    action: &'static str,
+) -> Result<usize, ReconcileError> {
+    let ns = group.namespace().unwrap_or_default();
+    let key = format!("{ns}/{}", group.name_any());
+    let api: Api<VirtualMachine> = Api::namespaced(client.clone(), &ns);
+    for vm in vms {
         ignore_missing(
             api.patch(
                 &vm.name_any(),
                 &PatchParams::default(),
-                &Patch::Merge(&patch),
+                &Patch::Merge(patch),
             )
             .await
             .map(drop),
         )
-        .map_err(ReconcileError::kube(
-            "give a VirtualMachine the group's credentials",
-            &key,
-        ))?;
+        .map_err(ReconcileError::kube(action, &key))?;
     }
-    Ok(stale.len())
+    Ok(vms.len())
 }
 
 /// Carries out `plan`; returns how many writes it made.

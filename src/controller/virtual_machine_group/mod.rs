@@ -22,9 +22,9 @@ use kube::runtime::reflector::ObjectRef;
 use verda_api::v1alpha1::{UpdateStrategy, VirtualMachine, VirtualMachineGroup, finalizers};
 
 use super::driver::{
-    Cleanup, Managed, error_policy, managed_kind, object_key, object_labels, owner_of,
-    reconcile_with,
+    Cleanup, Managed, error_policy, managed_kind, object_key, object_labels, reconcile_with,
 };
+use super::lifecycle::{Removal, accepted_policy, mark_paused};
 use super::status_patch::write_status;
 use super::tenancy::Tenant;
 use super::watch_cache::Feeds;
@@ -72,9 +72,19 @@ async fn apply_spec(
     ctx: Arc<Context>,
     tenant: Tenant,
 ) -> Result<Action, ReconcileError> {
-    let owner = owner_of(&*group);
+    if group.spec.template.import.is_some() {
+        return Err(ReconcileError::Invalid {
+            object: object_key(&*group),
+            reason: "TemplateImportNotAllowed",
+            message: "spec.template.import: the replicas of a group cannot all take over one                       server; remove it, and import the server with a VirtualMachine of its own"
+                .to_owned(),
+        });
+    }
+    let owner = ctx.owner_of(&*group);
+    let policy = accepted_policy(&*group);
     let compute = tenant.ports.compute();
-    let server_group = resolve::ensure_server_group(compute.as_ref(), &group, &owner).await?;
+    let server_group =
+        resolve::ensure_server_group(compute.as_ref(), &group, &owner, policy.writes()).await?;
     let caches = ctx.caches.current();
     let vms = resolve::owned_vms(&caches, &group).await;
     let lbs = resolve::referencing_lbs(&caches, &group).await;
@@ -91,17 +101,28 @@ async fn apply_spec(
         ctx.timing.drain_timeout,
         now,
     );
-    let writes = apply::run(&ctx.client, &group, &plan, &hash, server_group.as_ref()).await?
-        + apply::align_credentials(&ctx.client, &group, &vms).await?;
+    // Paused: no VirtualMachine comes or goes (they are paused too, by the annotation).
+    let writes = if policy.writes() {
+        apply::run(&ctx.client, &group, &plan, &hash, server_group.as_ref()).await?
+    } else {
+        0
+    } + apply::align_credentials(&ctx.client, &group, &vms).await?
+        + apply::align_policy(&ctx.client, &group, &vms).await?;
     let mut status = status::next_status(&group, &vms, &members, &hash, server_group.as_ref(), now);
     status.project_id = Some(tenant.project.clone());
+    mark_paused(
+        &mut status.conditions,
+        policy,
+        group.metadata.generation,
+        now,
+    );
     if group.status.as_ref() != Some(&status) {
         write_status(&ctx.client, &*group, &status).await?;
     }
     record_metrics(&ctx, &group, &status);
     let converged = writes == 0
         && verda_api::conditions::is_true(&status.conditions, verda_api::conditions::READY);
-    Ok(Action::requeue(if converged {
+    Ok(Action::requeue(if converged || !policy.writes() {
         ctx.timing.resync
     } else {
         ctx.timing.poll
@@ -133,16 +154,22 @@ fn record_metrics(
     );
 }
 
-/// Deletes the VirtualMachines (their controller deletes the servers), then the server
-/// group once they are all gone.
+/// Deletes the VirtualMachines (their controller deletes, detaches or leaves the
+/// servers, as the group's policy, which they carry, says), then the server group once
+/// they are all gone — unless the group detaches or is paused: the server group then
+/// stays with the servers.
 async fn cleanup(
     group: Arc<VirtualMachineGroup>,
     ctx: Arc<Context>,
-    tenant: Tenant,
+    removal: Removal,
 ) -> Result<Cleanup, ReconcileError> {
     let key = object_key(&*group);
     let vms = resolve::owned_vms(&ctx.caches.current(), &group).await;
     if !vms.is_empty() {
+        // They must carry the group's policy when their deletion is decided.
+        if apply::align_policy(&ctx.client, &group, &vms).await? > 0 {
+            return Ok(Cleanup::Wait(ctx.timing.poll));
+        }
         let api: Api<VirtualMachine> =
             Api::namespaced(ctx.client.clone(), &group.namespace().unwrap_or_default());
         for vm in vms
@@ -158,18 +185,20 @@ async fn cleanup(
         }
         return Ok(Cleanup::Wait(ctx.timing.poll));
     }
-    let owner = owner_of(&*group);
-    let compute = tenant.ports.compute();
-    let groups = compute
-        .list_server_groups()
-        .await
-        .map_err(ReconcileError::cloud("list server groups", &key))?;
-    for sg in groups
-        .iter()
-        .filter(|g| is_server_group_of(&g.name, &owner.uid))
-    {
-        crate::cloud::ignore_not_found(compute.delete_server_group(&sg.id).await)
-            .map_err(ReconcileError::cloud("delete the server group", &key))?;
+    if let Removal::Delete(tenant) = removal {
+        let owner = ctx.owner_of(&*group);
+        let compute = tenant.ports.compute();
+        let groups = compute
+            .list_server_groups()
+            .await
+            .map_err(ReconcileError::cloud("list server groups", &key))?;
+        for sg in groups
+            .iter()
+            .filter(|g| is_server_group_of(&g.name, &owner.uid))
+        {
+            crate::cloud::ignore_not_found(compute.delete_server_group(&sg.id).await)
+                .map_err(ReconcileError::cloud("delete the server group", &key))?;
+        }
     }
     let labels = object_labels(&*group);
     ctx.metrics.group_desired_replicas.remove(&labels);

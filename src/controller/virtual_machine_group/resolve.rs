@@ -130,11 +130,13 @@ fn pool_listing(lb: &LoadBalancer, group: &str) -> BTreeMap<String, bool> {
         .collect()
 }
 
-/// The group's Nova server group: recorded in status, else found by owner, else created.
+/// The group's Nova server group: recorded in status, else found by owner, else
+/// created (when `create`: not while the group is paused).
 pub async fn ensure_server_group(
     compute: &dyn Compute,
     group: &VirtualMachineGroup,
     owner: &Owner,
+    create: bool,
 ) -> Result<Option<ServerGroupId>, ReconcileError> {
     let policy = match group.spec.ha_policy {
         HaPolicy::None => return Ok(None),
@@ -158,6 +160,9 @@ pub async fn ensure_server_group(
         .find(|g| is_server_group_of(&g.name, &owner.uid))
     {
         return Ok(Some(found.id));
+    }
+    if !create {
+        return Ok(None);
     }
     let created = compute
         .create_server_group(&owner.server_group_name(), policy)

@@ -1,0 +1,48 @@
+//! The orphan gauge, counted from what a refresh listed anyway (no call of its own):
+//! this cluster's servers and load balancers whose owner is in no watch cache. With a
+//! single watched namespace only that namespace's resources are counted.
+
+use std::collections::HashSet;
+
+use kube::ResourceExt;
+use kube::runtime::reflector::Store;
+
+use crate::cloud::model::compute::Server;
+use crate::cloud::model::loadbalancing::LoadBalancer;
+use crate::cloud::owner::Owner;
+use crate::controller::Context;
+use crate::orphans;
+
+pub fn count_servers(ctx: &Context, listed: &[Server]) -> usize {
+    let live = uids(&ctx.caches.current().virtual_machines.store);
+    let scoped: Vec<Server> = listed
+        .iter()
+        .filter(|s| match &ctx.watch_namespace {
+            None => true,
+            Some(ns) => Owner::from_metadata(&s.metadata).is_some_and(|o| &o.namespace == ns),
+        })
+        .cloned()
+        .collect();
+    orphans::servers(&scoped, &ctx.cluster, &live).len()
+}
+
+pub fn count_load_balancers(ctx: &Context, listed: &[LoadBalancer]) -> usize {
+    let live = uids(&ctx.caches.current().load_balancers.store);
+    let scoped: Vec<LoadBalancer> = listed
+        .iter()
+        .filter(|l| match &ctx.watch_namespace {
+            None => true,
+            Some(ns) => l.name.starts_with(&format!("verda-{ns}-")),
+        })
+        .cloned()
+        .collect();
+    orphans::load_balancers(&scoped, &ctx.cluster, &live).len()
+}
+
+/// The UIDs of the objects a watch cache holds.
+fn uids<K>(store: &Store<K>) -> HashSet<String>
+where
+    K: kube::Resource<DynamicType = ()> + Clone + 'static,
+{
+    store.state().iter().filter_map(|o| o.uid()).collect()
+}

@@ -1,0 +1,91 @@
+//! Telling a change made outside Kubernetes from one the spec or the backends asked for:
+//! a member batch that puts a pool back to the members it had when the object last
+//! converged corrects drift; one that gives it new members (a scale, a spec edit) does
+//! not. What "last converged" was is kept in memory, per project (a restart forgets it:
+//! the first correction after one is reported as an ordinary member update).
+
+use std::collections::{BTreeSet, HashMap};
+
+use verda_api::v1alpha1::LoadBalancer;
+
+use super::desired::{self, Backend};
+use super::plan::{Step, member_list};
+use super::resolve::Observed;
+use crate::cloud::model::loadbalancing::MemberSpec;
+use crate::controller::cloud_view::Lock;
+
+type MemberSet = BTreeSet<(String, u16)>;
+
+/// Per owner UID, each port's members when the object last converged.
+#[derive(Default)]
+pub struct Memory(Lock<HashMap<String, Vec<MemberSet>>>);
+
+impl Memory {
+    /// Remembers the members `backends` give each port of a converged `lb`.
+    pub fn converged(&self, uid: &str, lb: &LoadBalancer, backends: &[Vec<Backend>]) {
+        let sets = lb
+            .spec
+            .ports
+            .iter()
+            .enumerate()
+            .map(|(i, port)| {
+                set(&desired::members(
+                    port,
+                    backends.get(i).map_or(&[], Vec::as_slice),
+                ))
+            })
+            .collect();
+        self.0.lock().insert(uid.to_owned(), sets);
+    }
+
+    pub fn forget(&self, uid: &str) {
+        self.0.lock().remove(uid);
+    }
+
+    fn of(&self, uid: &str, port: usize) -> Option<MemberSet> {
+        self.0.lock().get(uid)?.get(port).cloned()
+    }
+}
+
+fn set(members: &[MemberSpec]) -> MemberSet {
+    members
+        .iter()
+        .map(|m| (m.address.clone(), m.protocol_port))
+        .collect()
+}
+
+/// The note of a `DriftCorrected` event when `step` rewrites a pool's members back to
+/// what they were when the object last converged; `None` for any other step.
+pub fn members(
+    memory: &Memory,
+    uid: &str,
+    lb: &LoadBalancer,
+    observed: &Observed,
+    step: &Step,
+) -> Option<String> {
+    let Step::ReplaceMembers(index, pool, wanted) = step else {
+        return None;
+    };
+    if memory.of(uid, *index)? != set(wanted) {
+        return None;
+    }
+    let found: Vec<String> = observed
+        .members
+        .get(pool.as_str())
+        .map(|ms| {
+            ms.iter()
+                .map(|m| format!("{}:{}", m.address, m.protocol_port))
+                .collect()
+        })
+        .unwrap_or_default();
+    let port = lb.spec.ports.get(*index).map_or(0, |p| p.port);
+    Some(format!(
+        "the pool of port {port} had members {} (changed outside Kubernetes?); restored to {}",
+        if found.is_empty() {
+            "none".to_owned()
+        } else {
+            found.join(", ")
+        },
+        member_list(wanted)
+    ))
+}

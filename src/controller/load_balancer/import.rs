@@ -1,0 +1,139 @@
+//! Taking over an existing Octavia load balancer (`spec.import.id`): checked, then
+//! tagged with the owner (how every later reconcile finds it); a floating IP already on
+//! its VIP is recorded as the owner's too. One another object owns, or whose VIP subnet
+//! is not the spec's, is reported, never replaced.
+
+use std::collections::BTreeSet;
+
+use kube::runtime::events::EventType;
+use verda_api::conditions::Status;
+
+use super::apply::{Inputs, Outcome, PROVISIONING};
+use super::resolve;
+use crate::cloud::ids::LoadBalancerId;
+use crate::cloud::model::network::FloatingIpFilter;
+use crate::cloud::owner::owned_by_another;
+use crate::controller::ReconcileError;
+use crate::controller::lifecycle::{
+    IMPORT_MISMATCH, IMPORT_NOT_FOUND, IMPORT_OWNED, PAUSED_READY, paused_message,
+};
+
+/// Checks the load balancer `id` and, when `writes`, takes it over.
+pub async fn import(
+    inputs: &Inputs<'_>,
+    project: &str,
+    id: &LoadBalancerId,
+    writes: bool,
+) -> Result<Outcome, ReconcileError> {
+    let Inputs {
+        ctx,
+        octavia,
+        neutron,
+        lb,
+        owner,
+    } = *inputs;
+    let key = format!("{}/{}", owner.namespace, owner.name);
+    let refuse = |reason, message: String| ReconcileError::Invalid {
+        object: key.clone(),
+        reason,
+        message,
+    };
+    let found = match octavia.get_load_balancer(id).await {
+        Ok(found) => found,
+        Err(e) if e.is_not_found() => {
+            return Err(refuse(
+                IMPORT_NOT_FOUND,
+                format!(
+                    "spec.import.id: load balancer {id} does not exist in project {project}; \
+                     check the ID with `openstack loadbalancer show {id}`"
+                ),
+            ));
+        }
+        Err(e) => {
+            return Err(ReconcileError::cloud(
+                "read the load balancer to import",
+                &key,
+            )(e));
+        }
+    };
+    if let Some(other) = owned_by_another(&found.tags, &owner.uid) {
+        return Err(refuse(
+            IMPORT_OWNED,
+            format!(
+                "spec.import.id: load balancer {id} belongs to the object with UID {other}; it is not taken over"
+            ),
+        ));
+    }
+    let placement = resolve::placement(&ctx.config, octavia, neutron, lb).await?;
+    if found.vip_subnet_id.as_ref() != Some(&placement.vip_subnet) {
+        let actual = found
+            .vip_subnet_id
+            .as_ref()
+            .map(ToString::to_string)
+            .unwrap_or_else(|| "(none)".to_owned());
+        return Err(refuse(
+            IMPORT_MISMATCH,
+            format!(
+                "load balancer {id} has its VIP on subnet {actual}, the spec's is {}; set \
+                 spec.vipSubnet to {actual} (it is not replaced, and not taken over until the spec matches)",
+                placement.vip_subnet
+            ),
+        ));
+    }
+    let message = |text: String| Outcome {
+        recorded: None,
+        ready: (Status::False, PROVISIONING, text),
+        event: None,
+        requeue: ctx.timing.poll,
+    };
+    if !writes {
+        return Ok(Outcome {
+            ready: (
+                Status::False,
+                PAUSED_READY,
+                paused_message(&format!("take over load balancer {id}")),
+            ),
+            requeue: ctx.timing.resync,
+            ..message(String::new())
+        });
+    }
+    if found.provisioning_status.is_pending() {
+        return Ok(message(format!(
+            "load balancer {id} is busy with an earlier change; it is taken over once Octavia is done"
+        )));
+    }
+    if let Some(port) = &found.vip_port_id {
+        let fips = neutron
+            .list_floating_ips(&FloatingIpFilter {
+                port_id: Some(port.clone()),
+                ..FloatingIpFilter::default()
+            })
+            .await
+            .map_err(ReconcileError::cloud("list the VIP's floating IPs", &key))?;
+        for fip in fips.iter().filter(|f| f.description != owner.tag()) {
+            neutron
+                .set_floating_ip_description(&fip.id, &owner.tag())
+                .await
+                .map_err(ReconcileError::cloud(
+                    "record the owner on the floating IP",
+                    &key,
+                ))?;
+        }
+    }
+    // Tags last: they are how the next reconcile finds it, after a crash too.
+    let tags: BTreeSet<String> = found.tags.iter().cloned().chain(owner.tags()).collect();
+    let tags: Vec<String> = tags.into_iter().collect();
+    octavia
+        .set_load_balancer_tags(id, &tags)
+        .await
+        .map_err(ReconcileError::cloud(
+            "tag the imported load balancer",
+            &key,
+        ))?;
+    let note = format!("took over load balancer {id}; it is managed from now on");
+    Ok(Outcome {
+        recorded: Some(Some(id.clone())),
+        event: Some((EventType::Normal, "Imported", note.clone())),
+        ..message(note)
+    })
+}

@@ -1,0 +1,184 @@
+//! Cloud resources of this cluster whose owner object no longer exists: left by an
+//! object deleted with `reconcile-policy: skip`, by a finalizer removed by hand, or by a
+//! cluster restored from a backup. Found by the owner records (`cloud::owner`), for the
+//! `verda-operator orphans` command and the running operator's gauge.
+//!
+//! Only resources that name this cluster are ever listed, so clusters sharing a project
+//! never see each other's resources: servers by their metadata, load balancers by their
+//! tag, server groups by the mark in their name, floating IPs by their load balancer's
+//! tag (a floating IP whose load balancer is gone too names no cluster, and is left to a
+//! person). A server group is listed only when no server outside this listing is still
+//! in it: deleting it would change nothing anybody runs.
+
+pub mod command;
+
+use std::collections::HashSet;
+
+use serde::Serialize;
+
+use crate::cloud::CloudError;
+use crate::cloud::model::compute::{Server, ServerGroup};
+use crate::cloud::model::loadbalancing::{LbFilter, LoadBalancer};
+use crate::cloud::model::network::{FloatingIp, FloatingIpFilter};
+use crate::cloud::owner::{ClusterId, MANAGED_TAG, Owner, server_group_uid, uid_from_tags};
+use crate::controller::CloudPorts;
+
+/// One cloud resource without an owner.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Orphan {
+    /// `server`, `server-group`, `load-balancer` or `floating-ip`.
+    pub kind: &'static str,
+    pub id: String,
+    pub name: String,
+    /// UID of the object that owned it.
+    pub owner_uid: String,
+    /// `namespace/name` of that object, where the resource records it.
+    pub owner: Option<String>,
+}
+
+/// What the operator may own in one project: its tagged servers and load balancers,
+/// every server group and floating IP.
+#[derive(Debug, Default)]
+pub struct Listing {
+    pub servers: Vec<Server>,
+    pub server_groups: Vec<ServerGroup>,
+    pub load_balancers: Vec<LoadBalancer>,
+    pub floating_ips: Vec<FloatingIp>,
+}
+
+/// Four calls: managed servers, server groups, managed load balancers, floating IPs.
+pub async fn list(ports: &dyn CloudPorts) -> Result<Listing, CloudError> {
+    let compute = ports.compute();
+    Ok(Listing {
+        servers: compute.list_managed_servers().await?,
+        server_groups: compute.list_server_groups().await?,
+        load_balancers: ports
+            .load_balancing(None)
+            .list_load_balancers(&LbFilter {
+                tags: vec![MANAGED_TAG.to_owned()],
+                ..LbFilter::default()
+            })
+            .await?,
+        floating_ips: ports
+            .network(None)
+            .list_floating_ips(&FloatingIpFilter::default())
+            .await?,
+    })
+}
+
+/// The orphans of `cluster` in `listing`, given the UIDs of every object that exists
+/// (read after the listing, so an object created meanwhile cannot look orphaned).
+pub fn classify(listing: &Listing, cluster: &ClusterId, live: &HashSet<String>) -> Vec<Orphan> {
+    let mut orphans = servers(&listing.servers, cluster, live);
+    let orphan_servers: HashSet<&str> = orphans.iter().map(|o| o.id.as_str()).collect();
+    let groups = listing.server_groups.iter().filter_map(|g| {
+        let uid = server_group_uid(&g.name)?;
+        let unused = g
+            .members
+            .iter()
+            .all(|m| orphan_servers.contains(m.as_str()));
+        (cluster.marks_server_group(&g.name) && !live.contains(uid) && unused).then(|| Orphan {
+            kind: "server-group",
+            id: g.id.to_string(),
+            name: g.name.clone(),
+            owner_uid: uid.to_owned(),
+            owner: None,
+        })
+    });
+    let groups: Vec<Orphan> = groups.collect();
+    orphans.extend(groups);
+    orphans.extend(load_balancers(&listing.load_balancers, cluster, live));
+    let ours: HashSet<&str> = listing
+        .load_balancers
+        .iter()
+        .filter(|l| cluster.in_tags(&l.tags))
+        .filter_map(|l| uid_from_tags(&l.tags))
+        .collect();
+    orphans.extend(listing.floating_ips.iter().filter_map(|f| {
+        let uid = f.description.strip_prefix("verda-uid-")?;
+        (ours.contains(uid) && !live.contains(uid)).then(|| Orphan {
+            kind: "floating-ip",
+            id: f.id.to_string(),
+            name: f.floating_ip_address.clone(),
+            owner_uid: uid.to_owned(),
+            owner: None,
+        })
+    }));
+    orphans
+}
+
+/// This cluster's servers whose owner is not live.
+pub fn servers(servers: &[Server], cluster: &ClusterId, live: &HashSet<String>) -> Vec<Orphan> {
+    servers
+        .iter()
+        .filter(|s| cluster.in_metadata(&s.metadata))
+        .filter_map(|s| {
+            let owner = Owner::from_metadata(&s.metadata);
+            let uid = owner
+                .as_ref()
+                .map(|o| o.uid.clone())
+                .or_else(|| uid_from_tags(&s.tags).map(str::to_owned))?;
+            (!live.contains(&uid)).then(|| Orphan {
+                kind: "server",
+                id: s.id.to_string(),
+                name: s.name.clone(),
+                owner_uid: uid,
+                owner: owner.map(|o| format!("{}/{}", o.namespace, o.name)),
+            })
+        })
+        .collect()
+}
+
+/// This cluster's load balancers whose owner is not live.
+pub fn load_balancers(
+    lbs: &[LoadBalancer],
+    cluster: &ClusterId,
+    live: &HashSet<String>,
+) -> Vec<Orphan> {
+    lbs.iter()
+        .filter(|l| cluster.in_tags(&l.tags))
+        .filter_map(|l| {
+            let uid = uid_from_tags(&l.tags)?;
+            (!live.contains(uid)).then(|| Orphan {
+                kind: "load-balancer",
+                id: l.id.to_string(),
+                name: l.name.clone(),
+                owner_uid: uid.to_owned(),
+                owner: None,
+            })
+        })
+        .collect()
+}
+
+/// Deletes `orphans`: floating IPs, load balancers (with everything under them), servers,
+/// then server groups. One that is already gone counts as deleted.
+pub async fn delete(
+    ports: &dyn CloudPorts,
+    orphans: &[Orphan],
+) -> Vec<(Orphan, Result<(), CloudError>)> {
+    let order = ["floating-ip", "load-balancer", "server", "server-group"];
+    let mut results = Vec::with_capacity(orphans.len());
+    for kind in order {
+        for orphan in orphans.iter().filter(|o| o.kind == kind) {
+            let id = orphan.id.clone();
+            let done = match kind {
+                "floating-ip" => ports.network(None).delete_floating_ip(&id.into()).await,
+                "load-balancer" => {
+                    ports
+                        .load_balancing(None)
+                        .delete_load_balancer(&id.into())
+                        .await
+                }
+                "server" => ports.compute().delete_server(&id.into()).await,
+                _ => ports.compute().delete_server_group(&id.into()).await,
+            };
+            results.push((orphan.clone(), crate::cloud::ignore_not_found(done)));
+        }
+    }
+    results
+}
+
+#[cfg(test)]
+#[path = "tests.rs"]
+mod tests;

@@ -1,0 +1,119 @@
+use std::collections::{BTreeMap, HashSet};
+
+use serde_json::json;
+
+use super::*;
+use crate::cloud::ids::ServerId;
+use crate::cloud::model::compute::ServerStatus;
+
+const GONE: &str = "0b6b6f0c-0000-4000-8000-00000000dead";
+const LIVE: &str = "0b6b6f0c-0000-4000-8000-0000000011fe";
+
+fn cluster() -> ClusterId {
+    ClusterId::new("cluster-a").expect("valid")
+}
+
+fn owner(uid: &str, cluster: &ClusterId) -> Owner {
+    Owner::new(uid, "team", "web").in_cluster(cluster)
+}
+
+fn server(id: &str, owner: &Owner) -> Server {
+    Server {
+        id: ServerId::new(id),
+        name: owner.name.clone(),
+        status: ServerStatus::Active,
+        task_state: None,
+        addresses: vec![],
+        metadata: owner.server_metadata(),
+        tags: owner.tags(),
+        description: None,
+        flavor: None,
+        image: None,
+        fault: None,
+        availability_zone: None,
+    }
+}
+
+fn lb(id: &str, owner: &Owner) -> LoadBalancer {
+    serde_json::from_value(json!({
+        "id": id, "name": "verda-team-web", "provisioning_status": "ACTIVE",
+        "operating_status": "ONLINE", "tags": owner.tags(),
+    }))
+    .expect("a load balancer")
+}
+
+fn group(id: &str, owner: &Owner, members: &[&str]) -> ServerGroup {
+    serde_json::from_value(json!({
+        "id": id, "name": owner.server_group_name(), "policy": "anti-affinity",
+        "members": members,
+    }))
+    .expect("a server group")
+}
+
+fn fip(id: &str, uid: &str) -> FloatingIp {
+    serde_json::from_value(json!({
+        "id": id, "floating_ip_address": "203.0.113.7", "floating_network_id": "ext",
+        "description": format!("verda-uid-{uid}"),
+    }))
+    .expect("a floating IP")
+}
+
+fn live() -> HashSet<String> {
+    HashSet::from([LIVE.to_owned()])
+}
+
+#[test]
+fn only_this_clusters_resources_of_gone_owners_are_orphans() {
+    let ours = cluster();
+    let theirs = ClusterId::new("cluster-b").expect("valid");
+    let listing = Listing {
+        servers: vec![
+            server("s-gone", &owner(GONE, &ours)),
+            server("s-live", &owner(LIVE, &ours)),
+            server("s-other-cluster", &owner(GONE, &theirs)),
+            // Created before clusters were recorded: names no cluster, never listed.
+            server("s-unmarked", &Owner::new(GONE, "team", "web")),
+        ],
+        server_groups: vec![
+            group("g-gone", &owner(GONE, &ours), &["s-gone"]),
+            group("g-other", &owner(GONE, &theirs), &[]),
+        ],
+        load_balancers: vec![
+            lb("lb-gone", &owner(GONE, &ours)),
+            lb("lb-theirs", &owner(LIVE, &theirs)),
+        ],
+        floating_ips: vec![
+            fip("f-gone", GONE),
+            fip("f-unknown", "0b6b6f0c-0000-4000-8000-00000000beef"),
+        ],
+    };
+    let found = classify(&listing, &ours, &live());
+    let ids: Vec<(&str, &str)> = found.iter().map(|o| (o.kind, o.id.as_str())).collect();
+    assert_eq!(
+        ids,
+        [
+            ("server", "s-gone"),
+            ("server-group", "g-gone"),
+            ("load-balancer", "lb-gone"),
+            ("floating-ip", "f-gone"),
+        ]
+    );
+    assert_eq!(found[0].owner.as_deref(), Some("team/web"));
+    assert!(found.iter().all(|o| o.owner_uid == GONE));
+}
+
+#[test]
+fn a_server_group_still_holding_a_kept_server_is_not_an_orphan() {
+    let ours = cluster();
+    let detached = Server {
+        metadata: BTreeMap::new(),
+        tags: vec![],
+        ..server("s-detached", &owner(GONE, &ours))
+    };
+    let listing = Listing {
+        servers: vec![detached],
+        server_groups: vec![group("g", &owner(GONE, &ours), &["s-detached"])],
+        ..Listing::default()
+    };
+    assert!(classify(&listing, &ours, &live()).is_empty());
+}
