@@ -15,7 +15,7 @@ use kube::{Api, ResourceExt};
 use serde_json::Value;
 use verda_api::conditions::{READY, find_condition, is_true};
 use verda_api::v1alpha1::{LoadBalancer, VirtualMachine};
-use verda_operator::cloud::ids::{LoadBalancerId, ServerId};
+use verda_operator::cloud::ids::{LoadBalancerId, PoolId, ServerId};
 use verda_operator::cloud::model::compute::{Server, ServerStatus};
 use verda_operator::cloud::owner::META_PREFIX;
 use verda_operator::cloud::{Compute, LoadBalancing};
@@ -292,6 +292,7 @@ async fn import_a_load_balancer(
         "{:?}",
         shown.tags
     );
+    member_drift(real, ns, &lbs, operator).await;
     real.kubectl(&[
         "-n",
         &ns.name,
@@ -314,5 +315,58 @@ async fn import_a_load_balancer(
     real.openstack_do(
         "osh-demo",
         &["loadbalancer", "delete", "--cascade", "--wait", &id],
+    );
+}
+
+/// A pool member deleted with `openstack loadbalancer member delete` comes back, with a
+/// `DriftCorrected` event naming the pool's port.
+async fn member_drift(
+    real: &Real,
+    ns: &Namespace,
+    lbs: &Api<LoadBalancer>,
+    operator: &support::real::Operator,
+) {
+    let lb = lbs.get("legacy-lb").await.expect("legacy-lb");
+    let pool = lb
+        .status
+        .and_then(|s| s.ports.first()?.pool_id.clone())
+        .expect("the pool of port 80");
+    let members = real.openstack("osh-demo", &["loadbalancer", "member", "list", &pool]);
+    let member = members[0]["id"].as_str().expect("a member").to_owned();
+    real.openstack_do(
+        "osh-demo",
+        &["loadbalancer", "member", "delete", &pool, &member],
+    );
+    let octavia = real.cloud();
+    let pool_id = PoolId::new(pool.clone());
+    let count = || async { octavia.list_members(&pool_id).await.ok().map(|m| m.len()) };
+    until(
+        "Octavia removed the member",
+        LIMIT,
+        &context(operator),
+        || async { (count().await == Some(0)).then_some(()) },
+    )
+    .await;
+    let removed = Instant::now();
+    until("the member is back", LIMIT, &context(operator), || async {
+        (count().await == Some(1)).then_some(())
+    })
+    .await;
+    let restored = removed.elapsed();
+    until(
+        "a DriftCorrected event for port 80",
+        LIMIT,
+        &context(operator),
+        || async {
+            let events = real.kubectl(&["-n", &ns.name, "get", "events", "-o", "json"]);
+            (events.contains("DriftCorrected") && events.contains("the pool of port 80"))
+                .then_some(())
+        },
+    )
+    .await;
+    println!(
+        "REAL pool member deleted with the CLI restored in {:.1} s (resyncPeriod {} s)",
+        restored.as_secs_f64(),
+        RESYNC.as_secs()
     );
 }

@@ -39,7 +39,9 @@ pub struct OctaviaTree {
 /// last one leaves it as it was: a tree read that soon after its load balancer changed
 /// could be vouched for by an unchanged mark while it is already stale (a member edited
 /// outside Kubernetes right after the operator's own write would never be seen). Such a
-/// tree is not recorded; `QUIET` also absorbs two seconds of clock difference.
+/// tree is used, but the first listing asked for `QUIET` after it was read sends its
+/// owner to Octavia once more instead of vouching for it (one read per change, not per
+/// period); `QUIET` also absorbs two seconds of clock difference.
 pub const QUIET: Duration = Duration::from_secs(3);
 
 /// Whether a load balancer of `tree` changed less than [`QUIET`] before `now` (or in
@@ -98,6 +100,10 @@ struct Entry {
     /// pools' members and the load balancer's status.
     written_pools: Vec<PoolId>,
     confirmed: Instant,
+    /// Set when the tree was read within [`QUIET`] of its load balancer's last change:
+    /// a listing asked for after this instant does not vouch for it, but sends the owner
+    /// to Octavia once more.
+    recheck_after: Option<Instant>,
 }
 
 /// What the view holds for an owner.
@@ -132,11 +138,12 @@ impl LoadBalancerView {
 
     /// A tree read from the cloud with nothing left to do.
     pub fn record(&self, owner: &Owner, region: Option<&str>, tree: &OctaviaTree) {
-        if changed_lately(tree, chrono::Utc::now()) {
-            // Not vouchable yet: the next look reads Octavia again.
-            return self.forget(owner, region);
-        }
         self.insert(owner, region, Some(tree.clone()), Vec::new());
+        if changed_lately(tree, chrono::Utc::now())
+            && let Some(entry) = self.owners.lock().get_mut(&owner.uid)
+        {
+            entry.recheck_after = Some(entry.confirmed + QUIET);
+        }
     }
 
     /// The owner replaced `pool`'s members (on top of `tree`, as far as known).
@@ -171,6 +178,7 @@ impl LoadBalancerView {
                 tree,
                 written_pools,
                 confirmed: Instant::now(),
+                recheck_after: None,
             },
         );
     }
@@ -232,7 +240,8 @@ impl LoadBalancerView {
                 fip_marks(fips.iter().filter(|f| f.description == tag))
                     == fip_marks(tree.floating_ips.iter())
             });
-            if same_lbs && same_fips {
+            let vouchable = entry.recheck_after.is_none_or(|t| asked < t);
+            if same_lbs && same_fips && vouchable {
                 entry.confirmed = asked;
                 true
             } else {
@@ -304,24 +313,31 @@ mod tests {
     }
 
     #[test]
-    fn a_tree_read_within_seconds_of_its_last_change_is_not_vouched_for() {
+    fn a_tree_read_within_seconds_of_its_last_change_is_read_again_once() {
         let view = LoadBalancerView::default();
-        let a = owner("a");
+        let (a, b) = (owner("a"), owner("b"));
         let now = chrono::Utc::now();
-        let just = (now - chrono::Duration::seconds(1))
-            .format("%Y-%m-%dT%H:%M:%S")
-            .to_string();
-        view.record(&a, None, &tree(vec![lb(&a, &just)]));
-        assert!(
-            view.cached("uid-a", AGE).is_none(),
-            "read again, not vouched"
-        );
-        let old = (now - chrono::Duration::seconds(30))
-            .format("%Y-%m-%dT%H:%M:%S")
-            .to_string();
-        view.record(&a, None, &tree(vec![lb(&a, &old)]));
+        let stamp = |ago: i64| {
+            (now - chrono::Duration::seconds(ago))
+                .format("%Y-%m-%dT%H:%M:%S")
+                .to_string()
+        };
+        view.record(&a, None, &tree(vec![lb(&a, &stamp(1))]));
+        view.record(&b, None, &tree(vec![lb(&b, &stamp(30))]));
         assert!(matches!(
             view.cached("uid-a", AGE),
+            Some(Cached::Settled(_))
+        ));
+        // A listing asked for within QUIET vouches for both, as before.
+        let soon = Instant::now();
+        let listed = [lb(&a, &stamp(1)), lb(&b, &stamp(30))];
+        assert!(view.confirm(None, &listed, None, soon).is_empty());
+        // Later, the same marks no longer vouch for a's tree: a reads Octavia once more.
+        let later = Instant::now() + QUIET;
+        assert_eq!(view.confirm(None, &listed, None, later), vec![a]);
+        assert!(view.cached("uid-a", AGE).is_none());
+        assert!(matches!(
+            view.cached("uid-b", AGE),
             Some(Cached::Settled(_))
         ));
     }
