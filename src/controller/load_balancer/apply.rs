@@ -51,6 +51,20 @@ fn wrote(
     }
 }
 
+/// What a paused object reports instead of carrying out `step`.
+pub fn paused(step: &Step, resync: Duration) -> Outcome {
+    Outcome {
+        recorded: None,
+        ready: (
+            Status::False,
+            crate::controller::lifecycle::PAUSED_READY,
+            crate::controller::lifecycle::paused_message(&step.describe()),
+        ),
+        event: None,
+        requeue: resync,
+    }
+}
+
 /// Everything a step may need.
 pub struct Inputs<'a> {
     pub ctx: &'a Context,

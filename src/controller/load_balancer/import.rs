@@ -11,6 +11,7 @@ use verda_api::conditions::Status;
 use super::apply::{Inputs, Outcome, PROVISIONING};
 use super::resolve;
 use crate::cloud::ids::LoadBalancerId;
+use crate::cloud::model::loadbalancing::LoadBalancer;
 use crate::cloud::model::network::FloatingIpFilter;
 use crate::cloud::owner::owned_by_another;
 use crate::controller::ReconcileError;
@@ -25,6 +26,46 @@ pub async fn import(
     id: &LoadBalancerId,
     writes: bool,
 ) -> Result<Outcome, ReconcileError> {
+    let found = check(inputs, project, id).await?;
+    let timing = inputs.ctx.timing;
+    let waiting = |text: String| Outcome {
+        recorded: None,
+        ready: (Status::False, PROVISIONING, text),
+        event: None,
+        requeue: timing.poll,
+    };
+    if !writes {
+        return Ok(Outcome {
+            ready: (
+                Status::False,
+                PAUSED_READY,
+                paused_message(&format!("take over load balancer {id}")),
+            ),
+            requeue: timing.resync,
+            ..waiting(String::new())
+        });
+    }
+    if found.provisioning_status.is_pending() {
+        return Ok(waiting(format!(
+            "load balancer {id} is busy with an earlier change; it is taken over once Octavia is done"
+        )));
+    }
+    take_over(inputs, &found).await?;
+    let note = format!("took over load balancer {id}; it is managed from now on");
+    Ok(Outcome {
+        recorded: Some(Some(id.clone())),
+        event: Some((EventType::Normal, "Imported", note.clone())),
+        ..waiting(note)
+    })
+}
+
+/// The load balancer `id`, when it exists, is nobody else's and sits on the spec's VIP
+/// subnet; otherwise why not, for the object's condition.
+async fn check(
+    inputs: &Inputs<'_>,
+    project: &str,
+    id: &LoadBalancerId,
+) -> Result<LoadBalancer, ReconcileError> {
     let Inputs {
         ctx,
         octavia,
@@ -80,28 +121,19 @@ pub async fn import(
             ),
         ));
     }
-    let message = |text: String| Outcome {
-        recorded: None,
-        ready: (Status::False, PROVISIONING, text),
-        event: None,
-        requeue: ctx.timing.poll,
-    };
-    if !writes {
-        return Ok(Outcome {
-            ready: (
-                Status::False,
-                PAUSED_READY,
-                paused_message(&format!("take over load balancer {id}")),
-            ),
-            requeue: ctx.timing.resync,
-            ..message(String::new())
-        });
-    }
-    if found.provisioning_status.is_pending() {
-        return Ok(message(format!(
-            "load balancer {id} is busy with an earlier change; it is taken over once Octavia is done"
-        )));
-    }
+    Ok(found)
+}
+
+/// Records the owner on the floating IPs of the VIP, then tags the load balancer (last:
+/// the tag is how the next reconcile finds it, after a crash too).
+async fn take_over(inputs: &Inputs<'_>, found: &LoadBalancer) -> Result<(), ReconcileError> {
+    let Inputs {
+        octavia,
+        neutron,
+        owner,
+        ..
+    } = *inputs;
+    let key = format!("{}/{}", owner.namespace, owner.name);
     if let Some(port) = &found.vip_port_id {
         let fips = neutron
             .list_floating_ips(&FloatingIpFilter {
@@ -120,20 +152,14 @@ pub async fn import(
                 ))?;
         }
     }
-    // Tags last: they are how the next reconcile finds it, after a crash too.
     let tags: BTreeSet<String> = found.tags.iter().cloned().chain(owner.tags()).collect();
     let tags: Vec<String> = tags.into_iter().collect();
     octavia
-        .set_load_balancer_tags(id, &tags)
+        .set_load_balancer_tags(&found.id, &tags)
         .await
         .map_err(ReconcileError::cloud(
             "tag the imported load balancer",
             &key,
         ))?;
-    let note = format!("took over load balancer {id}; it is managed from now on");
-    Ok(Outcome {
-        recorded: Some(Some(id.clone())),
-        event: Some((EventType::Normal, "Imported", note.clone())),
-        ..message(note)
-    })
+    Ok(())
 }

@@ -12,6 +12,7 @@ pub mod drift;
 pub mod import;
 pub mod observe;
 pub mod plan;
+mod removal;
 pub mod resolve;
 pub mod status;
 
@@ -26,22 +27,17 @@ use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::{ObjectRef, Store};
 use verda_api::conditions::{READY, find_condition};
-use verda_api::v1alpha1::annotations::RECONCILE_POLICY;
 use verda_api::v1alpha1::{LoadBalancer, LoadBalancerStatus, VirtualMachine, finalizers, labels};
 
 use super::driver::{
-    Cleanup, Managed, error_policy, managed_kind, object_key, object_labels, publish,
-    reconcile_with,
+    Managed, error_policy, managed_kind, object_key, object_labels, publish, reconcile_with,
 };
-use super::lifecycle::{self, Removal, accepted_policy};
+use super::lifecycle::{self, accepted_policy};
 use super::status_patch::write_status;
 use super::tenancy::Tenant;
 use super::watch_cache::Feeds;
 use super::{Context, ReconcileError};
 use crate::cloud::ids::LoadBalancerId;
-use crate::cloud::model::loadbalancing::{LbFilter, ProvisioningStatus};
-use crate::cloud::model::network::FloatingIpFilter;
-use crate::cloud::owner::without_ownership;
 
 managed_kind!(LoadBalancer, "loadbalancer", finalizers::LOAD_BALANCER);
 
@@ -132,7 +128,7 @@ fn drawing_on(
 }
 
 pub async fn reconcile(lb: Arc<LoadBalancer>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
-    reconcile_with(lb, ctx, apply_spec, cleanup).await
+    reconcile_with(lb, ctx, apply_spec, removal::cleanup).await
 }
 
 async fn apply_spec(
@@ -193,16 +189,7 @@ async fn apply_spec(
             let id = LoadBalancerId::new(import.id.clone());
             import::import(&inputs, &tenant.project, &id, policy.writes()).await?
         }
-        _ if step.writes() && !policy.writes() => apply::Outcome {
-            recorded: None,
-            ready: (
-                verda_api::conditions::Status::False,
-                lifecycle::PAUSED_READY,
-                lifecycle::paused_message(&step.describe()),
-            ),
-            event: None,
-            requeue: ctx.timing.resync,
-        },
+        _ if step.writes() && !policy.writes() => apply::paused(&step, ctx.timing.resync),
         _ => apply::run(&inputs, step).await?,
     };
     if let (Some(note), Some(_)) = (drift, &outcome.event) {
@@ -265,109 +252,4 @@ fn record_metrics(ctx: &Context, lb: &LoadBalancer, status: &LoadBalancerStatus)
     let reason = find_condition(&status.conditions, READY).map(|c| c.reason.clone());
     ctx.metrics
         .set_object_state(LoadBalancer::CONTROLLER, &object_key(lb), reason.as_deref());
-}
-
-/// Releases the floating IPs, then deletes every tagged load balancer (Octavia's
-/// cascade takes listeners, pools, monitors and members); done when none is left.
-/// Detaching instead takes the owner's records off both and deletes nothing.
-async fn cleanup(
-    lb: Arc<LoadBalancer>,
-    ctx: Arc<Context>,
-    removal: Removal,
-) -> Result<Cleanup, ReconcileError> {
-    let key = object_key(&*lb);
-    let (tenant, detach) = match removal {
-        Removal::Abandon => {
-            let id = lb.status.as_ref().and_then(|s| s.load_balancer_id.clone());
-            let note = match id {
-                Some(id) => {
-                    format!("load balancer {id} was left as it is ({RECONCILE_POLICY} skip)")
-                }
-                None => format!("nothing was deleted in the cloud ({RECONCILE_POLICY} skip)"),
-            };
-            finished(&ctx, &lb, "Abandoned", note).await;
-            return Ok(Cleanup::Done);
-        }
-        Removal::Delete(tenant) => (tenant, false),
-        Removal::Detach(tenant) => (tenant, true),
-    };
-    let owner = ctx.owner_of(&*lb);
-    let region = lb.spec.region.as_deref();
-    let octavia = tenant.ports.load_balancing(region);
-    let neutron = tenant.ports.network(region);
-    let project_view = ctx.view.of(&tenant);
-    project_view.load_balancers.forget(&owner, region);
-    project_view.lb_members.forget(&owner.uid);
-    let fips = neutron
-        .list_floating_ips(&FloatingIpFilter {
-            description: Some(owner.tag()),
-            ..FloatingIpFilter::default()
-        })
-        .await
-        .map_err(ReconcileError::cloud("list floating IPs", &key))?;
-    for fip in &fips {
-        let done = if detach {
-            neutron
-                .set_floating_ip_description(&fip.id, "")
-                .await
-                .map(drop)
-        } else {
-            neutron.delete_floating_ip(&fip.id).await
-        };
-        crate::cloud::ignore_not_found(done)
-            .map_err(ReconcileError::cloud("release a floating IP", &key))?;
-    }
-    let found = octavia
-        .list_load_balancers(&LbFilter {
-            tags: vec![owner.tag()],
-            ..LbFilter::default()
-        })
-        .await
-        .map_err(ReconcileError::cloud("list load balancers", &key))?;
-    if found.is_empty() {
-        let id = lb.status.as_ref().and_then(|s| s.load_balancer_id.clone());
-        let (reason, note) = match (detach, id) {
-            (true, Some(id)) => (
-                "Detached",
-                format!(
-                    "load balancer {id} keeps running without the operator's tags ({RECONCILE_POLICY} detach-on-delete)"
-                ),
-            ),
-            (true, None) => ("Detached", "no load balancer to detach".to_owned()),
-            (false, _) => ("Deleted", "load balancer deleted".to_owned()),
-        };
-        finished(&ctx, &lb, reason, note).await;
-        return Ok(Cleanup::Done);
-    }
-    for l in found
-        .iter()
-        .filter(|l| l.provisioning_status != ProvisioningStatus::PendingDelete)
-    {
-        let done = if detach {
-            octavia
-                .set_load_balancer_tags(&l.id, &without_ownership(&l.tags))
-                .await
-                .map(drop)
-        } else {
-            octavia.delete_load_balancer(&l.id).await
-        };
-        match done {
-            Ok(()) => {}
-            // Busy with an earlier change, or already gone: look again.
-            Err(e) if e.is_not_found() || e.is_immutable() => {}
-            Err(e) => return Err(ReconcileError::cloud("delete the load balancer", &key)(e)),
-        }
-    }
-    Ok(Cleanup::Wait(ctx.timing.poll))
-}
-
-/// The last word on a LoadBalancer leaving: its gauges go, an event says what became
-/// of its load balancer.
-async fn finished(ctx: &Context, lb: &LoadBalancer, reason: &str, note: String) {
-    let labels = object_labels(lb);
-    ctx.metrics.load_balancer_members.remove(&labels);
-    ctx.metrics.load_balancer_ready_members.remove(&labels);
-    ctx.metrics
-        .set_object_state(LoadBalancer::CONTROLLER, &object_key(lb), None);
-    publish(ctx, lb, EventType::Normal, reason, note, "Delete").await;
 }

@@ -26,14 +26,52 @@ pub async fn import(
     id: &ServerId,
     writes: bool,
 ) -> Result<Outcome, ReconcileError> {
+    let server = check(tenant, vm, owner, id).await?;
+    if !writes {
+        return Ok(Outcome {
+            server_id: None,
+            ready: (
+                Status::False,
+                PAUSED_READY,
+                paused_message(&format!("take over server {id}")),
+            ),
+            event: None,
+            requeue: ctx.timing.resync,
+        });
+    }
+    take_over(tenant, vm, owner, &server).await?;
+    ctx.view.of(tenant).servers.forget(owner);
+    Ok(Outcome {
+        server_id: Some(id.clone()),
+        ready: (
+            Status::False,
+            super::apply::PROVISIONING,
+            format!("took over server {id}"),
+        ),
+        event: Some((
+            EventType::Normal,
+            "Imported",
+            format!("took over server {id}; it is managed from now on"),
+        )),
+        requeue: std::time::Duration::ZERO,
+    })
+}
+
+/// The server `id`, when it exists, is nobody else's and runs the spec's image and
+/// flavor; otherwise why not, for the object's condition.
+async fn check(
+    tenant: &Tenant,
+    vm: &VirtualMachine,
+    owner: &Owner,
+    id: &ServerId,
+) -> Result<Server, ReconcileError> {
     let key = format!("{}/{}", owner.namespace, owner.name);
     let refuse = |reason, message: String| ReconcileError::Invalid {
         object: key.clone(),
         reason,
         message,
     };
-    let compute = tenant.ports.compute();
-    let server = match compute.get_server(id).await {
+    let server = match tenant.ports.compute().get_server(id).await {
         Ok(server) => server,
         Err(e) if e.is_not_found() => {
             return Err(refuse(
@@ -64,19 +102,20 @@ pub async fn import(
             ),
         ));
     }
-    if !writes {
-        return Ok(Outcome {
-            server_id: None,
-            ready: (
-                Status::False,
-                PAUSED_READY,
-                paused_message(&format!("take over server {id}")),
-            ),
-            event: None,
-            requeue: ctx.timing.resync,
-        });
-    }
-    // Tags first: they are how the next reconcile finds the server, after a crash too.
+    Ok(server)
+}
+
+/// Tags the server with its owner (first: the tags are how the next reconcile finds
+/// it, after a crash too — that reconcile merges the metadata if this one could not),
+/// then merges the owner metadata and `spec.metadata` into what it has.
+async fn take_over(
+    tenant: &Tenant,
+    vm: &VirtualMachine,
+    owner: &Owner,
+    server: &Server,
+) -> Result<(), ReconcileError> {
+    let key = format!("{}/{}", owner.namespace, owner.name);
+    let compute = tenant.ports.compute();
     let mut tags = server.tags.clone();
     tags.extend(
         owner
@@ -85,32 +124,18 @@ pub async fn import(
             .filter(|t| !server.tags.contains(t)),
     );
     compute
-        .set_server_tags(id, &tags)
+        .set_server_tags(&server.id, &tags)
         .await
         .map_err(ReconcileError::cloud("tag the imported server", &key))?;
     let metadata = super::plan::desired_metadata(vm, owner);
     compute
-        .set_server_metadata(id, &metadata, MetadataMode::Merge)
+        .set_server_metadata(&server.id, &metadata, MetadataMode::Merge)
         .await
         .map_err(ReconcileError::cloud(
             "record the owner on the imported server",
             &key,
         ))?;
-    ctx.view.of(tenant).servers.forget(owner);
-    Ok(Outcome {
-        server_id: Some(id.clone()),
-        ready: (
-            Status::False,
-            super::apply::PROVISIONING,
-            format!("took over server {id}"),
-        ),
-        event: Some((
-            EventType::Normal,
-            "Imported",
-            format!("took over server {id}; it is managed from now on"),
-        )),
-        requeue: std::time::Duration::ZERO,
-    })
+    Ok(())
 }
 
 /// How the server differs from the spec where only replacing it would help.
