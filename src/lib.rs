@@ -8,6 +8,7 @@ pub mod config;
 pub mod controller;
 pub mod crdgen;
 pub mod embedded_cloud;
+pub mod fnv;
 pub mod http;
 pub mod kube_error;
 pub mod leader_election;

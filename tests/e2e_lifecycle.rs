@@ -166,7 +166,7 @@ async fn skip_pauses_cloud_writes_keeps_status_fresh_and_leaves_the_server_on_de
     let orphans = verda_operator::orphans::classify(&listing, &env.ctx.cluster, &HashSet::new());
     assert_eq!(orphans.len(), 1, "{orphans:?}");
     assert_eq!(
-        (orphans[0].kind, orphans[0].id.as_str()),
+        (orphans[0].kind.as_str(), orphans[0].id.as_str()),
         ("server", kept.as_str())
     );
     eventually("the orphan gauge counts the server", LIMIT, || async {

@@ -45,6 +45,14 @@ macro_rules! id_types {
     )*};
 }
 
+/// `a, b, c`: IDs as a message lists them.
+pub fn joined<T: fmt::Display>(ids: &[T]) -> String {
+    ids.iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 id_types! {
     /// A Nova server.
     ServerId,

@@ -67,12 +67,10 @@ impl ClusterId {
 
     /// Eight hex digits of the ID (FNV-1a), the cluster's mark in server group names.
     pub fn mark(&self) -> String {
-        let mut hash: u32 = 0x811c_9dc5;
-        for byte in self.0.bytes() {
-            hash ^= u32::from(byte);
-            hash = hash.wrapping_mul(0x0100_0193);
-        }
-        format!("{hash:08x}")
+        format!(
+            "{:08x}",
+            crate::fnv::fnv1a64(self.0.as_bytes()) & 0xffff_ffff
+        )
     }
 
     /// Whether tags (a server's or a load balancer's) name this cluster.
@@ -144,6 +142,14 @@ impl Owner {
         let mut tags = vec![self.tag(), MANAGED_TAG.to_owned()];
         tags.extend(self.cluster.as_ref().map(ClusterId::tag));
         tags
+    }
+
+    /// `tags` (a resource's own) plus this owner's [`Owner::tags`], each once: what an
+    /// imported resource carries.
+    pub fn tags_added_to(&self, tags: &[String]) -> Vec<String> {
+        let mut all = tags.to_vec();
+        all.extend(self.tags().into_iter().filter(|t| !tags.contains(t)));
+        all
     }
 
     /// Server metadata recording this owner (merge it into the user's metadata).
@@ -223,7 +229,7 @@ pub fn owned_by_another(tags: &[String], uid: &str) -> Option<String> {
 
 /// Whether a server group name belongs to the owner with this UID.
 pub fn is_server_group_of(group_name: &str, uid: &str) -> bool {
-    group_name.starts_with("verda-") && group_name.ends_with(&format!("-{uid}"))
+    server_group_uid(group_name) == Some(uid)
 }
 
 #[cfg(test)]

@@ -107,8 +107,8 @@ pub fn object_key<K: Resource>(obj: &K) -> String {
 }
 
 /// Runs `apply` (or `cleanup` once the object is being deleted) inside the finalizer
-/// protocol, records metrics and reports failures on the object. The reconcile policy
-/// decides what a deletion does (`cleanup` is told); `apply` reads it itself.
+/// protocol, records metrics and reports failures on the object. The reconcile policy,
+/// read once here, is passed to `apply` and decides what `cleanup` is asked to do.
 pub async fn reconcile_with<K, A, AF, C, CF>(
     obj: Arc<K>,
     ctx: Arc<Context>,
@@ -117,7 +117,7 @@ pub async fn reconcile_with<K, A, AF, C, CF>(
 ) -> Result<Action, ReconcileError>
 where
     K: Managed,
-    A: FnOnce(Arc<K>, Arc<Context>, Tenant) -> AF,
+    A: FnOnce(Arc<K>, Arc<Context>, Tenant, ReconcilePolicy) -> AF,
     AF: Future<Output = Result<Action, ReconcileError>>,
     C: FnOnce(Arc<K>, Arc<Context>, Removal) -> CF,
     CF: Future<Output = Result<Cleanup, ReconcileError>>,
@@ -135,7 +135,7 @@ where
                 .set_paused(K::CONTROLLER, &key, !policy.writes());
             match ensure_finalizer(&api, &*obj).await {
                 Ok(()) => match tenant_of(&api, &*obj, &ctx, false).await {
-                    Ok(tenant) => apply(obj.clone(), ctx.clone(), tenant).await,
+                    Ok(tenant) => apply(obj.clone(), ctx.clone(), tenant, policy).await,
                     Err(e) => Err(e),
                 },
                 Err(e) => Err(e),

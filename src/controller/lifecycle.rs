@@ -24,6 +24,8 @@ pub const IMPORT_NOT_FOUND: &str = "ImportNotFound";
 pub const IMPORT_OWNED: &str = "ImportOwnedByAnother";
 /// The resource to import differs from the spec where the operator cannot change it.
 pub const IMPORT_MISMATCH: &str = "ImportMismatch";
+/// A group's template names a resource to import.
+pub const TEMPLATE_IMPORT: &str = "TemplateImportNotAllowed";
 
 /// The object's policy; an unknown value is refused with what to write instead.
 pub fn policy_of<K: Resource>(obj: &K) -> Result<ReconcilePolicy, ReconcileError> {
@@ -36,11 +38,6 @@ pub fn policy_of<K: Resource>(obj: &K) -> Result<ReconcilePolicy, ReconcileError
             ReconcilePolicy::VALUES
         ),
     })
-}
-
-/// The policy of an object whose annotation the driver already accepted.
-pub fn accepted_policy<K: Resource>(obj: &K) -> ReconcilePolicy {
-    ReconcilePolicy::of(obj.annotations()).unwrap_or(ReconcilePolicy::Skip)
 }
 
 /// What deleting an object does to its cloud resources.

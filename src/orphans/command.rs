@@ -128,7 +128,7 @@ pub fn table(orphans: &[Orphan], cluster: &str) -> String {
         .iter()
         .map(|o| {
             [
-                o.kind.to_owned(),
+                o.kind.to_string(),
                 o.id.clone(),
                 o.name.clone(),
                 o.owner.clone().unwrap_or_else(|| "-".to_owned()),

@@ -23,12 +23,40 @@ use crate::cloud::model::network::{FloatingIp, FloatingIpFilter};
 use crate::cloud::owner::{ClusterId, MANAGED_TAG, Owner, server_group_uid, uid_from_tags};
 use crate::controller::CloudPorts;
 
+/// The kinds of cloud resource the inventory lists, in the order `--delete` removes
+/// them (what is under a load balancer or in a server group goes first).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ResourceKind {
+    FloatingIp,
+    LoadBalancer,
+    Server,
+    ServerGroup,
+}
+
+impl ResourceKind {
+    /// The word a table, a log line and the gauge's `resource` label use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::FloatingIp => "floating-ip",
+            Self::LoadBalancer => "load-balancer",
+            Self::Server => "server",
+            Self::ServerGroup => "server-group",
+        }
+    }
+}
+
+impl std::fmt::Display for ResourceKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One cloud resource without an owner.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Orphan {
-    /// `server`, `server-group`, `load-balancer` or `floating-ip`.
-    pub kind: &'static str,
+    pub kind: ResourceKind,
     pub id: String,
     pub name: String,
     /// UID of the object that owned it.
@@ -79,7 +107,7 @@ pub fn classify(listing: &Listing, cluster: &ClusterId, live: &HashSet<String>) 
             .iter()
             .all(|m| orphan_servers.contains(m.as_str()));
         (cluster.marks_server_group(&g.name) && !live.contains(uid) && unused).then(|| Orphan {
-            kind: "server-group",
+            kind: ResourceKind::ServerGroup,
             id: g.id.to_string(),
             name: g.name.clone(),
             owner_uid: uid.to_owned(),
@@ -98,7 +126,7 @@ pub fn classify(listing: &Listing, cluster: &ClusterId, live: &HashSet<String>) 
     orphans.extend(listing.floating_ips.iter().filter_map(|f| {
         let uid = f.description.strip_prefix("verda-uid-")?;
         (ours.contains(uid) && !live.contains(uid)).then(|| Orphan {
-            kind: "floating-ip",
+            kind: ResourceKind::FloatingIp,
             id: f.id.to_string(),
             name: f.floating_ip_address.clone(),
             owner_uid: uid.to_owned(),
@@ -109,9 +137,13 @@ pub fn classify(listing: &Listing, cluster: &ClusterId, live: &HashSet<String>) 
 }
 
 /// This cluster's servers whose owner is not live.
-pub fn servers(servers: &[Server], cluster: &ClusterId, live: &HashSet<String>) -> Vec<Orphan> {
+pub fn servers<'a>(
+    servers: impl IntoIterator<Item = &'a Server>,
+    cluster: &ClusterId,
+    live: &HashSet<String>,
+) -> Vec<Orphan> {
     servers
-        .iter()
+        .into_iter()
         .filter(|s| cluster.in_metadata(&s.metadata))
         .filter_map(|s| {
             let owner = Owner::from_metadata(&s.metadata);
@@ -120,7 +152,7 @@ pub fn servers(servers: &[Server], cluster: &ClusterId, live: &HashSet<String>) 
                 .map(|o| o.uid.clone())
                 .or_else(|| uid_from_tags(&s.tags).map(str::to_owned))?;
             (!live.contains(&uid)).then(|| Orphan {
-                kind: "server",
+                kind: ResourceKind::Server,
                 id: s.id.to_string(),
                 name: s.name.clone(),
                 owner_uid: uid,
@@ -131,17 +163,17 @@ pub fn servers(servers: &[Server], cluster: &ClusterId, live: &HashSet<String>) 
 }
 
 /// This cluster's load balancers whose owner is not live.
-pub fn load_balancers(
-    lbs: &[LoadBalancer],
+pub fn load_balancers<'a>(
+    lbs: impl IntoIterator<Item = &'a LoadBalancer>,
     cluster: &ClusterId,
     live: &HashSet<String>,
 ) -> Vec<Orphan> {
-    lbs.iter()
+    lbs.into_iter()
         .filter(|l| cluster.in_tags(&l.tags))
         .filter_map(|l| {
             let uid = uid_from_tags(&l.tags)?;
             (!live.contains(uid)).then(|| Orphan {
-                kind: "load-balancer",
+                kind: ResourceKind::LoadBalancer,
                 id: l.id.to_string(),
                 name: l.name.clone(),
                 owner_uid: uid.to_owned(),
@@ -157,24 +189,23 @@ pub async fn delete(
     ports: &dyn CloudPorts,
     orphans: &[Orphan],
 ) -> Vec<(Orphan, Result<(), CloudError>)> {
-    let order = ["floating-ip", "load-balancer", "server", "server-group"];
-    let mut results = Vec::with_capacity(orphans.len());
-    for kind in order {
-        for orphan in orphans.iter().filter(|o| o.kind == kind) {
-            let id = orphan.id.clone();
-            let done = match kind {
-                "floating-ip" => ports.network(None).delete_floating_ip(&id.into()).await,
-                "load-balancer" => {
-                    ports
-                        .load_balancing(None)
-                        .delete_load_balancer(&id.into())
-                        .await
-                }
-                "server" => ports.compute().delete_server(&id.into()).await,
-                _ => ports.compute().delete_server_group(&id.into()).await,
-            };
-            results.push((orphan.clone(), crate::cloud::ignore_not_found(done)));
-        }
+    let mut ordered = orphans.to_vec();
+    ordered.sort_by_key(|o| o.kind);
+    let mut results = Vec::with_capacity(ordered.len());
+    for orphan in ordered {
+        let id = orphan.id.clone();
+        let done = match orphan.kind {
+            ResourceKind::FloatingIp => ports.network(None).delete_floating_ip(&id.into()).await,
+            ResourceKind::LoadBalancer => {
+                ports
+                    .load_balancing(None)
+                    .delete_load_balancer(&id.into())
+                    .await
+            }
+            ResourceKind::Server => ports.compute().delete_server(&id.into()).await,
+            ResourceKind::ServerGroup => ports.compute().delete_server_group(&id.into()).await,
+        };
+        results.push((orphan, crate::cloud::ignore_not_found(done)));
     }
     results
 }

@@ -88,7 +88,10 @@ fn only_this_clusters_resources_of_gone_owners_are_orphans() {
         ],
     };
     let found = classify(&listing, &ours, &live());
-    let ids: Vec<(&str, &str)> = found.iter().map(|o| (o.kind, o.id.as_str())).collect();
+    let ids: Vec<(&str, &str)> = found
+        .iter()
+        .map(|o| (o.kind.as_str(), o.id.as_str()))
+        .collect();
     assert_eq!(
         ids,
         [

@@ -305,6 +305,14 @@ pub struct ServerGroup {
     pub members: Vec<ServerId>,
 }
 
+impl Flavor {
+    /// Whether a server's `flavor` field (the name, or the ID in Nova's reduced view)
+    /// names this flavor.
+    pub fn is_named_by(&self, server_flavor: &str) -> bool {
+        self.name == server_flavor || self.id.as_str() == server_flavor
+    }
+}
+
 fn unknown_policy() -> ServerGroupPolicy {
     ServerGroupPolicy::Unknown
 }

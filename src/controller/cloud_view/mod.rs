@@ -36,6 +36,7 @@ use super::{CloudPorts, Context};
 use crate::cloud::model::loadbalancing::LbFilter;
 use crate::cloud::model::network::FloatingIpFilter;
 use crate::cloud::owner::{MANAGED_TAG, Owner};
+use crate::orphans::ResourceKind;
 
 /// A refresh older than this many periods no longer vouches for anything.
 const MAX_AGE_PERIODS: u32 = 3;
@@ -191,7 +192,9 @@ impl Project<'_> {
         match self.ports.compute().list_managed_servers().await {
             Ok(listed) => {
                 let orphans = orphans::count_servers(self.ctx, &listed);
-                self.ctx.metrics.set_orphans(self.id, "server", orphans);
+                self.ctx
+                    .metrics
+                    .set_orphans(self.id, ResourceKind::Server.as_str(), orphans);
                 for owner in self.view.servers.replace(listed, asked) {
                     let _ = wakers.virtual_machines.send(object_ref(&owner));
                 }
@@ -242,7 +245,7 @@ impl Project<'_> {
         let scope = format!("{}/{named}", self.id);
         self.ctx
             .metrics
-            .set_orphans(&scope, "load-balancer", orphans);
+            .set_orphans(&scope, ResourceKind::LoadBalancer.as_str(), orphans);
         let changed = self
             .view
             .load_balancers

@@ -15,28 +15,20 @@ use crate::orphans;
 
 pub fn count_servers(ctx: &Context, listed: &[Server]) -> usize {
     let live = uids(&ctx.caches.current().virtual_machines.store);
-    let scoped: Vec<Server> = listed
-        .iter()
-        .filter(|s| match &ctx.watch_namespace {
-            None => true,
-            Some(ns) => Owner::from_metadata(&s.metadata).is_some_and(|o| &o.namespace == ns),
-        })
-        .cloned()
-        .collect();
-    orphans::servers(&scoped, &ctx.cluster, &live).len()
+    let scoped = listed.iter().filter(|s| match &ctx.watch_namespace {
+        None => true,
+        Some(ns) => Owner::from_metadata(&s.metadata).is_some_and(|o| &o.namespace == ns),
+    });
+    orphans::servers(scoped, &ctx.cluster, &live).len()
 }
 
 pub fn count_load_balancers(ctx: &Context, listed: &[LoadBalancer]) -> usize {
     let live = uids(&ctx.caches.current().load_balancers.store);
-    let scoped: Vec<LoadBalancer> = listed
-        .iter()
-        .filter(|l| match &ctx.watch_namespace {
-            None => true,
-            Some(ns) => l.name.starts_with(&format!("verda-{ns}-")),
-        })
-        .cloned()
-        .collect();
-    orphans::load_balancers(&scoped, &ctx.cluster, &live).len()
+    let scoped = listed.iter().filter(|l| match &ctx.watch_namespace {
+        None => true,
+        Some(ns) => l.name.starts_with(&format!("verda-{ns}-")),
+    });
+    orphans::load_balancers(scoped, &ctx.cluster, &live).len()
 }
 
 /// The UIDs of the objects a watch cache holds.

@@ -136,8 +136,10 @@ async fn write(inputs: &Inputs<'_>, step: Step) -> Result<Outcome, ReconcileErro
                     ReconcileError::cloud("delete a duplicate load balancer", &key),
                 )?;
             }
-            let list: Vec<&str> = ids.iter().map(LoadBalancerId::as_str).collect();
-            let note = format!("deleted duplicate load balancers {}", list.join(", "));
+            let note = format!(
+                "deleted duplicate load balancers {}",
+                crate::cloud::ids::joined(&ids)
+            );
             wrote(
                 note.clone(),
                 Some((EventType::Warning, "DuplicateDeleted", note)),

@@ -9,7 +9,7 @@ use std::collections::{BTreeSet, HashMap};
 use verda_api::v1alpha1::LoadBalancer;
 
 use super::desired::{self, Backend};
-use super::plan::{Step, member_list};
+use super::plan::{Step, member_list, wanted_addresses};
 use super::resolve::Observed;
 use crate::cloud::model::loadbalancing::MemberSpec;
 use crate::controller::cloud_view::Lock;
@@ -48,9 +48,8 @@ impl Memory {
 }
 
 fn set(members: &[MemberSpec]) -> MemberSet {
-    members
-        .iter()
-        .map(|m| (m.address.clone(), m.protocol_port))
+    wanted_addresses(members)
+        .map(|(address, port)| (address.to_owned(), port))
         .collect()
 }
 
@@ -69,23 +68,14 @@ pub fn members(
     if memory.of(uid, *index)? != set(wanted) {
         return None;
     }
-    let found: Vec<String> = observed
+    let found = observed
         .members
         .get(pool.as_str())
-        .map(|ms| {
-            ms.iter()
-                .map(|m| format!("{}:{}", m.address, m.protocol_port))
-                .collect()
-        })
-        .unwrap_or_default();
+        .map_or(&[][..], Vec::as_slice);
     let port = lb.spec.ports.get(*index).map_or(0, |p| p.port);
     Some(format!(
         "the pool of port {port} had members {} (changed outside Kubernetes?); restored to {}",
-        if found.is_empty() {
-            "none".to_owned()
-        } else {
-            found.join(", ")
-        },
-        member_list(wanted)
+        member_list(found.iter().map(|m| (m.address.as_str(), m.protocol_port))),
+        member_list(wanted_addresses(wanted))
     ))
 }

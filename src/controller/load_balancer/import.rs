@@ -3,8 +3,6 @@
 //! its VIP is recorded as the owner's too. One another object owns, or whose VIP subnet
 //! is not the spec's, is reported, never replaced.
 
-use std::collections::BTreeSet;
-
 use kube::runtime::events::EventType;
 use verda_api::conditions::Status;
 
@@ -152,10 +150,8 @@ async fn take_over(inputs: &Inputs<'_>, found: &LoadBalancer) -> Result<(), Reco
                 ))?;
         }
     }
-    let tags: BTreeSet<String> = found.tags.iter().cloned().chain(owner.tags()).collect();
-    let tags: Vec<String> = tags.into_iter().collect();
     octavia
-        .set_load_balancer_tags(&found.id, &tags)
+        .set_load_balancer_tags(&found.id, &owner.tags_added_to(&found.tags))
         .await
         .map_err(ReconcileError::cloud(
             "tag the imported load balancer",

@@ -27,12 +27,14 @@ use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::{ObjectRef, Store};
 use verda_api::conditions::{READY, find_condition};
-use verda_api::v1alpha1::{LoadBalancer, LoadBalancerStatus, VirtualMachine, finalizers, labels};
+use verda_api::v1alpha1::{
+    LoadBalancer, LoadBalancerStatus, ReconcilePolicy, VirtualMachine, finalizers, labels,
+};
 
 use super::driver::{
     Managed, error_policy, managed_kind, object_key, object_labels, publish, reconcile_with,
 };
-use super::lifecycle::{self, accepted_policy};
+use super::lifecycle;
 use super::status_patch::write_status;
 use super::tenancy::Tenant;
 use super::watch_cache::Feeds;
@@ -135,9 +137,9 @@ async fn apply_spec(
     lb: Arc<LoadBalancer>,
     ctx: Arc<Context>,
     tenant: Tenant,
+    policy: ReconcilePolicy,
 ) -> Result<Action, ReconcileError> {
     let owner = ctx.owner_of(&*lb);
-    let policy = accepted_policy(&*lb);
     let region = lb.spec.region.as_deref();
     let octavia = tenant.ports.load_balancing(region);
     let neutron = tenant.ports.network(region);

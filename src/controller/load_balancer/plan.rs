@@ -58,10 +58,7 @@ impl Step {
             Step::Create(_) => "create the load balancer".to_owned(),
             Step::DeleteDuplicates(ids) => format!(
                 "delete duplicate load balancers {}",
-                ids.iter()
-                    .map(LoadBalancerId::as_str)
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                crate::cloud::ids::joined(ids)
             ),
             Step::DeleteErrored(id) => format!("replace load balancer {id}, which is in ERROR"),
             Step::CreateListener(i, _) => format!("create the listener of spec.ports[{i}]"),
@@ -73,7 +70,7 @@ impl Step {
             Step::DeleteListener(id) => format!("delete listener {id}"),
             Step::ReplaceMembers(i, _, members) => format!(
                 "set the members of the pool of spec.ports[{i}] to {}",
-                member_list(members)
+                member_list(wanted_addresses(members))
             ),
             Step::CreateFloatingIp(_) => "create the floating IP".to_owned(),
             Step::AssociateFloatingIp(id, _) => format!("associate floating IP {id}"),
@@ -98,16 +95,23 @@ impl Step {
     }
 }
 
-/// `address:port, …` of members, or `none`.
-pub fn member_list(members: &[MemberSpec]) -> String {
-    if members.is_empty() {
+/// `address:port, …` of members (wanted or found), or `none`.
+pub fn member_list<'a>(members: impl IntoIterator<Item = (&'a str, u16)>) -> String {
+    let listed: Vec<String> = members
+        .into_iter()
+        .map(|(address, port)| format!("{address}:{port}"))
+        .collect();
+    if listed.is_empty() {
         return "none".to_owned();
     }
+    listed.join(", ")
+}
+
+/// What [`member_list`] takes from wanted members.
+pub fn wanted_addresses(members: &[MemberSpec]) -> impl Iterator<Item = (&str, u16)> {
     members
         .iter()
-        .map(|m| format!("{}:{}", m.address, m.protocol_port))
-        .collect::<Vec<_>>()
-        .join(", ")
+        .map(|m| (m.address.as_str(), m.protocol_port))
 }
 
 /// Decides the next write.

@@ -1,6 +1,7 @@
 //! The only cloud writes of the VirtualMachine controller: carry out one planned step
 //! and say what it means for status, events and the next look.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use kube::runtime::events::EventType;
@@ -11,7 +12,7 @@ use super::plan::Step;
 use super::resolve::{self, Observed};
 use crate::cloud::ids::ServerId;
 use crate::cloud::owner::Owner;
-use crate::cloud::{MetadataMode, ignore_not_found};
+use crate::cloud::{Compute, MetadataMode, ignore_not_found};
 use crate::controller::tenancy::Tenant;
 use crate::controller::{Context, ReconcileError};
 
@@ -81,11 +82,7 @@ pub async fn run(
                 ignore_not_found(compute.delete_server(id).await)
                     .map_err(ReconcileError::cloud("delete a duplicate server", &key))?;
             }
-            let list = ids
-                .iter()
-                .map(ServerId::as_str)
-                .collect::<Vec<_>>()
-                .join(", ");
+            let list = crate::cloud::ids::joined(&ids);
             Outcome {
                 event: Some((
                     EventType::Warning,
@@ -162,29 +159,13 @@ pub async fn run(
                 .map_err(ReconcileError::cloud("update the server description", &key))?;
             provisioning(Some(id), "updating the server".into(), Duration::ZERO)
         }
-        Step::SetMetadata(id, metadata) | Step::MergeMetadata(id, metadata) => {
-            let mode = match vm.spec.import {
-                Some(_) => MetadataMode::Merge,
-                None => MetadataMode::Replace,
-            };
-            compute
-                .set_server_metadata(&id, &metadata, mode)
-                .await
-                .map_err(ReconcileError::cloud("update the server metadata", &key))?;
-            let before = observed
-                .servers
-                .iter()
-                .find(|s| s.id == id)
-                .map(|s| s.metadata.clone())
-                .unwrap_or_default();
-            Outcome {
-                event: drift_event(
-                    "metadata",
-                    &super::plan::changed_keys(&before, &metadata),
-                    vm,
-                ),
-                ..provisioning(Some(id), "updating the server".into(), Duration::ZERO)
-            }
+        Step::SetMetadata(id, metadata) => {
+            let mode = MetadataMode::Replace;
+            set_metadata(compute.as_ref(), vm, observed, id, metadata, mode, &key).await?
+        }
+        Step::MergeMetadata(id, metadata) => {
+            let mode = MetadataMode::Merge;
+            set_metadata(compute.as_ref(), vm, observed, id, metadata, mode, &key).await?
         }
         Step::Converged => Outcome {
             server_id: kept.clone(),
@@ -201,6 +182,37 @@ pub async fn run(
         },
     };
     Ok(outcome)
+}
+
+/// Writes the server's metadata (`Merge` keeps what an imported server came with), and
+/// reports it as drift when the spec had already been applied.
+async fn set_metadata(
+    compute: &dyn Compute,
+    vm: &VirtualMachine,
+    observed: &Observed,
+    id: ServerId,
+    metadata: BTreeMap<String, String>,
+    mode: MetadataMode,
+    key: &str,
+) -> Result<Outcome, ReconcileError> {
+    compute
+        .set_server_metadata(&id, &metadata, mode)
+        .await
+        .map_err(ReconcileError::cloud("update the server metadata", key))?;
+    let before = observed
+        .servers
+        .iter()
+        .find(|s| s.id == id)
+        .map(|s| s.metadata.clone())
+        .unwrap_or_default();
+    Ok(Outcome {
+        event: drift_event(
+            "metadata",
+            &super::plan::changed_keys(&before, &metadata),
+            vm,
+        ),
+        ..provisioning(Some(id), "updating the server".into(), Duration::ZERO)
+    })
 }
 
 /// A `DriftCorrected` warning when the spec had already been applied (so the cloud was

@@ -116,15 +116,8 @@ async fn take_over(
 ) -> Result<(), ReconcileError> {
     let key = format!("{}/{}", owner.namespace, owner.name);
     let compute = tenant.ports.compute();
-    let mut tags = server.tags.clone();
-    tags.extend(
-        owner
-            .tags()
-            .into_iter()
-            .filter(|t| !server.tags.contains(t)),
-    );
     compute
-        .set_server_tags(&server.id, &tags)
+        .set_server_tags(&server.id, &owner.tags_added_to(&server.tags))
         .await
         .map_err(ReconcileError::cloud("tag the imported server", &key))?;
     let metadata = super::plan::desired_metadata(vm, owner);
@@ -166,7 +159,7 @@ async fn mismatch(
             .find_flavor(&vm.spec.flavor)
             .await
             .map_err(ReconcileError::cloud("look up the flavor", key))?;
-        if wanted.name != *current && wanted.id.as_str() != current {
+        if !wanted.is_named_by(current) {
             return Ok(Some(format!(
                 "runs flavor {current}, not {}; set spec.flavor to {current}",
                 vm.spec.flavor

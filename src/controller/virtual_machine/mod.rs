@@ -19,10 +19,10 @@ use futures::stream::BoxStream;
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::ObjectRef;
-use verda_api::v1alpha1::{VirtualMachine, finalizers};
+use verda_api::v1alpha1::{ReconcilePolicy, VirtualMachine, finalizers};
 
 use super::driver::{Managed, error_policy, managed_kind, object_key, publish, reconcile_with};
-use super::lifecycle::{accepted_policy, mark_paused};
+use super::lifecycle::mark_paused;
 use super::status_patch::write_status;
 use super::tenancy::Tenant;
 use super::watch_cache::Feeds;
@@ -62,9 +62,9 @@ async fn apply_spec(
     vm: Arc<VirtualMachine>,
     ctx: Arc<Context>,
     tenant: Tenant,
+    policy: ReconcilePolicy,
 ) -> Result<Action, ReconcileError> {
     let owner = ctx.owner_of(&*vm);
-    let policy = accepted_policy(&*vm);
     let compute = tenant.ports.compute();
     let view = ctx.view.of(&tenant);
     let now = Timestamp::now();

@@ -9,7 +9,7 @@ use std::time::Duration;
 use k8s_openapi::jiff::Timestamp;
 use verda_api::v1alpha1::VirtualMachine;
 
-use crate::cloud::ids::{FlavorId, ServerId};
+use crate::cloud::ids::{FlavorId, ServerId, joined};
 use crate::cloud::model::compute::{Server, ServerStatus};
 use crate::cloud::owner::Owner;
 
@@ -52,7 +52,7 @@ impl Step {
     pub fn describe(&self) -> String {
         match self {
             Step::Create => "create a server".to_owned(),
-            Step::DeleteDuplicates(ids) => format!("delete duplicate servers {}", list(ids)),
+            Step::DeleteDuplicates(ids) => format!("delete duplicate servers {}", joined(ids)),
             Step::ReplaceErrored(id) => format!("replace server {id}, which is in ERROR"),
             Step::Resize(id, flavor) => format!("resize server {id} to flavor {flavor}"),
             Step::ConfirmResize(id) => format!("confirm the resize of server {id}"),
@@ -156,13 +156,6 @@ pub fn changed_keys(now: &BTreeMap<String, String>, wanted: &BTreeMap<String, St
         .collect();
     keys.into_iter()
         .map(String::as_str)
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-fn list(ids: &[ServerId]) -> String {
-    ids.iter()
-        .map(ServerId::as_str)
         .collect::<Vec<_>>()
         .join(", ")
 }

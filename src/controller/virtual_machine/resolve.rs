@@ -59,7 +59,7 @@ pub async fn observe(
                 .find_flavor(&vm.spec.flavor)
                 .await
                 .map_err(ReconcileError::cloud("look up the flavor", &key))?;
-            if wanted.name == current || wanted.id.as_str() == current {
+            if wanted.is_named_by(&current) {
                 FlavorCheck::Matches
             } else {
                 FlavorCheck::Differs(wanted.id)

@@ -19,12 +19,14 @@ use kube::ResourceExt;
 use kube::api::{Api, DeleteParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::ObjectRef;
-use verda_api::v1alpha1::{UpdateStrategy, VirtualMachine, VirtualMachineGroup, finalizers};
+use verda_api::v1alpha1::{
+    ReconcilePolicy, UpdateStrategy, VirtualMachine, VirtualMachineGroup, finalizers,
+};
 
 use super::driver::{
     Cleanup, Managed, error_policy, managed_kind, object_key, object_labels, reconcile_with,
 };
-use super::lifecycle::{Removal, accepted_policy, mark_paused};
+use super::lifecycle::{Removal, TEMPLATE_IMPORT, mark_paused};
 use super::status_patch::write_status;
 use super::tenancy::Tenant;
 use super::watch_cache::Feeds;
@@ -71,17 +73,18 @@ async fn apply_spec(
     group: Arc<VirtualMachineGroup>,
     ctx: Arc<Context>,
     tenant: Tenant,
+    policy: ReconcilePolicy,
 ) -> Result<Action, ReconcileError> {
     if group.spec.template.import.is_some() {
         return Err(ReconcileError::Invalid {
             object: object_key(&*group),
-            reason: "TemplateImportNotAllowed",
-            message: "spec.template.import: the replicas of a group cannot all take over one                       server; remove it, and import the server with a VirtualMachine of its own"
+            reason: TEMPLATE_IMPORT,
+            message: "spec.template.import: the replicas of a group cannot all take over one \
+                      server; remove it, and import the server with a VirtualMachine of its own"
                 .to_owned(),
         });
     }
     let owner = ctx.owner_of(&*group);
-    let policy = accepted_policy(&*group);
     let compute = tenant.ports.compute();
     let server_group =
         resolve::ensure_server_group(compute.as_ref(), &group, &owner, policy.writes()).await?;

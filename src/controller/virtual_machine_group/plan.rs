@@ -116,11 +116,7 @@ fn free_indices(members: &[Member], n: usize) -> Vec<u32> {
 
 /// Stable hash of the template's JSON (FNV-1a), the `template-hash` label.
 pub fn template_hash(template_json: &str) -> String {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in template_json.bytes() {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
-    }
+    let hash = crate::fnv::fnv1a64(template_json.as_bytes());
     format!("{:010x}", hash & 0xff_ffff_ffff)
 }
 
