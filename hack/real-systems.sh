@@ -2,9 +2,10 @@
 # The real-systems stage: a real kube-apiserver and real Keystone, Nova, Neutron and
 # Octavia from ../shared/real-systems, then
 #   1. the end-to-end suite (tests/e2e_*, leader_election) against the real API server;
-#   2. tests/real_systems.rs, real_shared_clusters.rs and real_lifecycle.rs, which drive
-#      the operator binary as a user does (kubectl, the openstack CLI), authenticated as
-#      the ServiceAccount config/rbac ships.
+#   2. tests/real_systems.rs, real_shared_clusters.rs, real_lifecycle.rs and
+#      real_monitoring.rs, which drive the operator binary as a user does (kubectl, the
+#      openstack CLI), authenticated as the ServiceAccount config/rbac ships; the last
+#      with Debian's Prometheus scraping it.
 # Installs and starts what it needs, retries a failed start once, stops what it started.
 # Exits non-zero when anything fails; never skips.
 #
@@ -52,6 +53,10 @@ start() {
 }
 
 t0=$(date +%s)
+# shellcheck source=hack/prometheus.sh
+source "$ROOT/hack/prometheus.sh"
+PROMETHEUS=$(install_prometheus)
+log "Prometheus: $PROMETHEUS"
 log "installing OpenStack (idempotent)"
 bash "$RS/openstack/install.sh" >"$WORK/install.log" 2>&1 || { tail -n 30 "$WORK/install.log" >&2; exit 1; }
 start kube /opt/kubeharness/run/logs
@@ -75,9 +80,10 @@ export KUBECONFIG=$ADMIN_KUBECONFIG
 command -v kubectl >/dev/null || { log "kubectl is not on PATH"; exit 1; }
 kubectl() { command kubectl "$@" 2> >(grep -v 'version difference\|^WARNING: version' >&2); }
 
-# Install as a user would: CRDs, RBAC, namespace and Deployment (no kubelet runs it here).
+# Install as a user would, with the one-file install: CRDs, RBAC, namespace and
+# Deployment (no kubelet runs it here).
 install_operator() {
-  kubectl apply -k "$ROOT/config/default" >/dev/null
+  kubectl apply -f "$ROOT/dist/install.yaml" >/dev/null
   kubectl wait --for condition=Established --timeout=60s \
     crd/virtualmachines.verda.linecorp.com crd/virtualmachinegroups.verda.linecorp.com \
     crd/loadbalancers.verda.linecorp.com >/dev/null
@@ -133,5 +139,7 @@ VERDA_REAL_OPENSTACK_CLI=$OSC \
 VERDA_REAL_OPENSTACK_LOGS=/opt/osharness/run/logs \
 VERDA_REAL_COMPUTE_HOSTS=$(wc -w <<<"$OSH_COMPUTE_HOSTS") \
 VERDA_REAL_TENANT_CLOUDS=$TENANT_CLOUDS \
-  cargo test --locked --test real_systems --test real_shared_clusters --test real_lifecycle -- --ignored --test-threads=1 --nocapture
+VERDA_REAL_PROMETHEUS=$PROMETHEUS \
+  cargo test --locked --test real_systems --test real_shared_clusters --test real_lifecycle \
+    --test real_monitoring -- --ignored --test-threads=1 --nocapture
 log "real-cloud suite passed in $(($(date +%s) - t2)) s; stage took $(($(date +%s) - t0)) s"

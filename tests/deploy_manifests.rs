@@ -119,8 +119,55 @@ fn the_prometheus_service_monitor_scrapes_the_metrics_port() {
         eprintln!("kubectl not installed; skipped");
         return;
     };
-    let monitor = &docs[0];
-    assert_eq!(monitor["kind"], "ServiceMonitor");
+    let of_kind = |kind: &str| {
+        docs.iter()
+            .find(|d| d["kind"] == kind)
+            .unwrap_or_else(|| panic!("config/prometheus has a {kind}"))
+    };
+    let monitor = of_kind("ServiceMonitor");
     assert_eq!(monitor["spec"]["endpoints"][0]["path"], "/metrics");
     assert_eq!(monitor["spec"]["endpoints"][0]["port"], "http-metrics");
+    let rules = of_kind("PrometheusRule");
+    let alerts = rules["spec"]["groups"]
+        .as_array()
+        .expect("groups")
+        .iter()
+        .flat_map(|g| g["rules"].as_array().expect("rules"))
+        .filter_map(|r| r["alert"].as_str())
+        .count();
+    assert!(alerts >= 10, "{alerts} alerts");
+}
+
+#[test]
+fn the_grafana_dashboard_ships_as_a_labelled_config_map() {
+    let Some(docs) = kustomize("config/grafana") else {
+        eprintln!("kubectl not installed; skipped");
+        return;
+    };
+    let cm = &docs[0];
+    assert_eq!(cm["kind"], "ConfigMap");
+    assert_eq!(cm["metadata"]["labels"]["grafana_dashboard"], "1");
+    let json = cm["data"]["verda-operator.json"]
+        .as_str()
+        .expect("dashboard");
+    let dashboard: Value = serde_json::from_str(json).expect("dashboard JSON");
+    assert!(
+        dashboard["panels"]
+            .as_array()
+            .is_some_and(|p| p.len() >= 10)
+    );
+}
+
+#[test]
+fn dist_install_yaml_is_config_default_rendered() {
+    let Some(docs) = kustomize("config/default") else {
+        eprintln!("kubectl not installed; skipped");
+        return;
+    };
+    let dist =
+        std::fs::read_to_string(repo_root().join("dist/install.yaml")).expect("dist/install.yaml");
+    assert!(
+        documents(&dist) == docs,
+        "dist/install.yaml differs from config/default: run hack/dist.sh"
+    );
 }

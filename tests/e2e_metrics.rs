@@ -1,7 +1,7 @@
 //! The metrics a Prometheus scrape sees after the published group converged:
 //! reconciles by controller and result, cloud requests by service/operation/code,
-//! managed objects by kind and state, group desired and ready replicas, load-balancer
-//! members.
+//! managed objects by kind and state, objects by condition and since when, group
+//! desired and ready replicas, load-balancer members, leadership.
 
 mod support;
 
@@ -50,6 +50,13 @@ async fn metrics_describe_reconciles_cloud_calls_objects_and_replicas() {
         "verda_group_desired_replicas{",
         r#"verda_reconciles_total{controller="loadbalancer",result="success"}"#,
         r#"verda_managed_objects{kind="loadbalancer",state="Active"} 1"#,
+        r#"verda_objects_by_condition{kind="virtualmachine",condition="Ready",status="True",reason="Active"} 2"#,
+        r#"verda_objects_by_condition{kind="loadbalancer",condition="Ready",status="True",reason="Active"} 1"#,
+        &format!(
+            r#"verda_condition_last_transition_timestamp_seconds{{kind="virtualmachinegroup",namespace="{}",name="virtualmachinegroup-sample",condition="Ready",status="True",reason="AllReplicasReady"}} "#,
+            env.ns
+        ),
+        "verda_leader 1",
         &format!(
             "verda_load_balancer_members{{namespace=\"{}\",name=\"loadbalancer-sample\"}} 4",
             env.ns

@@ -22,7 +22,7 @@ use verda_operator::cloud::{Compute, LoadBalancing};
 use verda_operator::controller::cloud_view::QUIET;
 
 use support::real::{
-    Namespace, Operator, Real, context, nothing_left, pools_hold_the_group, project_inventory,
+    Namespace, Real, all_deleted, context, nothing_left, pools_hold_the_group, project_inventory,
     until,
 };
 
@@ -92,38 +92,6 @@ fn octavia_pools(real: &Real, lb: &LoadBalancer) -> Vec<BTreeSet<String>> {
                 .collect()
         })
         .collect()
-}
-
-/// Deletes what `files` created and checks the project is back to `baseline`.
-async fn all_deleted(
-    real: &Real,
-    client: &kube::Client,
-    ns: &Namespace,
-    operator: &Operator,
-    files: &[String],
-    baseline: BTreeSet<String>,
-) {
-    let mut args = vec!["-n", ns.name.as_str(), "delete", "--wait=false"];
-    for f in files {
-        args.extend(["-f", f.as_str()]);
-    }
-    real.kubectl(&args);
-    let vms: Api<VirtualMachine> = ns.api(client.clone());
-    let groups: Api<VirtualMachineGroup> = ns.api(client.clone());
-    let lbs: Api<LoadBalancer> = ns.api(client.clone());
-    until(
-        "every object is gone",
-        Duration::from_secs(240),
-        &context(operator),
-        || async {
-            let n = vms.list(&Default::default()).await.ok()?.items.len()
-                + groups.list(&Default::default()).await.ok()?.items.len()
-                + lbs.list(&Default::default()).await.ok()?.items.len();
-            (n == 0).then_some(())
-        },
-    )
-    .await;
-    nothing_left(real, &baseline);
 }
 
 #[tokio::test]

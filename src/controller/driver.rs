@@ -23,6 +23,7 @@ use verda_api::v1alpha1::{CloudCredentialsRef, ReconcilePolicy};
 use super::context::Context;
 use super::error::ReconcileError;
 use super::lifecycle::{Removal, policy_of};
+use super::progress;
 use super::tenancy::Tenant;
 use crate::metrics::{ControllerLabels, ReconcileLabels};
 
@@ -46,6 +47,8 @@ pub trait Managed:
     fn credentials_ref(&self) -> Option<&CloudCredentialsRef>;
     /// The project its status records its cloud resources in.
     fn recorded_project(&self) -> Option<&str>;
+    /// The generation its status was last written for.
+    fn observed_generation(&self) -> Option<i64>;
 }
 
 /// Implements [`Managed`] for a kind whose spec has `cloud_credentials_ref` and whose
@@ -69,6 +72,10 @@ macro_rules! managed_kind {
 
             fn recorded_project(&self) -> Option<&str> {
                 self.status.as_ref()?.project_id.as_deref()
+            }
+
+            fn observed_generation(&self) -> Option<i64> {
+                self.status.as_ref()?.observed_generation
             }
         }
     };
@@ -314,7 +321,7 @@ async fn patch_finalizers<K: Managed>(
 /// Ready=False with the error's category, plus a Warning event when that is news.
 async fn report_failure<K: Managed>(api: &Api<K>, obj: &K, ctx: &Context, error: &ReconcileError) {
     let mut conditions = obj.conditions().to_vec();
-    let changed = set_condition(
+    set_condition(
         &mut conditions,
         NewCondition {
             type_: READY,
@@ -325,14 +332,29 @@ async fn report_failure<K: Managed>(api: &Api<K>, obj: &K, ctx: &Context, error:
         obj.meta().generation,
         Timestamp::now(),
     );
+    progress::derive(
+        &mut conditions,
+        error.is_terminal(),
+        obj.meta().generation,
+        Timestamp::now(),
+    );
     ctx.metrics
-        .set_object_state(K::CONTROLLER, &object_key(obj), Some(error.category()));
+        .set_object_conditions(K::CONTROLLER, &object_labels(obj), Some(&conditions));
+    // A terminal failure is the operator's last word on this generation (kstatus and
+    // Argo CD read Stalled as settled only with observedGeneration current); after a
+    // transient one the generation is still being worked on, so it stays behind.
+    let generation = if error.is_terminal() {
+        obj.meta().generation
+    } else {
+        obj.observed_generation()
+    };
+    let changed = conditions != obj.conditions() || obj.observed_generation() != generation;
     if !changed
         || obj.meta().deletion_timestamp.is_some() && matches!(error, ReconcileError::Kube { .. })
     {
         return;
     }
-    let patch = json!({"status": {"conditions": conditions}});
+    let patch = json!({"status": {"conditions": conditions, "observedGeneration": generation}});
     if let Err(e) = api
         .patch_status(
             &obj.name_any(),

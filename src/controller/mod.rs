@@ -11,6 +11,7 @@ pub mod driver;
 pub mod error;
 pub mod lifecycle;
 pub mod load_balancer;
+pub mod progress;
 pub mod status_patch;
 pub mod tenancy;
 pub mod virtual_machine;
@@ -28,6 +29,8 @@ pub async fn run_all(ctx: Arc<Context>) {
         resync_period_secs = ctx.timing.resync.as_secs(),
         "controllers running"
     );
+    // `verda_leader` is 1 exactly while this future runs: losing the lease drops it.
+    let _leading = Leading::mark(&ctx.metrics);
     // Fresh caches first: the controllers read them from the start. The cloud view
     // starts empty too: another replica may have led in between.
     let writers = ctx.caches.renew();
@@ -46,6 +49,22 @@ pub async fn run_all(ctx: Arc<Context>) {
         cloud_view::refresh_forever(ctx.clone(), wakers.clone()),
         wake_on_secret_changes(ctx.clone(), secret_changes, wakers),
     );
+}
+
+/// Holds `verda_leader` at 1 while the controllers run, back to 0 when dropped.
+struct Leading(Arc<crate::metrics::Metrics>);
+
+impl Leading {
+    fn mark(metrics: &Arc<crate::metrics::Metrics>) -> Self {
+        metrics.leader.set(1);
+        Self(metrics.clone())
+    }
+}
+
+impl Drop for Leading {
+    fn drop(&mut self) {
+        self.0.leader.set(0);
+    }
 }
 
 /// A credentials Secret changed (rotated, created, deleted): every object of its

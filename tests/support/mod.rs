@@ -4,4 +4,6 @@
 pub mod crash;
 pub mod crd_schema;
 pub mod e2e;
+pub mod gitops;
+pub mod prometheus;
 pub mod real;

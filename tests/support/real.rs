@@ -15,7 +15,7 @@ use kube::Api;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use serde_json::Value;
 use verda_api::conditions::{READY, is_true};
-use verda_api::v1alpha1::{LoadBalancer, VirtualMachine};
+use verda_api::v1alpha1::{LoadBalancer, VirtualMachine, VirtualMachineGroup};
 use verda_operator::cloud::{
     ClientOptions, CloudSelection, CloudSource, Environment, OpenStackClient, resolve,
 };
@@ -429,4 +429,36 @@ pub fn nothing_left(real: &Real, baseline: &BTreeSet<String>) {
         .cloned()
         .collect();
     assert!(left.is_empty(), "left in the project: {left:?}");
+}
+
+/// Deletes what `files` created and checks the project is back to `baseline`.
+pub async fn all_deleted(
+    real: &Real,
+    client: &kube::Client,
+    ns: &Namespace,
+    operator: &Operator,
+    files: &[String],
+    baseline: BTreeSet<String>,
+) {
+    let mut args = vec!["-n", ns.name.as_str(), "delete", "--wait=false"];
+    for f in files {
+        args.extend(["-f", f.as_str()]);
+    }
+    real.kubectl(&args);
+    let vms: Api<VirtualMachine> = ns.api(client.clone());
+    let groups: Api<VirtualMachineGroup> = ns.api(client.clone());
+    let lbs: Api<LoadBalancer> = ns.api(client.clone());
+    until(
+        "every object is gone",
+        Duration::from_secs(240),
+        &context(operator),
+        || async {
+            let n = vms.list(&Default::default()).await.ok()?.items.len()
+                + groups.list(&Default::default()).await.ok()?.items.len()
+                + lbs.list(&Default::default()).await.ok()?.items.len();
+            (n == 0).then_some(())
+        },
+    )
+    .await;
+    nothing_left(real, &baseline);
 }

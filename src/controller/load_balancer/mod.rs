@@ -34,7 +34,7 @@ use verda_api::v1alpha1::{
 use super::driver::{
     Managed, error_policy, managed_kind, object_key, object_labels, publish, reconcile_with,
 };
-use super::lifecycle;
+use super::progress;
 use super::status_patch::write_status;
 use super::tenancy::Tenant;
 use super::watch_cache::Feeds;
@@ -199,7 +199,7 @@ async fn apply_spec(
     }
     let mut status = status::next_status(&lb, &observed, &outcome, &backends.missing_groups, now);
     status.project_id = Some(tenant.project.clone());
-    lifecycle::mark_paused(&mut status.conditions, policy, lb.metadata.generation, now);
+    progress::summarise(&mut status.conditions, policy, lb.metadata.generation, now);
     if lb.status.as_ref() != Some(&status) {
         write_status(&ctx.client, &*lb, &status).await?;
     }
@@ -251,7 +251,6 @@ fn record_metrics(ctx: &Context, lb: &LoadBalancer, status: &LoadBalancerStatus)
         .load_balancer_ready_members
         .get_or_create(&labels)
         .set(ready as i64);
-    let reason = find_condition(&status.conditions, READY).map(|c| c.reason.clone());
     ctx.metrics
-        .set_object_state(LoadBalancer::CONTROLLER, &object_key(lb), reason.as_deref());
+        .set_object_conditions(LoadBalancer::CONTROLLER, &labels, Some(&status.conditions));
 }

@@ -146,6 +146,6 @@ async fn finished(ctx: &Context, lb: &LoadBalancer, reason: &str, note: String) 
     ctx.metrics.load_balancer_members.remove(&labels);
     ctx.metrics.load_balancer_ready_members.remove(&labels);
     ctx.metrics
-        .set_object_state(LoadBalancer::CONTROLLER, &object_key(lb), None);
+        .set_object_conditions(LoadBalancer::CONTROLLER, &labels, None);
     publish(ctx, lb, EventType::Normal, reason, note, "Delete").await;
 }

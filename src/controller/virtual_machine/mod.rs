@@ -21,8 +21,8 @@ use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::ObjectRef;
 use verda_api::v1alpha1::{ReconcilePolicy, VirtualMachine, finalizers};
 
-use super::driver::{Managed, error_policy, managed_kind, object_key, publish, reconcile_with};
-use super::lifecycle::mark_paused;
+use super::driver::{Managed, error_policy, managed_kind, object_labels, publish, reconcile_with};
+use super::progress;
 use super::status_patch::write_status;
 use super::tenancy::Tenant;
 use super::watch_cache::Feeds;
@@ -105,13 +105,15 @@ async fn apply_spec(
     };
     let mut status = status::next_status(&vm, &observed.servers, &outcome, now);
     status.project_id = Some(tenant.project.clone());
-    mark_paused(&mut status.conditions, policy, vm.metadata.generation, now);
+    progress::summarise(&mut status.conditions, policy, vm.metadata.generation, now);
     if vm.status.as_ref() != Some(&status) {
         write_status(&ctx.client, &*vm, &status).await?;
     }
-    let (_, reason, _) = &outcome.ready;
-    ctx.metrics
-        .set_object_state(VirtualMachine::CONTROLLER, &object_key(&*vm), Some(reason));
+    ctx.metrics.set_object_conditions(
+        VirtualMachine::CONTROLLER,
+        &object_labels(&*vm),
+        Some(&status.conditions),
+    );
     if let Some((type_, reason, note)) = outcome.event {
         publish(&ctx, &*vm, type_, reason, note, "Reconcile").await;
     }

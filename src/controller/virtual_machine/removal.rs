@@ -12,7 +12,7 @@ use verda_api::v1alpha1::annotations::RECONCILE_POLICY;
 use crate::cloud::model::compute::Server;
 use crate::cloud::owner::{META_PREFIX, without_ownership};
 use crate::cloud::{Compute, MetadataMode};
-use crate::controller::driver::{Cleanup, Managed, object_key, publish};
+use crate::controller::driver::{Cleanup, Managed, object_key, object_labels, publish};
 use crate::controller::lifecycle::Removal;
 use crate::controller::{Context, ReconcileError};
 
@@ -109,6 +109,6 @@ async fn detach_server(
 /// of its server.
 async fn finished(ctx: &Context, vm: &VirtualMachine, reason: &str, note: String) {
     ctx.metrics
-        .set_object_state(VirtualMachine::CONTROLLER, &object_key(vm), None);
+        .set_object_conditions(VirtualMachine::CONTROLLER, &object_labels(vm), None);
     publish(ctx, vm, EventType::Normal, reason, note, "Delete").await;
 }

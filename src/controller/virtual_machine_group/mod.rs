@@ -26,7 +26,8 @@ use verda_api::v1alpha1::{
 use super::driver::{
     Cleanup, Managed, error_policy, managed_kind, object_key, object_labels, reconcile_with,
 };
-use super::lifecycle::{Removal, TEMPLATE_IMPORT, mark_paused};
+use super::lifecycle::{Removal, TEMPLATE_IMPORT};
+use super::progress;
 use super::status_patch::write_status;
 use super::tenancy::Tenant;
 use super::watch_cache::Feeds;
@@ -113,7 +114,7 @@ async fn apply_spec(
         + apply::align_policy(&ctx.client, &group, &vms).await?;
     let mut status = status::next_status(&group, &vms, &members, &hash, server_group.as_ref(), now);
     status.project_id = Some(tenant.project.clone());
-    mark_paused(
+    progress::summarise(
         &mut status.conditions,
         policy,
         group.metadata.generation,
@@ -146,14 +147,10 @@ fn record_metrics(
         .group_ready_replicas
         .get_or_create(&labels)
         .set(status.ready_replicas.into());
-    let reason =
-        verda_api::conditions::find_condition(&status.conditions, verda_api::conditions::READY)
-            .map(|c| c.reason.clone())
-            .unwrap_or_default();
-    ctx.metrics.set_object_state(
+    ctx.metrics.set_object_conditions(
         VirtualMachineGroup::CONTROLLER,
-        &object_key(group),
-        Some(&reason),
+        &labels,
+        Some(&status.conditions),
     );
 }
 
@@ -207,6 +204,6 @@ async fn cleanup(
     ctx.metrics.group_desired_replicas.remove(&labels);
     ctx.metrics.group_ready_replicas.remove(&labels);
     ctx.metrics
-        .set_object_state(VirtualMachineGroup::CONTROLLER, &key, None);
+        .set_object_conditions(VirtualMachineGroup::CONTROLLER, &labels, None);
     Ok(Cleanup::Done)
 }

@@ -3,8 +3,12 @@
 //! Call sites never build label strings themselves: every family takes a typed label
 //! set, so a metric label can never be assembled from `Debug` output or carry a secret.
 
+mod conditions;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -108,6 +112,10 @@ pub struct Metrics {
     /// Cloud resources of this cluster whose owner object is gone, by resource kind.
     pub orphaned_resources: Family<ResourceLabels, Gauge>,
     orphans: Mutex<HashMap<(String, &'static str), i64>>,
+    /// Objects by condition, and each object's time in its conditions.
+    conditions: conditions::ConditionMetrics,
+    /// 1 while this process holds the leader Lease and runs the controllers.
+    pub leader: Gauge,
 }
 
 impl Metrics {
@@ -191,8 +199,17 @@ impl Metrics {
             "Servers and load balancers of this cluster whose owner object no longer exists (see verda-operator orphans)",
             orphaned_resources.clone(),
         );
+        let conditions = conditions::ConditionMetrics::register(&mut registry);
+        let leader = Gauge::default();
+        registry.register(
+            "leader",
+            "1 while this replica holds the leader Lease and runs the controllers, 0 on a standby",
+            leader.clone(),
+        );
         Arc::new(Self {
             registry,
+            conditions,
+            leader,
             paused_objects,
             paused: Mutex::default(),
             orphaned_resources,
@@ -231,9 +248,27 @@ impl Metrics {
             .inc();
     }
 
+    /// Records the object's conditions as its status now has them (`None`: it is gone):
+    /// the condition families, and its state (the Ready reason) in `managed_objects`.
+    pub fn set_object_conditions(
+        &self,
+        kind: &'static str,
+        object: &ObjectLabels,
+        conditions: Option<&[Condition]>,
+    ) {
+        self.conditions
+            .set(kind, &object.namespace, &object.name, conditions);
+        let ready = conditions.map(|all| {
+            verda_api::conditions::find_condition(all, verda_api::conditions::READY)
+                .map_or("", |c| c.reason.as_str())
+        });
+        let key = format!("{}/{}", object.namespace, object.name);
+        self.set_object_state(kind, &key, ready);
+    }
+
     /// Records that the object `key` (namespace/name) of `kind` is now in `state`;
     /// `None` forgets it (deleted).
-    pub fn set_object_state(&self, kind: &'static str, key: &str, state: Option<&str>) {
+    fn set_object_state(&self, kind: &'static str, key: &str, state: Option<&str>) {
         let mut states = self.states.lock().unwrap_or_else(|e| e.into_inner());
         let entry = (kind, key.to_owned());
         let previous = match state {
