@@ -13,7 +13,7 @@ use verda_operator::sim::SimConfig;
 
 #[tokio::test]
 async fn metrics_describe_reconciles_cloud_calls_objects_and_replicas() {
-    let env = Env::start(SimConfig::fast(), test_timing()).await;
+    let mut env = Env::start(SimConfig::fast(), test_timing()).await;
     let _: VirtualMachineGroup = env
         .create_from_yaml(&sample("virtualmachinegroup.yaml"))
         .await;
@@ -83,4 +83,12 @@ async fn metrics_describe_reconciles_cloud_calls_objects_and_replicas() {
     // Nothing secret reaches the metrics.
     let password = env.sim.credentials().password;
     assert!(!text.contains(&password));
+
+    // Controllers stopped (the lease lost): this replica no longer reports the objects
+    // it followed, only that it does not lead.
+    let stopped = env.ctx.metrics.clone();
+    env.restart().await;
+    let text = stopped.encode();
+    assert!(text.contains("verda_leader 0"), "{text}");
+    assert!(!text.contains("name=\"virtualmachinegroup-sample\""), "{text}");
 }

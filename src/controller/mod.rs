@@ -51,7 +51,8 @@ pub async fn run_all(ctx: Arc<Context>) {
     );
 }
 
-/// Holds `verda_leader` at 1 while the controllers run, back to 0 when dropped.
+/// Holds `verda_leader` at 1 while the controllers run; when dropped, back to 0 and
+/// the per-object series go (the next leader exports its own).
 struct Leading(Arc<crate::metrics::Metrics>);
 
 impl Leading {
@@ -64,6 +65,7 @@ impl Leading {
 impl Drop for Leading {
     fn drop(&mut self) {
         self.0.leader.set(0);
+        self.0.forget_objects();
     }
 }
 

@@ -73,6 +73,14 @@ impl ConditionMetrics {
         }
     }
 
+    /// Forgets every object.
+    pub fn clear(&self) {
+        let mut recorded = self.recorded.lock().unwrap_or_else(|e| e.into_inner());
+        recorded.clear();
+        self.by_condition.clear();
+        self.since.clear();
+    }
+
     /// Records `conditions` as the object's current ones; `None` forgets the object.
     pub fn set(
         &self,

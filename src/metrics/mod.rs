@@ -248,6 +248,36 @@ impl Metrics {
             .inc();
     }
 
+    /// Forgets every series about objects and cloud resources. A replica that stops
+    /// leading no longer follows them, and must not go on exporting what it last saw
+    /// (an object fixed since would stay not-Ready on its scrape, and alert).
+    pub fn forget_objects(&self) {
+        self.states
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+        self.managed_objects.clear();
+        self.paused
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+        self.paused_objects.clear();
+        self.orphans
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+        self.orphaned_resources.clear();
+        self.conditions.clear();
+        for family in [
+            &self.group_desired_replicas,
+            &self.group_ready_replicas,
+            &self.load_balancer_members,
+            &self.load_balancer_ready_members,
+        ] {
+            family.clear();
+        }
+    }
+
     /// Records the object's conditions as its status now has them (`None`: it is gone):
     /// the condition families, and its state (the Ready reason) in `managed_objects`.
     pub fn set_object_conditions(
@@ -374,6 +404,34 @@ mod tests {
         assert!(text.contains(
             r#"verda_project_cloud_requests_total{project="unknown",service="identity"} 1"#
         ));
+    }
+
+    #[test]
+    fn a_replica_that_stops_leading_forgets_every_object() {
+        let metrics = Metrics::new();
+        let object = ObjectLabels {
+            namespace: "ns".into(),
+            name: "web".into(),
+        };
+        metrics.set_object_conditions("virtualmachine", &object, Some(&[]));
+        metrics.group_ready_replicas.get_or_create(&object).set(2);
+        metrics.set_paused("virtualmachine", "ns/web", true);
+        metrics.set_orphans("p1", "server", 1);
+        metrics.leader.set(1);
+        metrics.forget_objects();
+        let text = metrics.encode();
+        assert!(!text.contains(r#"name="web""#), "{text}");
+        assert!(!text.contains("verda_paused_objects{"), "{text}");
+        assert!(!text.contains("verda_orphaned_cloud_resources{"), "{text}");
+        // The leader gauge is not an object's (Leading sets it).
+        assert!(text.contains("verda_leader 1"), "{text}");
+        metrics.set_paused("virtualmachine", "ns/web", true);
+        assert!(
+            metrics
+                .encode()
+                .contains(r#"verda_paused_objects{kind="virtualmachine"} 1"#),
+            "counted anew after a restart of the controllers"
+        );
     }
 
     #[test]
