@@ -90,5 +90,8 @@ async fn metrics_describe_reconciles_cloud_calls_objects_and_replicas() {
     env.restart().await;
     let text = stopped.encode();
     assert!(text.contains("verda_leader 0"), "{text}");
-    assert!(!text.contains("name=\"virtualmachinegroup-sample\""), "{text}");
+    assert!(
+        !text.contains("name=\"virtualmachinegroup-sample\""),
+        "{text}"
+    );
 }

@@ -1,0 +1,223 @@
+//! The OpenStack simulator: one axum server on 127.0.0.1 speaking the wire format of
+//! Keystone v3, Nova v2.1, Glance v2, Neutron v2.0 and Octavia v2 (as the OpenStack API
+//! reference documents them), with lazy state machines, a seeded cloud, fault injection and
+//! request counters. It is a test double and the operator's embedded default cloud;
+//! it does not persist anything and does not model admin-only APIs.
+//!
+//! Services are path-prefixed on one listener: `/identity/v3`, `/compute/v2.1`,
+//! `/image`, `/network`, `/load-balancer`, all advertised in the catalog for the
+//! regions `RegionOne` and `tokyo1` (both regions share one state).
+
+// Handlers answer `Result<Response, Response>`: the error side *is* the HTTP answer,
+// built once per failed request, so boxing it would buy nothing.
+#![allow(clippy::result_large_err)]
+
+mod config;
+mod faults;
+mod gate;
+mod glance;
+mod keystone;
+mod model;
+mod neutron;
+mod nova;
+pub(crate) mod octavia;
+mod query;
+mod router;
+mod seed;
+mod snapshot;
+mod state;
+mod wire;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use tokio::task::JoinHandle;
+
+pub use config::{SimConfig, SimCredentials};
+pub use faults::{Fault, FaultKind};
+pub use snapshot::{
+    SimFloatingIp, SimHealthMonitor, SimListener, SimLoadBalancer, SimMember, SimPool, SimServer,
+    SimServerGroup,
+};
+
+use faults::{Counters, FaultTable, lock};
+use state::{Shared, Sim, World};
+
+/// A running simulator. Dropping the handle stops the server.
+pub struct Simulator {
+    sim: Sim,
+    addr: SocketAddr,
+    task: JoinHandle<()>,
+}
+
+impl Drop for Simulator {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Simulator {
+    /// Starts on `127.0.0.1` with a free port.
+    pub async fn start(config: SimConfig) -> std::io::Result<Simulator> {
+        Self::start_on(SocketAddr::from(([127, 0, 0, 1], 0)), config).await
+    }
+
+    /// Starts on `addr`.
+    pub async fn start_on(addr: SocketAddr, config: SimConfig) -> std::io::Result<Simulator> {
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        let addr = listener.local_addr()?;
+        let sim: Sim = Arc::new(Shared {
+            base: format!("http://{addr}"),
+            worlds: seed::identities()
+                .iter()
+                .map(|i| {
+                    let world = World::new(&config, &i.project_id);
+                    (i.project_id.clone(), Mutex::new(world))
+                })
+                .collect(),
+            tokens: Mutex::new(Default::default()),
+            faults: FaultTable::new(config.seed),
+            counters: Counters::default(),
+            config,
+        });
+        let app = router::app(sim.clone());
+        let task = tokio::spawn(async move {
+            if let Err(e) = axum::serve(listener, app).await {
+                tracing::error!(error = %e, "OpenStack simulator stopped");
+            }
+        });
+        Ok(Simulator { sim, addr, task })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The Keystone v3 URL (`auth_url` of clouds.yaml).
+    pub fn auth_url(&self) -> String {
+        format!("{}/identity/v3", self.sim.base)
+    }
+
+    /// A clouds.yaml with cloud `verda-sim` (password auth, RegionOne) and
+    /// `verda-sim-appcred` (application credential).
+    pub fn clouds_yaml(&self) -> String {
+        self.clouds_yaml_of(&seed::credentials())
+    }
+
+    /// The same, for the identity `c` (see [`Self::team_credentials`]).
+    pub fn clouds_yaml_of(&self, c: &SimCredentials) -> String {
+        format!(
+            "clouds:\n  verda-sim:\n    auth_type: password\n    auth:\n      auth_url: {url}\n      username: {u}\n      password: {p}\n      project_name: {pr}\n      user_domain_name: {d}\n      project_domain_name: {d}\n    region_name: RegionOne\n    interface: public\n    identity_api_version: 3\n  verda-sim-appcred:\n    auth_type: v3applicationcredential\n    auth:\n      auth_url: {url}\n      application_credential_id: {ai}\n      application_credential_secret: {as_}\n    region_name: RegionOne\n    interface: public\n    identity_api_version: 3\n",
+            url = self.auth_url(),
+            u = c.username,
+            p = c.password,
+            pr = c.project_name,
+            d = c.user_domain,
+            ai = c.application_credential_id,
+            as_ = c.application_credential_secret,
+        )
+    }
+
+    pub fn credentials(&self) -> SimCredentials {
+        seed::credentials()
+    }
+
+    /// The second project's identity (project `team-b`), for shared-cluster tests.
+    pub fn team_credentials(&self) -> SimCredentials {
+        let [_, team] = seed::identities();
+        team
+    }
+
+    /// The servers of `project` (an ID).
+    pub fn servers_in(&self, project: &str) -> Vec<SimServer> {
+        snapshot::servers(&self.sim.world_of(project))
+    }
+
+    pub fn server_groups_in(&self, project: &str) -> Vec<SimServerGroup> {
+        snapshot::server_groups(&self.sim.world_of(project))
+    }
+
+    pub fn load_balancers_in(&self, project: &str) -> Vec<SimLoadBalancer> {
+        snapshot::load_balancers(&self.sim.world_of(project))
+    }
+
+    pub fn config(&self) -> &SimConfig {
+        &self.sim.config
+    }
+
+    /// Requests received for `service`/`operation` (refused ones included).
+    pub fn requests(&self, service: &str, operation: &str) -> u64 {
+        self.sim.counters.get(service, operation)
+    }
+
+    pub fn request_counts(&self) -> BTreeMap<(String, String), u64> {
+        self.sim.counters.snapshot()
+    }
+
+    pub fn total_requests(&self) -> u64 {
+        self.sim.counters.snapshot().values().sum()
+    }
+
+    pub fn inject(&self, fault: Fault) {
+        self.sim.faults.inject(fault);
+    }
+
+    pub fn clear_faults(&self) {
+        self.sim.faults.clear();
+    }
+
+    /// Makes every issued token invalid, as if each had reached its expiry.
+    pub fn expire_tokens(&self) {
+        let now = std::time::Instant::now();
+        for t in lock(&self.sim.tokens).values_mut() {
+            t.valid_until = now;
+        }
+    }
+
+    /// Puts a server in ERROR (as a failed host would) with a fault.
+    pub fn set_server_error(&self, server_id: &str) {
+        let mut w = self.sim.world();
+        if let Some(s) = w.servers.get_mut(server_id) {
+            let now = chrono::Utc::now();
+            s.status = model::Status::Error;
+            s.until = None;
+            s.updated = now;
+            s.fault = Some(model::Fault {
+                code: 500,
+                message: "Injected failure".into(),
+                created: now,
+            });
+        }
+    }
+
+    /// Puts a load balancer in ERROR, as a failed amphora would.
+    pub fn set_load_balancer_error(&self, lb_id: &str) {
+        let mut w = self.sim.world();
+        if let Some(lb) = w.octavia.lbs.get_mut(lb_id) {
+            lb.meta.prov = octavia::model::Prov::Error;
+            lb.settle_at = None;
+        }
+    }
+
+    /// Deletes a server at once, as someone using the dashboard would.
+    pub fn delete_server_out_of_band(&self, server_id: &str) {
+        self.sim.world().remove_server(server_id);
+    }
+
+    pub fn servers(&self) -> Vec<SimServer> {
+        snapshot::servers(&self.sim.world())
+    }
+
+    pub fn server_groups(&self) -> Vec<SimServerGroup> {
+        snapshot::server_groups(&self.sim.world())
+    }
+
+    pub fn load_balancers(&self) -> Vec<SimLoadBalancer> {
+        snapshot::load_balancers(&self.sim.world())
+    }
+
+    pub fn floating_ips(&self) -> Vec<SimFloatingIp> {
+        snapshot::floating_ips(&self.sim.world())
+    }
+}

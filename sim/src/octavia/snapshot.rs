@@ -1,0 +1,88 @@
+//! Public snapshots of the Octavia state (see `sim::snapshot`).
+
+use super::lifecycle::{lb_operating, member_operating};
+use super::model::{Listener, LoadBalancer, Pool};
+use crate::snapshot::{SimHealthMonitor, SimListener, SimLoadBalancer, SimMember, SimPool};
+use crate::state::World;
+
+pub(crate) fn snapshot(w: &World) -> Vec<SimLoadBalancer> {
+    let mut lbs: Vec<&LoadBalancer> = w.octavia.lbs.values().collect();
+    lbs.sort_by_key(|l| l.meta.seq);
+    lbs.into_iter().map(|lb| load_balancer(w, lb)).collect()
+}
+
+fn load_balancer(w: &World, lb: &LoadBalancer) -> SimLoadBalancer {
+    let o = &w.octavia;
+    let mut listeners: Vec<&Listener> = o
+        .listeners
+        .values()
+        .filter(|l| l.lb_id == lb.meta.id)
+        .collect();
+    listeners.sort_by_key(|l| l.meta.seq);
+    let mut pools: Vec<&Pool> = o.pools.values().filter(|p| p.lb_id == lb.meta.id).collect();
+    pools.sort_by_key(|p| p.meta.seq);
+    SimLoadBalancer {
+        id: lb.meta.id.clone(),
+        name: lb.meta.name.clone(),
+        description: lb.meta.description.clone(),
+        provisioning_status: lb.meta.prov.as_str().into(),
+        operating_status: lb_operating(w, &lb.meta.id).into(),
+        vip_address: lb.vip_address.clone(),
+        vip_port_id: lb.vip_port_id.clone(),
+        vip_subnet_id: lb.vip_subnet_id.clone(),
+        flavor_id: lb.flavor_id.clone(),
+        availability_zone: lb.availability_zone.clone(),
+        tags: lb.meta.tags.clone(),
+        listeners: listeners
+            .into_iter()
+            .map(|l| SimListener {
+                id: l.meta.id.clone(),
+                name: l.meta.name.clone(),
+                protocol: l.protocol.clone(),
+                protocol_port: l.protocol_port,
+                default_pool_id: l.default_pool_id.clone(),
+                provisioning_status: l.meta.prov.as_str().into(),
+            })
+            .collect(),
+        pools: pools.into_iter().map(|p| pool(w, p)).collect(),
+    }
+}
+
+fn pool(w: &World, p: &Pool) -> SimPool {
+    SimPool {
+        id: p.meta.id.clone(),
+        name: p.meta.name.clone(),
+        protocol: p.protocol.clone(),
+        lb_algorithm: p.lb_algorithm.clone(),
+        listener_id: p.listener_id.clone(),
+        provisioning_status: p.meta.prov.as_str().into(),
+        members: p
+            .members
+            .iter()
+            .map(|m| SimMember {
+                id: m.meta.id.clone(),
+                name: m.meta.name.clone(),
+                address: m.address.clone(),
+                protocol_port: m.protocol_port,
+                monitor_port: m.monitor_port,
+                weight: m.weight,
+                provisioning_status: m.meta.prov.as_str().into(),
+                operating_status: member_operating(w, p, m).into(),
+            })
+            .collect(),
+        health_monitor: p
+            .monitor_id
+            .as_ref()
+            .and_then(|id| w.octavia.monitors.get(id))
+            .map(|m| SimHealthMonitor {
+                id: m.meta.id.clone(),
+                kind: m.kind.clone(),
+                url_path: m.url_path.clone(),
+                expected_codes: m.expected_codes.clone(),
+                delay: m.delay,
+                timeout: m.timeout,
+                max_retries: m.max_retries,
+                provisioning_status: m.meta.prov.as_str().into(),
+            }),
+    }
+}
