@@ -1,5 +1,5 @@
 //! Wire details shared by the services: request IDs, timestamp formats, JSON responses
-//! and each service's error body shape (as recorded in `openstack-wire/errors.md`).
+//! and each service's error body shape (as each one's API reference documents it).
 //! Service-specific headers (Nova microversions) are added by the service modules.
 
 use axum::body::Body;

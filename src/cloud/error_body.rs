@@ -1,7 +1,7 @@
 //! Classifying a non-2xx OpenStack answer into an [`ErrorKind`], with the message taken
 //! from the service's own error body.
 //!
-//! Body shapes, as recorded from real services (openstack-wire/errors.md):
+//! Body shapes, as the services answer (each one's API reference, error responses):
 //! Keystone and keystonemiddleware `{"error": {"message"}}`, Nova
 //! `{"badRequest"|"itemNotFound"|...: {"code", "message"}}`, Neutron
 //! `{"NeutronError": {"type", "message"}}`, Octavia `{"faultstring"}`, Glance

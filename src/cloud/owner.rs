@@ -123,6 +123,11 @@ impl Owner {
         }
     }
 
+    /// `namespace/name` of the owner object, as logs, messages and events name it.
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+
     /// The same owner, recording `cluster` on what is created for it.
     pub fn in_cluster(self, cluster: &ClusterId) -> Self {
         Self {

@@ -77,7 +77,11 @@ impl ReconcileError {
     pub fn category(&self) -> &'static str {
         match self {
             Self::Cloud { source, .. } => source.category(),
-            Self::Kube { .. } => "KubernetesApiError",
+            Self::Kube { source, .. } => match crate::kube_error::api_code(source) {
+                Some(403) => "KubernetesForbidden",
+                Some(422) => "KubernetesInvalid",
+                _ => "KubernetesApiError",
+            },
             Self::Invalid { reason, .. } => reason,
             Self::Finalizer { .. } => "FinalizerError",
             Self::Credentials { source, .. } => source.category(),
@@ -91,7 +95,12 @@ impl ReconcileError {
             Self::Cloud { source, .. } => source.is_terminal(),
             Self::Invalid { .. } | Self::ProjectChanged { .. } => true,
             Self::Credentials { source, .. } => source.is_terminal(),
-            Self::Kube { .. } | Self::Finalizer { .. } => false,
+            // Missing RBAC or a write the API server refuses as invalid does not heal
+            // by itself; a conflict or an unreachable API server does.
+            Self::Kube { source, .. } => {
+                matches!(crate::kube_error::api_code(source), Some(403 | 422))
+            }
+            Self::Finalizer { .. } => false,
         }
     }
 
@@ -102,5 +111,37 @@ impl ReconcileError {
             Self::Credentials { source, .. } => source.cloud().and_then(CloudError::retry_after),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kube_error(code: u16) -> ReconcileError {
+        let status: kube::core::Status = serde_json::from_value(serde_json::json!({
+            "status": "Failure", "message": "refused", "reason": "Refused", "code": code
+        }))
+        .expect("status");
+        ReconcileError::kube("write status", "ns/web")(kube::Error::Api(Box::new(status)))
+    }
+
+    #[test]
+    fn missing_rbac_is_terminal_and_a_conflict_is_not() {
+        let forbidden = kube_error(403);
+        assert_eq!(
+            (forbidden.category(), forbidden.is_terminal()),
+            ("KubernetesForbidden", true)
+        );
+        let invalid = kube_error(422);
+        assert_eq!(
+            (invalid.category(), invalid.is_terminal()),
+            ("KubernetesInvalid", true)
+        );
+        let conflict = kube_error(409);
+        assert_eq!(
+            (conflict.category(), conflict.is_terminal()),
+            ("KubernetesApiError", false)
+        );
     }
 }

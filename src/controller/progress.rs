@@ -16,6 +16,9 @@ use super::lifecycle::{
     mark_paused,
 };
 
+/// The Ready reason of every kind while its cloud resources are on their way.
+pub const PROVISIONING: &str = "Provisioning";
+
 pub const RECONCILING: &str = "Reconciling";
 pub const STALLED: &str = "Stalled";
 

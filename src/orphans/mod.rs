@@ -156,7 +156,7 @@ pub fn servers<'a>(
                 id: s.id.to_string(),
                 name: s.name.clone(),
                 owner_uid: uid,
-                owner: owner.map(|o| format!("{}/{}", o.namespace, o.name)),
+                owner: owner.map(|o| o.key()),
             })
         })
         .collect()

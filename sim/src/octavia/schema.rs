@@ -3,7 +3,7 @@
 //! tags, protocol, algorithm, monitor type and method enums, port, weight, retry and
 //! delay ranges, the health check's URL path and expected codes. A refusal is WSME's
 //! `InvalidInput`, `Invalid input for field/attribute <name>. Value: '<value>'. <why>`
-//! (recorded in `openstack-wire/octavia-ops.md`); WSME stops at the first attribute
+//! (Octavia's API reference, "Faults"); WSME stops at the first attribute
 //! that fails, in the order the type declares them, which the tables below keep.
 //!
 //! Deliberately not here: UUID formats, TLS, L7, session persistence and other

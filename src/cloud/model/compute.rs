@@ -2,7 +2,7 @@
 //!
 //! Responses are read leniently (unknown keys ignored, absent keys defaulted): Nova's
 //! reduced server view after `PUT /servers/{id}` and the BUILD/ERROR views lack keys the
-//! ACTIVE view has (openstack-wire/nova-servers.md, nova-errors.md).
+//! ACTIVE view has (Compute API reference, "Show Server Details" and "Update Server").
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -71,7 +71,7 @@ async fn check(
         lb,
         owner,
     } = *inputs;
-    let key = format!("{}/{}", owner.namespace, owner.name);
+    let key = owner.key();
     let refuse = |reason, message: String| ReconcileError::Invalid {
         object: key.clone(),
         reason,
@@ -131,7 +131,7 @@ async fn take_over(inputs: &Inputs<'_>, found: &LoadBalancer) -> Result<(), Reco
         owner,
         ..
     } = *inputs;
-    let key = format!("{}/{}", owner.namespace, owner.name);
+    let key = owner.key();
     if let Some(port) = &found.vip_port_id {
         let fips = neutron
             .list_floating_ips(&FloatingIpFilter {

@@ -56,7 +56,7 @@ async fn after_member_write(
     mut tree: Observed,
     pools: &[PoolId],
 ) -> Result<Observed, ReconcileError> {
-    let key = format!("{}/{}", from.owner.namespace, from.owner.name);
+    let key = from.owner.key();
     let Some(kept) = keeper(from.lb, &tree.load_balancers).map(|l| l.id.clone()) else {
         return Ok(read(from).await?.tree);
     };

@@ -6,14 +6,16 @@
 use std::time::Duration;
 
 use k8s_openapi::jiff::Timestamp;
-use verda_api::v1alpha1::{LoadBalancer, VipType};
+use verda_api::v1alpha1::{LoadBalancer, LoadBalancerPort, VipType};
 
 use super::desired::{self, Backend, MonitorSettings};
 use super::resolve::{Observed, keeper};
 use crate::cloud::ids::{
     FloatingIpId, HealthMonitorId, ListenerId, LoadBalancerId, PoolId, PortId,
 };
-use crate::cloud::model::loadbalancing::{MemberSpec, ProvisioningStatus};
+use crate::cloud::model::loadbalancing::{
+    LoadBalancer as OctaviaLoadBalancer, MemberSpec, Pool, ProvisioningStatus,
+};
 
 /// The next thing to do for one LoadBalancer.
 #[derive(Clone, Debug, PartialEq)]
@@ -135,70 +137,16 @@ pub fn plan_holding(
     error_replace: Duration,
     now: Timestamp,
 ) -> Step {
-    let Some(kept) = keeper(lb, &observed.load_balancers) else {
-        let members = lb
-            .spec
-            .ports
-            .iter()
-            .enumerate()
-            .map(|(i, port)| desired::members(port, backends.get(i).map_or(&[], Vec::as_slice)))
-            .collect();
-        return Step::Create(members);
+    let kept = match usable_load_balancer(lb, observed, backends, error_replace, now) {
+        Ok(kept) => kept,
+        Err(step) => return step,
     };
-    let extra: Vec<LoadBalancerId> = observed
-        .load_balancers
-        .iter()
-        .filter(|l| l.id != kept.id && l.provisioning_status != ProvisioningStatus::PendingDelete)
-        .map(|l| l.id.clone())
-        .collect();
-    if !extra.is_empty() {
-        return Step::DeleteDuplicates(extra);
-    }
-    match kept.provisioning_status {
-        ProvisioningStatus::Error => return error_step(lb, &kept.id, error_replace, now),
-        s if s.is_pending() => return Step::Wait(s),
-        _ => {}
-    }
     let mut held = 0;
     for (index, port) in lb.spec.ports.iter().enumerate() {
-        let Some(listener) = observed
-            .listeners
-            .iter()
-            .find(|l| i32::from(l.protocol_port) == port.port)
-        else {
-            return Step::CreateListener(index, kept.id.clone());
+        let pool = match port_tree(index, port, &kept.id, observed) {
+            Ok(pool) => pool,
+            Err(step) => return step,
         };
-        let pool = listener
-            .default_pool_id
-            .as_ref()
-            .and_then(|id| observed.pools.iter().find(|p| &p.id == id));
-        if listener.protocol != desired::protocol(port.protocol) {
-            // Octavia cannot change a listener's protocol: remove it (pool first) and
-            // create it anew.
-            return match pool {
-                Some(p) => Step::DeletePool(p.id.clone()),
-                None => Step::DeleteListener(listener.id.clone()),
-            };
-        }
-        let Some(pool) = pool else {
-            return Step::CreatePool(index, listener.id.clone());
-        };
-        if pool.protocol != desired::protocol(port.real_servers.protocol) {
-            return Step::DeletePool(pool.id.clone());
-        }
-        let monitor = pool
-            .healthmonitor_id
-            .as_ref()
-            .and_then(|id| observed.monitors.iter().find(|m| &m.id == id));
-        match (desired::monitor_settings(port), monitor) {
-            (None, Some(m)) => return Step::DeleteMonitor(m.id.clone()),
-            (Some(s), None) => return Step::CreateMonitor(index, pool.id.clone(), s),
-            (Some(s), Some(m)) if m.kind != s.kind => return Step::DeleteMonitor(m.id.clone()),
-            (Some(s), Some(m)) if !desired::monitor_matches(&s, m) => {
-                return Step::UpdateMonitor(index, m.id.clone(), s);
-            }
-            _ => {}
-        }
         let wanted = desired::members(port, backends.get(index).map_or(&[], Vec::as_slice));
         let existing = observed
             .members
@@ -213,25 +161,114 @@ pub fn plan_holding(
             return Step::ReplaceMembers(index, pool.id.clone(), wanted);
         }
     }
-    if let Some(stale) = observed.listeners.iter().find(|l| {
-        !lb.spec
-            .ports
-            .iter()
-            .any(|p| p.port == i32::from(l.protocol_port))
-    }) {
-        let pool = stale
-            .default_pool_id
-            .as_ref()
-            .filter(|id| observed.pools.iter().any(|p| &p.id == *id));
-        return match pool {
-            Some(id) => Step::DeletePool(id.clone()),
-            None => Step::DeleteListener(stale.id.clone()),
-        };
+    if let Some(step) = stale_listener(lb, observed) {
+        return step;
     }
     match floating_ip_step(lb, observed, kept.vip_port_id.as_ref()) {
         Step::Converged if held > 0 => Step::HoldMembers(held),
         step => step,
     }
+}
+
+/// The one load balancer to program, once it exists alone and is neither in ERROR nor
+/// busy; otherwise the step that gets it there.
+fn usable_load_balancer<'a>(
+    lb: &LoadBalancer,
+    observed: &'a Observed,
+    backends: &[Vec<Backend>],
+    error_replace: Duration,
+    now: Timestamp,
+) -> Result<&'a OctaviaLoadBalancer, Step> {
+    let Some(kept) = keeper(lb, &observed.load_balancers) else {
+        let members = lb
+            .spec
+            .ports
+            .iter()
+            .enumerate()
+            .map(|(i, port)| desired::members(port, backends.get(i).map_or(&[], Vec::as_slice)))
+            .collect();
+        return Err(Step::Create(members));
+    };
+    let extra: Vec<LoadBalancerId> = observed
+        .load_balancers
+        .iter()
+        .filter(|l| l.id != kept.id && l.provisioning_status != ProvisioningStatus::PendingDelete)
+        .map(|l| l.id.clone())
+        .collect();
+    if !extra.is_empty() {
+        return Err(Step::DeleteDuplicates(extra));
+    }
+    match kept.provisioning_status {
+        ProvisioningStatus::Error => Err(error_step(lb, &kept.id, error_replace, now)),
+        s if s.is_pending() => Err(Step::Wait(s)),
+        _ => Ok(kept),
+    }
+}
+
+/// The pool of the port at `index` once its listener, pool and monitor are as the
+/// spec says; otherwise the step that fixes the first that is not.
+fn port_tree<'a>(
+    index: usize,
+    port: &LoadBalancerPort,
+    lb_id: &LoadBalancerId,
+    observed: &'a Observed,
+) -> Result<&'a Pool, Step> {
+    let Some(listener) = observed
+        .listeners
+        .iter()
+        .find(|l| i32::from(l.protocol_port) == port.port)
+    else {
+        return Err(Step::CreateListener(index, lb_id.clone()));
+    };
+    let pool = listener
+        .default_pool_id
+        .as_ref()
+        .and_then(|id| observed.pools.iter().find(|p| &p.id == id));
+    if listener.protocol != desired::protocol(port.protocol) {
+        // Octavia cannot change a listener's protocol: remove it (pool first) and
+        // create it anew.
+        return Err(match pool {
+            Some(p) => Step::DeletePool(p.id.clone()),
+            None => Step::DeleteListener(listener.id.clone()),
+        });
+    }
+    let Some(pool) = pool else {
+        return Err(Step::CreatePool(index, listener.id.clone()));
+    };
+    if pool.protocol != desired::protocol(port.real_servers.protocol) {
+        return Err(Step::DeletePool(pool.id.clone()));
+    }
+    let monitor = pool
+        .healthmonitor_id
+        .as_ref()
+        .and_then(|id| observed.monitors.iter().find(|m| &m.id == id));
+    match (desired::monitor_settings(port), monitor) {
+        (None, Some(m)) => Err(Step::DeleteMonitor(m.id.clone())),
+        (Some(s), None) => Err(Step::CreateMonitor(index, pool.id.clone(), s)),
+        (Some(s), Some(m)) if m.kind != s.kind => Err(Step::DeleteMonitor(m.id.clone())),
+        (Some(s), Some(m)) if !desired::monitor_matches(&s, m) => {
+            Err(Step::UpdateMonitor(index, m.id.clone(), s))
+        }
+        _ => Ok(pool),
+    }
+}
+
+/// A listener of a port no longer in the spec: its pool goes first, then it.
+fn stale_listener(lb: &LoadBalancer, observed: &Observed) -> Option<Step> {
+    let stale = observed.listeners.iter().find(|l| {
+        !lb.spec
+            .ports
+            .iter()
+            .any(|p| p.port == i32::from(l.protocol_port))
+    })?;
+    let pool = stale
+        .default_pool_id
+        .as_ref()
+        .filter(|id| observed.pools.iter().any(|p| &p.id == *id));
+    Some(match pool {
+        Some(id) => Step::DeletePool(id.clone()),
+        None => Step::DeleteListener(stale.id.clone()),
+    })
 }
 
 /// `vipType: public` wants exactly one floating IP on the VIP port; `private` none.

@@ -21,7 +21,8 @@ use crate::cloud::owner::Owner;
 use crate::cloud::{LoadBalancing, Network};
 use crate::config::Config;
 use crate::controller::ReconcileError;
-use crate::controller::virtual_machine::apply::PROVISIONING;
+use crate::controller::driver::object_key;
+use crate::controller::progress::PROVISIONING;
 use crate::controller::watch_cache::{WatchCaches, exists, in_namespace};
 
 /// The backends of every port, in spec order, and the groups that do not exist.
@@ -184,7 +185,7 @@ pub async fn observe(
     lb: &LoadBalancer,
     owner: &Owner,
 ) -> Result<Observed, ReconcileError> {
-    let key = format!("{}/{}", owner.namespace, owner.name);
+    let key = owner.key();
     let mut observed = Observed {
         load_balancers: octavia
             .list_load_balancers(&LbFilter {
@@ -256,7 +257,7 @@ pub async fn placement(
     neutron: &dyn Network,
     lb: &LoadBalancer,
 ) -> Result<Placement, ReconcileError> {
-    let key = format!("{}/{}", lb.namespace().unwrap_or_default(), lb.name_any());
+    let key = object_key(lb);
     let spec = &lb.spec;
     let vip_type = match spec.vip_type {
         VipType::Private => "private",

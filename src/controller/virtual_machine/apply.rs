@@ -25,8 +25,7 @@ pub struct Outcome {
     pub requeue: Duration,
 }
 
-/// The Ready reason while a server is on its way.
-pub const PROVISIONING: &str = "Provisioning";
+pub use crate::controller::progress::PROVISIONING;
 
 fn provisioning(id: Option<ServerId>, message: String, requeue: Duration) -> Outcome {
     Outcome {
@@ -46,52 +45,17 @@ pub async fn run(
     observed: &Observed,
     step: Step,
 ) -> Result<Outcome, ReconcileError> {
-    let key = format!("{}/{}", owner.namespace, owner.name);
+    let key = owner.key();
     let compute = tenant.ports.compute();
+    let compute = compute.as_ref();
     let poll = ctx.timing.poll;
     let kept = super::plan::keeper(vm, &observed.servers).map(|s| s.id.clone());
     let outcome = match step {
-        Step::Create => {
-            let request = resolve::create_request(ctx, tenant, vm, owner).await?;
-            let id = compute
-                .create_server(&request)
-                .await
-                .map_err(ReconcileError::cloud("create server", &key))?;
-            let recorded = vm.status.as_ref().and_then(|s| s.server_id.clone());
-            let event = match recorded {
-                Some(old) => (
-                    EventType::Warning,
-                    "Recreated",
-                    format!(
-                        "server {old} no longer exists (deleted outside Kubernetes?); created server {id}"
-                    ),
-                ),
-                None => (EventType::Normal, "Created", format!("created server {id}")),
-            };
-            Outcome {
-                event: Some(event),
-                ..provisioning(
-                    Some(id.clone()),
-                    format!("server {id} is being created"),
-                    poll,
-                )
-            }
-        }
-        Step::DeleteDuplicates(ids) => {
-            for id in &ids {
-                ignore_not_found(compute.delete_server(id).await)
-                    .map_err(ReconcileError::cloud("delete a duplicate server", &key))?;
-            }
-            let list = crate::cloud::ids::joined(&ids);
-            Outcome {
-                event: Some((
-                    EventType::Warning,
-                    "DuplicateDeleted",
-                    format!("deleted duplicate servers {list}"),
-                )),
-                ..provisioning(kept, "removing duplicate servers".into(), poll)
-            }
-        }
+        Step::Create => create(ctx, tenant, vm, owner).await?,
+        Step::DeleteDuplicates(ids) => Outcome {
+            event: Some(delete_duplicates(compute, &ids, &key).await?),
+            ..provisioning(kept, "removing duplicate servers".into(), poll)
+        },
         Step::ReportError {
             reason,
             message,
@@ -103,34 +67,16 @@ pub async fn run(
             event: first.then_some((EventType::Warning, reason, message)),
             requeue: retry_in.max(poll),
         },
-        Step::ReplaceErrored(id) => {
-            ignore_not_found(compute.delete_server(&id).await)
-                .map_err(ReconcileError::cloud("delete the failed server", &key))?;
-            Outcome {
-                event: Some((
-                    EventType::Normal,
-                    "Replacing",
-                    format!("deleted server {id} in ERROR; a new one follows"),
-                )),
-                ..provisioning(
-                    None,
-                    format!("replacing server {id}, which was in ERROR"),
-                    poll,
-                )
-            }
-        }
+        Step::ReplaceErrored(id) => replace_errored(compute, &id, &key, poll).await?,
         Step::Wait => provisioning(kept, "waiting for the server to become ACTIVE".into(), poll),
         Step::Resize(id, flavor) => {
             compute
                 .resize_server(&id, &flavor)
                 .await
                 .map_err(ReconcileError::cloud("resize server", &key))?;
+            let event = format!("resizing server {id} to flavor {}", vm.spec.flavor);
             Outcome {
-                event: Some((
-                    EventType::Normal,
-                    "Resizing",
-                    format!("resizing server {id} to flavor {}", vm.spec.flavor),
-                )),
+                event: Some((EventType::Normal, "Resizing", event)),
                 ..provisioning(
                     Some(id),
                     format!("resizing to flavor {}", vm.spec.flavor),
@@ -143,12 +89,9 @@ pub async fn run(
                 .confirm_resize(&id)
                 .await
                 .map_err(ReconcileError::cloud("confirm the resize", &key))?;
+            let event = format!("server {id} now runs flavor {}", vm.spec.flavor);
             Outcome {
-                event: Some((
-                    EventType::Normal,
-                    "Resized",
-                    format!("server {id} now runs flavor {}", vm.spec.flavor),
-                )),
+                event: Some((EventType::Normal, "Resized", event)),
                 ..provisioning(Some(id), "confirming the resize".into(), poll)
             }
         }
@@ -161,27 +104,106 @@ pub async fn run(
         }
         Step::SetMetadata(id, metadata) => {
             let mode = MetadataMode::Replace;
-            set_metadata(compute.as_ref(), vm, observed, id, metadata, mode, &key).await?
+            set_metadata(compute, vm, observed, id, metadata, mode, &key).await?
         }
         Step::MergeMetadata(id, metadata) => {
             let mode = MetadataMode::Merge;
-            set_metadata(compute.as_ref(), vm, observed, id, metadata, mode, &key).await?
+            set_metadata(compute, vm, observed, id, metadata, mode, &key).await?
         }
-        Step::Converged => Outcome {
-            server_id: kept.clone(),
-            ready: (
-                Status::True,
-                "Active",
-                format!(
-                    "server {} is ACTIVE",
-                    kept.map(|k| k.to_string()).unwrap_or_default()
-                ),
-            ),
-            event: None,
-            requeue: ctx.timing.resync,
-        },
+        Step::Converged => converged(kept, ctx.timing.resync),
     };
     Ok(outcome)
+}
+
+/// Creates the server; the event says whether it replaces one deleted behind the
+/// operator's back.
+async fn create(
+    ctx: &Context,
+    tenant: &Tenant,
+    vm: &VirtualMachine,
+    owner: &Owner,
+) -> Result<Outcome, ReconcileError> {
+    let request = resolve::create_request(ctx, tenant, vm, owner).await?;
+    let id = tenant
+        .ports
+        .compute()
+        .create_server(&request)
+        .await
+        .map_err(ReconcileError::cloud("create server", &owner.key()))?;
+    let recorded = vm.status.as_ref().and_then(|s| s.server_id.clone());
+    let event = match recorded {
+        Some(old) => (
+            EventType::Warning,
+            "Recreated",
+            format!(
+                "server {old} no longer exists (deleted outside Kubernetes?); created server {id}"
+            ),
+        ),
+        None => (EventType::Normal, "Created", format!("created server {id}")),
+    };
+    Ok(Outcome {
+        event: Some(event),
+        ..provisioning(
+            Some(id.clone()),
+            format!("server {id} is being created"),
+            ctx.timing.poll,
+        )
+    })
+}
+
+/// Deletes the servers a crash between create and status write left beside the kept
+/// one; returns the event that names them.
+async fn delete_duplicates(
+    compute: &dyn Compute,
+    ids: &[ServerId],
+    key: &str,
+) -> Result<(EventType, &'static str, String), ReconcileError> {
+    for id in ids {
+        ignore_not_found(compute.delete_server(id).await)
+            .map_err(ReconcileError::cloud("delete a duplicate server", key))?;
+    }
+    let list = crate::cloud::ids::joined(ids);
+    Ok((
+        EventType::Warning,
+        "DuplicateDeleted",
+        format!("deleted duplicate servers {list}"),
+    ))
+}
+
+/// Deletes a server in ERROR so that the next look creates a new one.
+async fn replace_errored(
+    compute: &dyn Compute,
+    id: &ServerId,
+    key: &str,
+    poll: Duration,
+) -> Result<Outcome, ReconcileError> {
+    ignore_not_found(compute.delete_server(id).await)
+        .map_err(ReconcileError::cloud("delete the failed server", key))?;
+    Ok(Outcome {
+        event: Some((
+            EventType::Normal,
+            "Replacing",
+            format!("deleted server {id} in ERROR; a new one follows"),
+        )),
+        ..provisioning(
+            None,
+            format!("replacing server {id}, which was in ERROR"),
+            poll,
+        )
+    })
+}
+
+fn converged(kept: Option<ServerId>, resync: Duration) -> Outcome {
+    let message = format!(
+        "server {} is ACTIVE",
+        kept.as_ref().map(ToString::to_string).unwrap_or_default()
+    );
+    Outcome {
+        server_id: kept,
+        ready: (Status::True, "Active", message),
+        event: None,
+        requeue: resync,
+    }
 }
 
 /// Writes the server's metadata (`Merge` keeps what an imported server came with), and

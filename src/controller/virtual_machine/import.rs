@@ -65,7 +65,7 @@ async fn check(
     owner: &Owner,
     id: &ServerId,
 ) -> Result<Server, ReconcileError> {
-    let key = format!("{}/{}", owner.namespace, owner.name);
+    let key = owner.key();
     let refuse = |reason, message: String| ReconcileError::Invalid {
         object: key.clone(),
         reason,
@@ -114,7 +114,7 @@ async fn take_over(
     owner: &Owner,
     server: &Server,
 ) -> Result<(), ReconcileError> {
-    let key = format!("{}/{}", owner.namespace, owner.name);
+    let key = owner.key();
     let compute = tenant.ports.compute();
     compute
         .set_server_tags(&server.id, &owner.tags_added_to(&server.tags))

@@ -35,7 +35,7 @@ pub async fn observe(
     owner: &Owner,
     use_view: bool,
 ) -> Result<Observed, ReconcileError> {
-    let key = format!("{}/{}", owner.namespace, owner.name);
+    let key = owner.key();
     let cached = use_view
         .then(|| view.settled(&owner.uid, ctx.view_max_age()))
         .flatten();
@@ -81,7 +81,7 @@ pub async fn create_request(
     vm: &VirtualMachine,
     owner: &Owner,
 ) -> Result<CreateServer, ReconcileError> {
-    let key = format!("{}/{}", owner.namespace, owner.name);
+    let key = owner.key();
     let spec = &vm.spec;
     let compute = tenant.ports.compute();
     let image = compute

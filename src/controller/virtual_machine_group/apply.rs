@@ -15,6 +15,7 @@ use verda_api::v1alpha1::{
 use super::plan::Plan;
 use crate::cloud::ids::ServerGroupId;
 use crate::controller::ReconcileError;
+use crate::controller::driver::object_key;
 
 /// The VirtualMachine of `group` with index `index`.
 pub fn new_vm(
@@ -110,7 +111,7 @@ async fn patch_each(
     action: &'static str,
 ) -> Result<usize, ReconcileError> {
     let ns = group.namespace().unwrap_or_default();
-    let key = format!("{ns}/{}", group.name_any());
+    let key = object_key(group);
     let api: Api<VirtualMachine> = Api::namespaced(client.clone(), &ns);
     for vm in vms {
         ignore_missing(

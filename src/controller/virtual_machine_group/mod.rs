@@ -18,13 +18,15 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams};
 use kube::runtime::controller::{Action, Controller};
+use kube::runtime::events::EventType;
 use kube::runtime::reflector::ObjectRef;
 use verda_api::v1alpha1::{
     ReconcilePolicy, UpdateStrategy, VirtualMachine, VirtualMachineGroup, finalizers,
 };
 
 use super::driver::{
-    Cleanup, Managed, error_policy, managed_kind, object_key, object_labels, reconcile_with,
+    Cleanup, Managed, error_policy, managed_kind, object_key, object_labels, publish,
+    reconcile_with,
 };
 use super::lifecycle::{Removal, TEMPLATE_IMPORT};
 use super::progress;
@@ -107,7 +109,11 @@ async fn apply_spec(
     );
     // Paused: no VirtualMachine comes or goes (they are paused too, by the annotation).
     let writes = if policy.writes() {
-        apply::run(&ctx.client, &group, &plan, &hash, server_group.as_ref()).await?
+        let writes = apply::run(&ctx.client, &group, &plan, &hash, server_group.as_ref()).await?;
+        for (reason, note) in plan.events(&group.name_any()) {
+            publish(&ctx, &*group, EventType::Normal, reason, note, "Scale").await;
+        }
+        writes
     } else {
         0
     } + apply::align_credentials(&ctx.client, &group, &vms).await?

@@ -38,6 +38,37 @@ pub struct Plan {
     pub delete: Vec<String>,
 }
 
+impl Plan {
+    /// The events that tell `kubectl describe` what the round does to the group's
+    /// VirtualMachines (named `<group>-<index>`): reason and note.
+    pub fn events(&self, group: &str) -> Vec<(&'static str, String)> {
+        let mut events = Vec::new();
+        if !self.create.is_empty() {
+            let names: Vec<String> = self.create.iter().map(|i| format!("{group}-{i}")).collect();
+            events.push((
+                "Created",
+                format!("created VirtualMachines {}", names.join(", ")),
+            ));
+        }
+        if !self.drain.is_empty() {
+            events.push((
+                "Draining",
+                format!(
+                    "VirtualMachines {} leave the load balancers' pools before they are deleted",
+                    self.drain.join(", ")
+                ),
+            ));
+        }
+        if !self.delete.is_empty() {
+            events.push((
+                "Deleted",
+                format!("deleted VirtualMachines {}", self.delete.join(", ")),
+            ));
+        }
+        events
+    }
+}
+
 /// Decides the round. `serving_required` is whether any load balancer draws on the
 /// group (then a new VirtualMachine counts as up only when it is in the pools).
 pub fn plan(

@@ -116,3 +116,25 @@ fn the_template_hash_is_stable_and_short() {
     assert_ne!(h, template_hash(r#"{"image":"ubuntu"}"#));
     assert_eq!(h.len(), 10);
 }
+
+#[test]
+fn a_round_is_told_as_events_naming_the_virtual_machines() {
+    let round = Plan {
+        create: vec![2, 3],
+        drain: vec!["web-0".into()],
+        delete: vec!["web-1".into()],
+    };
+    assert_eq!(
+        round.events("web"),
+        [
+            ("Created", "created VirtualMachines web-2, web-3".to_owned()),
+            (
+                "Draining",
+                "VirtualMachines web-0 leave the load balancers' pools before they are deleted"
+                    .to_owned()
+            ),
+            ("Deleted", "deleted VirtualMachines web-1".to_owned()),
+        ]
+    );
+    assert!(Plan::default().events("web").is_empty());
+}

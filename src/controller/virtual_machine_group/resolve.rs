@@ -150,7 +150,7 @@ pub async fn ensure_server_group(
     {
         return Ok(Some(ServerGroupId::new(id)));
     }
-    let key = format!("{}/{}", owner.namespace, owner.name);
+    let key = owner.key();
     let existing = compute
         .list_server_groups()
         .await

@@ -1,8 +1,8 @@
 //! Nova's request-body schemas (`nova/api/openstack/compute/schemas/servers.py`,
 //! `server_metadata.py`, `server_groups.py`) for the bodies the operator sends: server
 //! create and update, server metadata, server group create. A refusal is Nova's 400
-//! for the first jsonschema error (`keywords.rs`; recorded in
-//! `openstack-wire/nova-errors.md`); checks run in the schemas' property and keyword
+//! for the first jsonschema error (`keywords.rs`; Nova's `validation` module words
+//! it); checks run in the schemas' property and keyword
 //! order so that the error reported is the one Nova reports first.
 //!
 //! Deliberately not here: fields the operator never sends (block devices, network
