@@ -179,38 +179,58 @@ async fn apply_spec(
         lb: &lb,
         owner: &owner,
     };
-    let uid = owner.uid.clone();
-    let drift = drift::members(&project_view.lb_members, &uid, &lb, &observed, &step);
+    let members = &project_view.lb_members;
+    let drift = drift::members(members, &owner.uid, &lb, &observed, &step);
     if step == plan::Step::Converged {
-        project_view
-            .lb_members
-            .converged(&uid, &lb, &backends.ports);
+        members.converged(&owner.uid, &lb, &backends.ports);
     }
-    let mut outcome = match (&step, &lb.spec.import) {
-        (plan::Step::Create(_), Some(import)) => {
-            let id = LoadBalancerId::new(import.id.clone());
-            import::import(&inputs, &tenant.project, &id, policy.writes()).await?
-        }
-        _ if step.writes() && !policy.writes() => apply::paused(&step, ctx.timing.resync),
-        _ => apply::run(&inputs, step).await?,
-    };
+    let mut outcome = carry_out(&inputs, step, &tenant.project, policy).await?;
     if let (Some(note), Some(_)) = (drift, &outcome.event) {
         outcome.event = Some((EventType::Warning, "DriftCorrected", note));
     }
     let mut status = status::next_status(&lb, &observed, &outcome, &backends.missing_groups, now);
     status.project_id = Some(tenant.project.clone());
     progress::summarise(&mut status.conditions, policy, lb.metadata.generation, now);
-    if lb.status.as_ref() != Some(&status) {
-        write_status(&ctx.client, &*lb, &status).await?;
-    }
-    record_metrics(&ctx, &lb, &status);
-    for (type_, reason, note) in news(lb.status.as_ref(), &status)
-        .into_iter()
-        .chain(outcome.event)
-    {
-        publish(&ctx, &*lb, type_, reason, note, "Reconcile").await;
-    }
+    finish(&ctx, &lb, status, outcome.event).await?;
     Ok(Action::requeue(outcome.requeue))
+}
+
+/// Carries out `step`: an import in place of a create, what a paused object would do,
+/// or the step itself.
+async fn carry_out(
+    inputs: &apply::Inputs<'_>,
+    step: plan::Step,
+    project: &str,
+    policy: ReconcilePolicy,
+) -> Result<apply::Outcome, ReconcileError> {
+    match (&step, &inputs.lb.spec.import) {
+        (plan::Step::Create(_), Some(import)) => {
+            let id = LoadBalancerId::new(import.id.clone());
+            import::import(inputs, project, &id, policy.writes()).await
+        }
+        _ if step.writes() && !policy.writes() => {
+            Ok(apply::paused(&step, inputs.ctx.timing.resync))
+        }
+        _ => apply::run(inputs, step).await,
+    }
+}
+
+/// Writes the status when it changed, updates the gauges, and publishes what the
+/// step and the new conditions have to say.
+async fn finish(
+    ctx: &Context,
+    lb: &LoadBalancer,
+    status: LoadBalancerStatus,
+    event: Option<(EventType, &'static str, String)>,
+) -> Result<(), ReconcileError> {
+    if lb.status.as_ref() != Some(&status) {
+        write_status(&ctx.client, lb, &status).await?;
+    }
+    record_metrics(ctx, lb, &status);
+    for (type_, reason, note) in news(lb.status.as_ref(), &status).into_iter().chain(event) {
+        publish(ctx, lb, type_, reason, note, "Reconcile").await;
+    }
+    Ok(())
 }
 
 /// Warnings for conditions that just turned bad: a missing group, ignored monitors.

@@ -1,7 +1,7 @@
 //! The LoadBalancer status: IDs, VIP, floating IP, Octavia's statuses, every port's
 //! members with their operating status, and the Ready and MonitorsApplied conditions.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 use verda_api::conditions::{NewCondition, READY, Status, set_condition};
 use verda_api::v1alpha1::{LoadBalancer, LoadBalancerStatus, MemberStatus, PortStatus};
@@ -71,7 +71,20 @@ pub fn next_status(
     };
     let (ready, total) = member_counts(&status.ports);
     status.members = Some(format!("{ready}/{total}"));
+    set_conditions(&mut status.conditions, lb, outcome, missing_groups, now);
+    status.observed_generation = lb.metadata.generation;
+    status
+}
 
+/// Ready (from the step's outcome, unless a referenced group is missing) and
+/// MonitorsApplied (whether every port's monitor could be applied).
+fn set_conditions(
+    conditions: &mut Vec<Condition>,
+    lb: &LoadBalancer,
+    outcome: &Outcome,
+    missing_groups: &[String],
+    now: Timestamp,
+) {
     let (ready, reason, message) = &outcome.ready;
     let (ready, reason, message) = if !missing_groups.is_empty() && *reason != LOAD_BALANCER_ERROR {
         (
@@ -87,7 +100,7 @@ pub fn next_status(
     };
     let generation = lb.metadata.generation;
     set_condition(
-        &mut status.conditions,
+        conditions,
         NewCondition {
             type_: READY,
             status: ready,
@@ -117,9 +130,7 @@ pub fn next_status(
             ),
         }
     };
-    set_condition(&mut status.conditions, monitors, generation, now);
-    status.observed_generation = generation;
-    status
+    set_condition(conditions, monitors, generation, now);
 }
 
 /// Per spec port: the listener, pool and monitor IDs and the pool's members.

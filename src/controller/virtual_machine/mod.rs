@@ -18,8 +18,9 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::controller::{Action, Controller};
+use kube::runtime::events::EventType;
 use kube::runtime::reflector::ObjectRef;
-use verda_api::v1alpha1::{ReconcilePolicy, VirtualMachine, finalizers};
+use verda_api::v1alpha1::{ReconcilePolicy, VirtualMachine, VirtualMachineStatus, finalizers};
 
 use super::driver::{Managed, error_policy, managed_kind, object_labels, publish, reconcile_with};
 use super::progress;
@@ -106,16 +107,28 @@ async fn apply_spec(
     let mut status = status::next_status(&vm, &observed.servers, &outcome, now);
     status.project_id = Some(tenant.project.clone());
     progress::summarise(&mut status.conditions, policy, vm.metadata.generation, now);
+    finish(&ctx, &vm, status, outcome.event).await?;
+    Ok(Action::requeue(outcome.requeue))
+}
+
+/// Writes the status when it changed, records its conditions in the metrics, and
+/// publishes the step's event.
+async fn finish(
+    ctx: &Context,
+    vm: &VirtualMachine,
+    status: VirtualMachineStatus,
+    event: Option<(EventType, &'static str, String)>,
+) -> Result<(), ReconcileError> {
     if vm.status.as_ref() != Some(&status) {
-        write_status(&ctx.client, &*vm, &status).await?;
+        write_status(&ctx.client, vm, &status).await?;
     }
     ctx.metrics.set_object_conditions(
         VirtualMachine::CONTROLLER,
-        &object_labels(&*vm),
+        &object_labels(vm),
         Some(&status.conditions),
     );
-    if let Some((type_, reason, note)) = outcome.event {
-        publish(&ctx, &*vm, type_, reason, note, "Reconcile").await;
+    if let Some((type_, reason, note)) = event {
+        publish(ctx, vm, type_, reason, note, "Reconcile").await;
     }
-    Ok(Action::requeue(outcome.requeue))
+    Ok(())
 }

@@ -153,4 +153,4 @@ pub fn template_hash(template_json: &str) -> String {
 
 #[cfg(test)]
 #[path = "plan_tests.rs"]
-mod tests;
+pub(super) mod tests;

@@ -10,7 +10,11 @@ fn at(secs: i64) -> Timestamp {
     Timestamp::from_second(1_800_000_000 + secs).expect("valid")
 }
 
-fn member(index: u32, hash: &str, ready: bool) -> Member {
+pub(in crate::controller::virtual_machine_group) fn member(
+    index: u32,
+    hash: &str,
+    ready: bool,
+) -> Member {
     Member {
         name: format!("web-{index}"),
         index,
