@@ -10,9 +10,10 @@ use verda_api::v1alpha1::VirtualMachine;
 
 use super::plan::Step;
 use super::resolve::{self, Observed};
-use crate::cloud::ids::ServerId;
+use crate::cloud::ids::{FlavorId, ServerId};
 use crate::cloud::owner::Owner;
 use crate::cloud::{Compute, MetadataMode, ignore_not_found};
+use crate::controller::driver::object_key;
 use crate::controller::tenancy::Tenant;
 use crate::controller::{Context, ReconcileError};
 
@@ -69,32 +70,8 @@ pub async fn run(
         },
         Step::ReplaceErrored(id) => replace_errored(compute, &id, &key, poll).await?,
         Step::Wait => provisioning(kept, "waiting for the server to become ACTIVE".into(), poll),
-        Step::Resize(id, flavor) => {
-            compute
-                .resize_server(&id, &flavor)
-                .await
-                .map_err(ReconcileError::cloud("resize server", &key))?;
-            let event = format!("resizing server {id} to flavor {}", vm.spec.flavor);
-            Outcome {
-                event: Some((EventType::Normal, "Resizing", event)),
-                ..provisioning(
-                    Some(id),
-                    format!("resizing to flavor {}", vm.spec.flavor),
-                    poll,
-                )
-            }
-        }
-        Step::ConfirmResize(id) => {
-            compute
-                .confirm_resize(&id)
-                .await
-                .map_err(ReconcileError::cloud("confirm the resize", &key))?;
-            let event = format!("server {id} now runs flavor {}", vm.spec.flavor);
-            Outcome {
-                event: Some((EventType::Normal, "Resized", event)),
-                ..provisioning(Some(id), "confirming the resize".into(), poll)
-            }
-        }
+        Step::Resize(id, flavor) => resize(compute, vm, id, &flavor, poll).await?,
+        Step::ConfirmResize(id) => confirm_resize(compute, vm, id, poll).await?,
         Step::UpdateDescription(id, description) => {
             compute
                 .update_server(&id, description.as_deref())
@@ -190,6 +167,47 @@ async fn replace_errored(
             format!("replacing server {id}, which was in ERROR"),
             poll,
         )
+    })
+}
+
+/// Asks Nova to move the server to the spec's flavor.
+async fn resize(
+    compute: &dyn Compute,
+    vm: &VirtualMachine,
+    id: ServerId,
+    flavor: &FlavorId,
+    poll: Duration,
+) -> Result<Outcome, ReconcileError> {
+    compute
+        .resize_server(&id, flavor)
+        .await
+        .map_err(ReconcileError::cloud("resize server", &object_key(vm)))?;
+    let event = format!("resizing server {id} to flavor {}", vm.spec.flavor);
+    Ok(Outcome {
+        event: Some((EventType::Normal, "Resizing", event)),
+        ..provisioning(
+            Some(id),
+            format!("resizing to flavor {}", vm.spec.flavor),
+            poll,
+        )
+    })
+}
+
+/// Confirms a resize Nova finished (VERIFY_RESIZE).
+async fn confirm_resize(
+    compute: &dyn Compute,
+    vm: &VirtualMachine,
+    id: ServerId,
+    poll: Duration,
+) -> Result<Outcome, ReconcileError> {
+    compute
+        .confirm_resize(&id)
+        .await
+        .map_err(ReconcileError::cloud("confirm the resize", &object_key(vm)))?;
+    let event = format!("server {id} now runs flavor {}", vm.spec.flavor);
+    Ok(Outcome {
+        event: Some((EventType::Normal, "Resized", event)),
+        ..provisioning(Some(id), "confirming the resize".into(), poll)
     })
 }
 

@@ -78,15 +78,7 @@ async fn apply_spec(
     tenant: Tenant,
     policy: ReconcilePolicy,
 ) -> Result<Action, ReconcileError> {
-    if group.spec.template.import.is_some() {
-        return Err(ReconcileError::Invalid {
-            object: object_key(&*group),
-            reason: TEMPLATE_IMPORT,
-            message: "spec.template.import: the replicas of a group cannot all take over one \
-                      server; remove it, and import the server with a VirtualMachine of its own"
-                .to_owned(),
-        });
-    }
+    refuse_template_import(&group)?;
     let owner = ctx.owner_of(&*group);
     let compute = tenant.ports.compute();
     let server_group =
@@ -137,6 +129,21 @@ async fn apply_spec(
     } else {
         ctx.timing.poll
     }))
+}
+
+/// A template naming a server to import would have every replica take over that one
+/// server: refused, with what to do instead.
+fn refuse_template_import(group: &VirtualMachineGroup) -> Result<(), ReconcileError> {
+    if group.spec.template.import.is_none() {
+        return Ok(());
+    }
+    Err(ReconcileError::Invalid {
+        object: object_key(group),
+        reason: TEMPLATE_IMPORT,
+        message: "spec.template.import: the replicas of a group cannot all take over one \
+                  server; remove it, and import the server with a VirtualMachine of its own"
+            .to_owned(),
+    })
 }
 
 fn record_metrics(
