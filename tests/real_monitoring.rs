@@ -17,7 +17,8 @@ use serde_json::Value;
 use support::gitops::{KStatus, verdicts};
 use support::prometheus::{Prometheus, dashboard_queries, published_rules};
 use support::real::{
-    Namespace, PUBLISHED_GROUP, PUBLISHED_LB, Real, all_deleted, context, project_inventory, until,
+    Namespace, PUBLISHED_GROUP, PUBLISHED_LB, Real, all_deleted, context, project_inventory,
+    published_scenario, until,
 };
 use verda_api::conditions::{READY, is_true};
 use verda_api::v1alpha1::{LoadBalancer, VirtualMachine, VirtualMachineGroup};
@@ -49,14 +50,6 @@ fn rules_for_the_test() -> Value {
         "the published rules have one {NOT_READY_ALERT}"
     );
     rules
-}
-
-fn published(file: &str) -> String {
-    support::crd_schema::repo_root()
-        .join("../shared/verda-manifests")
-        .join(file)
-        .to_string_lossy()
-        .into_owned()
 }
 
 fn to_json(obj: impl serde::Serialize) -> Value {
@@ -101,11 +94,7 @@ async fn a_real_prometheus_sees_the_dashboard_series_and_the_not_ready_alert_fir
     prometheus.wait_for_target().await;
 
     // The published scenario, and one VirtualMachine no retry can fix.
-    let files = [
-        published("virtualmachine.yaml"),
-        published("virtualmachinegroup.yaml"),
-        published("loadbalancer.yaml"),
-    ];
+    let files = published_scenario();
     for f in &files {
         real.kubectl(&["-n", &ns.name, "apply", "-f", f]);
     }

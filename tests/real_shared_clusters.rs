@@ -18,19 +18,10 @@ use serde_yaml_ng::{Mapping, Value};
 use verda_api::conditions::{READY, find_condition, is_true};
 use verda_api::v1alpha1::{LoadBalancer, VirtualMachine, VirtualMachineGroup};
 
-use support::real::{Namespace, Operator, Real, context, pools_hold_the_group, until};
+use support::real::{Namespace, Operator, Real, context, pools_hold_the_group, published, until};
 
-const PUBLISHED: &str = "../shared/verda-manifests";
 const LIMIT: Duration = Duration::from_secs(180);
 const CONFIG: &str = "resyncPeriod: 20s\ncredentials: {allowOperatorCredentials: false}\n";
-
-fn published(file: &str) -> String {
-    support::crd_schema::repo_root()
-        .join(PUBLISHED)
-        .join(file)
-        .to_string_lossy()
-        .into_owned()
-}
 
 /// The clouds.yaml of the second project (`VERDA_REAL_TENANT_CLOUDS`).
 fn tenant_clouds() -> PathBuf {

@@ -23,21 +23,11 @@ use verda_operator::controller::cloud_view::QUIET;
 
 use support::real::{
     Namespace, Real, all_deleted, context, nothing_left, pools_hold_the_group, project_inventory,
-    until,
+    published, published_scenario, until,
 };
 
-const PUBLISHED: &str = "../shared/verda-manifests";
 const GROUP: &str = "virtualmachinegroup-sample";
 const LB: &str = "loadbalancer-sample";
-
-/// The published manifests' paths, in the order given.
-fn published(files: &[&str]) -> Vec<String> {
-    let dir = support::crd_schema::repo_root().join(PUBLISHED);
-    files
-        .iter()
-        .map(|f| dir.join(f).to_string_lossy().into_owned())
-        .collect()
-}
 
 /// `kubectl apply -f` of each file into the test's namespace.
 fn apply(real: &Real, ns: &Namespace, files: &[String]) {
@@ -65,15 +55,6 @@ impl Scene {
             real,
         }
     }
-}
-
-/// The three published manifests: a VirtualMachine, a group, a LoadBalancer for it.
-fn published_scenario() -> Vec<String> {
-    published(&[
-        "virtualmachine.yaml",
-        "virtualmachinegroup.yaml",
-        "loadbalancer.yaml",
-    ])
 }
 
 /// Octavia's own view of the pools of the published LoadBalancer: member addresses.
@@ -430,7 +411,7 @@ async fn a_killed_leader_is_replaced_and_a_later_scale_reaches_every_pool() {
     };
     let a = real.operator("leader-a", &elect("replica-a"), None);
     let b = real.operator("leader-b", &elect("replica-b"), None);
-    let files = published(&["virtualmachinegroup.yaml", "loadbalancer.yaml"]);
+    let files = ["virtualmachinegroup.yaml", "loadbalancer.yaml"].map(published);
     apply(&real, &ns, &files);
     let leases: Api<Lease> = Api::namespaced(client.clone(), "verda-system");
     let holder = until(

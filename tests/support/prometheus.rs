@@ -42,10 +42,7 @@ impl Prometheus {
         );
         let config_path = dir.join("prometheus.yml");
         std::fs::write(&config_path, config).expect("config");
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map(|a| a.port())
-            .expect("a free port");
+        let port = super::real::free_port();
         let log_path = dir.join("prometheus.log");
         let log = std::fs::File::create(&log_path).expect("log");
         let data = dir.join("data");

@@ -225,7 +225,8 @@ impl Drop for Operator {
     }
 }
 
-fn free_port() -> u16 {
+/// A port on 127.0.0.1 nothing listens on now.
+pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -285,6 +286,26 @@ where
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
+}
+
+/// The path of a published manifest (`../shared/verda-manifests/<file>`).
+pub fn published(file: &str) -> String {
+    super::crd_schema::repo_root()
+        .join("../shared/verda-manifests")
+        .join(file)
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// The three published manifests: a VirtualMachine, a group, a LoadBalancer for it.
+pub fn published_scenario() -> Vec<String> {
+    [
+        "virtualmachine.yaml",
+        "virtualmachinegroup.yaml",
+        "loadbalancer.yaml",
+    ]
+    .map(published)
+    .to_vec()
 }
 
 /// The published group and the LoadBalancer drawing on it.
