@@ -321,6 +321,7 @@ async fn patch_finalizers<K: Managed>(
 /// Ready=False with the error's category, plus a Warning event when that is news.
 async fn report_failure<K: Managed>(api: &Api<K>, obj: &K, ctx: &Context, error: &ReconcileError) {
     let mut conditions = obj.conditions().to_vec();
+    let (now, terminal) = (Timestamp::now(), error.is_terminal());
     set_condition(
         &mut conditions,
         NewCondition {
@@ -330,20 +331,15 @@ async fn report_failure<K: Managed>(api: &Api<K>, obj: &K, ctx: &Context, error:
             message: error.to_string(),
         },
         obj.meta().generation,
-        Timestamp::now(),
+        now,
     );
-    progress::derive(
-        &mut conditions,
-        error.is_terminal(),
-        obj.meta().generation,
-        Timestamp::now(),
-    );
+    progress::derive(&mut conditions, terminal, obj.meta().generation, now);
     ctx.metrics
         .set_object_conditions(K::CONTROLLER, &object_labels(obj), Some(&conditions));
     // A terminal failure is the operator's last word on this generation (kstatus and
     // Argo CD read Stalled as settled only with observedGeneration current); after a
     // transient one the generation is still being worked on, so it stays behind.
-    let generation = if error.is_terminal() {
+    let generation = if terminal {
         obj.meta().generation
     } else {
         obj.observed_generation()

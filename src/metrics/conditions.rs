@@ -1,5 +1,6 @@
 //! Condition state as metrics: how many objects of a kind are in each condition and
-//! reason, and since when each object has been there.
+//! reason, and since when each object has been there; and `managed_objects`, the same
+//! count for Ready alone, by its reason.
 //!
 //! The per-object gauge holds the condition's `lastTransitionTime`, read from the
 //! object's status, so "Ready=False for a week" survives a restart of the operator:
@@ -13,6 +14,9 @@ use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
+use verda_api::conditions::READY;
+
+use super::ManagedLabels;
 
 /// Labels of the per-kind condition count.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -45,15 +49,18 @@ struct Recorded {
 
 type ObjectId = (&'static str, String, String);
 
-/// The two condition families and what each object last contributed to them.
+/// The condition families and what each object last contributed to them.
 pub struct ConditionMetrics {
     by_condition: Family<ConditionLabels, Gauge>,
+    /// Objects by kind and Ready reason (`verda_managed_objects`).
+    managed: Family<ManagedLabels, Gauge>,
     since: Family<ObjectConditionLabels, Gauge>,
     recorded: Mutex<HashMap<ObjectId, Vec<Recorded>>>,
 }
 
 impl ConditionMetrics {
-    pub fn register(registry: &mut Registry) -> Self {
+    /// Registers the condition families; `managed` is registered by the caller.
+    pub fn register(registry: &mut Registry, managed: Family<ManagedLabels, Gauge>) -> Self {
         let by_condition = Family::<ConditionLabels, Gauge>::default();
         registry.register(
             "objects_by_condition",
@@ -68,6 +75,7 @@ impl ConditionMetrics {
         );
         Self {
             by_condition,
+            managed,
             since,
             recorded: Mutex::default(),
         }
@@ -78,6 +86,7 @@ impl ConditionMetrics {
         let mut recorded = self.recorded.lock().unwrap_or_else(|e| e.into_inner());
         recorded.clear();
         self.by_condition.clear();
+        self.managed.clear();
         self.since.clear();
     }
 
@@ -110,6 +119,11 @@ impl ConditionMetrics {
             self.by_condition
                 .get_or_create(&count_labels(kind, gone))
                 .dec();
+            if gone.condition == READY {
+                self.managed
+                    .get_or_create(&managed_labels(kind, gone))
+                    .dec();
+            }
             self.since
                 .remove(&object_labels(kind, namespace, name, gone));
         }
@@ -118,6 +132,9 @@ impl ConditionMetrics {
                 self.by_condition
                     .get_or_create(&count_labels(kind, new))
                     .inc();
+                if new.condition == READY {
+                    self.managed.get_or_create(&managed_labels(kind, new)).inc();
+                }
             }
             self.since
                 .get_or_create(&object_labels(kind, namespace, name, new))
@@ -137,6 +154,13 @@ fn count_labels(kind: &'static str, r: &Recorded) -> ConditionLabels {
         condition: r.condition.clone(),
         status: r.status.clone(),
         reason: r.reason.clone(),
+    }
+}
+
+fn managed_labels(kind: &'static str, r: &Recorded) -> ManagedLabels {
+    ManagedLabels {
+        kind,
+        state: r.reason.clone(),
     }
 }
 
@@ -182,7 +206,7 @@ mod tests {
     #[test]
     fn counts_follow_each_object_and_forget_it_on_delete() {
         let mut registry = Registry::with_prefix("verda");
-        let metrics = ConditionMetrics::register(&mut registry);
+        let metrics = ConditionMetrics::register(&mut registry, Family::default());
         let failing = [condition("Ready", "False", "ImageNotFound", 100)];
         metrics.set("virtualmachine", "ns", "a", Some(&failing));
         metrics.set("virtualmachine", "ns", "a", Some(&failing));

@@ -99,9 +99,6 @@ pub struct Metrics {
     pub cloud_request_duration: Family<CloudOperationLabels, Histogram>,
     pub reconciles: Family<ReconcileLabels, Counter>,
     pub reconcile_duration: Family<ControllerLabels, Histogram>,
-    /// Managed objects by kind and state (the Ready condition's reason).
-    pub managed_objects: Family<ManagedLabels, Gauge>,
-    states: Mutex<HashMap<(&'static str, String), String>>,
     pub group_desired_replicas: Family<ObjectLabels, Gauge>,
     pub group_ready_replicas: Family<ObjectLabels, Gauge>,
     pub load_balancer_members: Family<ObjectLabels, Gauge>,
@@ -199,7 +196,7 @@ impl Metrics {
             "Servers and load balancers of this cluster whose owner object no longer exists (see verda-operator orphans)",
             orphaned_resources.clone(),
         );
-        let conditions = conditions::ConditionMetrics::register(&mut registry);
+        let conditions = conditions::ConditionMetrics::register(&mut registry, managed_objects);
         let leader = Gauge::default();
         registry.register(
             "leader",
@@ -220,8 +217,6 @@ impl Metrics {
             cloud_request_duration,
             reconciles,
             reconcile_duration,
-            managed_objects,
-            states: Mutex::default(),
             group_desired_replicas,
             group_ready_replicas,
             load_balancer_members,
@@ -252,11 +247,6 @@ impl Metrics {
     /// leading no longer follows them, and must not go on exporting what it last saw
     /// (an object fixed since would stay not-Ready on its scrape, and alert).
     pub fn forget_objects(&self) {
-        self.states
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clear();
-        self.managed_objects.clear();
         self.paused
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -279,7 +269,7 @@ impl Metrics {
     }
 
     /// Records the object's conditions as its status now has them (`None`: it is gone):
-    /// the condition families, and its state (the Ready reason) in `managed_objects`.
+    /// the condition families, `managed_objects` among them.
     pub fn set_object_conditions(
         &self,
         kind: &'static str,
@@ -288,44 +278,9 @@ impl Metrics {
     ) {
         self.conditions
             .set(kind, &object.namespace, &object.name, conditions);
-        let ready = conditions.map(|all| {
-            verda_api::conditions::find_condition(all, verda_api::conditions::READY)
-                .map_or("", |c| c.reason.as_str())
-        });
-        let key = format!("{}/{}", object.namespace, object.name);
-        self.set_object_state(kind, &key, ready);
-    }
-
-    /// Records that the object `key` (namespace/name) of `kind` is now in `state`;
-    /// `None` forgets it (deleted).
-    fn set_object_state(&self, kind: &'static str, key: &str, state: Option<&str>) {
-        let mut states = self.states.lock().unwrap_or_else(|e| e.into_inner());
-        let entry = (kind, key.to_owned());
-        let previous = match state {
-            Some(state) => states.insert(entry, state.to_owned()),
-            None => {
-                self.set_paused(kind, key, false);
-                states.remove(&entry)
-            }
-        };
-        if previous.as_deref() == state {
-            return;
-        }
-        if let Some(previous) = previous {
-            self.managed_objects
-                .get_or_create(&ManagedLabels {
-                    kind,
-                    state: previous,
-                })
-                .dec();
-        }
-        if let Some(state) = state {
-            self.managed_objects
-                .get_or_create(&ManagedLabels {
-                    kind,
-                    state: state.to_owned(),
-                })
-                .inc();
+        if conditions.is_none() {
+            let key = format!("{}/{}", object.namespace, object.name);
+            self.set_paused(kind, &key, false);
         }
     }
 
@@ -441,9 +396,13 @@ mod tests {
         metrics.set_paused("virtualmachine", "ns/a", true);
         metrics.set_paused("virtualmachine", "ns/b", true);
         metrics.set_paused("virtualmachine", "ns/b", false);
-        metrics.set_object_state("virtualmachine", "ns/c", Some("Active"));
+        let c = ObjectLabels {
+            namespace: "ns".into(),
+            name: "c".into(),
+        };
+        metrics.set_object_conditions("virtualmachine", &c, Some(&[]));
         metrics.set_paused("virtualmachine", "ns/c", true);
-        metrics.set_object_state("virtualmachine", "ns/c", None);
+        metrics.set_object_conditions("virtualmachine", &c, None);
         metrics.set_orphans("p1", "server", 2);
         metrics.set_orphans("p2", "server", 3);
         metrics.set_orphans("p1", "server", 1);
