@@ -225,8 +225,10 @@ pub async fn run_elected<F>(
 where
     F: FnMut() -> tokio::task::JoinHandle<()>,
 {
-    let mut leading: Option<tokio::task::JoinHandle<()>> = None;
-    let mut last_renewed = tokio::time::Instant::now();
+    let mut term = Term {
+        leading: None,
+        last_renewed: tokio::time::Instant::now(),
+    };
     let mut ever_answered = false;
     tokio::pin!(shutdown);
     loop {
@@ -241,19 +243,54 @@ where
             });
         }
         ever_answered |= attempt.is_ok();
+        term.follow(elector, attempt, &mut lead);
+        tokio::select! {
+            () = &mut shutdown => break,
+            () = tokio::time::sleep(retry_every) => {}
+        }
+    }
+    if let Some(task) = term.leading.take() {
+        task.abort();
+        // Wait for the controllers to stop before another replica may start.
+        let _ = task.await;
+    }
+    if let Err(error) = elector.release().await {
+        tracing::warn!(%error, "failed to release the lease; a standby takes over when it expires");
+    }
+    Ok(())
+}
+
+/// This replica's time as leader: the controllers' task while it leads, and when the
+/// Lease was last renewed.
+struct Term {
+    leading: Option<tokio::task::JoinHandle<()>>,
+    last_renewed: tokio::time::Instant,
+}
+
+impl Term {
+    /// Starts the controllers on acquiring the Lease; stops them on losing it, or once
+    /// it expired without a renewal getting through.
+    fn follow<F>(
+        &mut self,
+        elector: &LeaderElector,
+        attempt: Result<bool, LeaseError>,
+        lead: &mut F,
+    ) where
+        F: FnMut() -> tokio::task::JoinHandle<()>,
+    {
         match attempt {
             Ok(true) => {
-                last_renewed = tokio::time::Instant::now();
-                if leading.is_none() {
+                self.last_renewed = tokio::time::Instant::now();
+                if self.leading.is_none() {
                     tracing::info!(
                         identity = elector.identity(),
                         "acquired the lease; starting controllers"
                     );
-                    leading = Some(lead());
+                    self.leading = Some(lead());
                 }
             }
             Ok(false) => {
-                if let Some(task) = leading.take() {
+                if let Some(task) = self.leading.take() {
                     tracing::warn!(
                         identity = elector.identity(),
                         "lost the lease; stopping controllers"
@@ -263,28 +300,15 @@ where
             }
             Err(error) => {
                 tracing::warn!(%error, "lease renewal failed");
-                if leading.is_some() && last_renewed.elapsed() >= elector.lease_duration {
+                if self.leading.is_some() && self.last_renewed.elapsed() >= elector.lease_duration {
                     tracing::warn!("lease expired without renewal; stopping controllers");
-                    if let Some(task) = leading.take() {
+                    if let Some(task) = self.leading.take() {
                         task.abort();
                     }
                 }
             }
         }
-        tokio::select! {
-            () = &mut shutdown => break,
-            () = tokio::time::sleep(retry_every) => {}
-        }
     }
-    if let Some(task) = leading.take() {
-        task.abort();
-        // Wait for the controllers to stop before another replica may start.
-        let _ = task.await;
-    }
-    if let Err(error) = elector.release().await {
-        tracing::warn!(%error, "failed to release the lease; a standby takes over when it expires");
-    }
-    Ok(())
 }
 
 /// Leader election cannot start; the message says what to do.

@@ -105,31 +105,7 @@ pub async fn run(options: RunOptions) -> Result<(), RunError> {
         Context::new(client.clone(), config, metrics, ports, timing, cluster)
             .watching(options.namespace.clone()),
     );
-    let signals = termination_signal()?;
-    let elected = if options.leader_elect {
-        let elector = LeaderElector::new(
-            client,
-            &options.lease_namespace,
-            &options.lease_name,
-            &options.identity,
-            options.lease_duration,
-        );
-        let retry_every = options.lease_duration / 3;
-        run_elected(&elector, retry_every, signals, || {
-            tokio::spawn(controller::run_all(ctx.clone()))
-        })
-        .await
-    } else {
-        tracing::info!(
-            "leader election off: running the controllers now (pass --leader-elect to run several replicas)"
-        );
-        let controllers = tokio::spawn(controller::run_all(ctx.clone()));
-        signals.await;
-        controllers.abort();
-        let _ = controllers.await;
-        Ok(())
-    };
-
+    let elected = run_controllers(&options, client, ctx).await;
     tracing::info!("shutting down");
     health.set_ready(false);
     let _ = stop_tx.send(true);
@@ -137,7 +113,40 @@ pub async fn run(options: RunOptions) -> Result<(), RunError> {
         tracing::warn!(%error, "metrics server stopped with an error");
     }
     drop(cloud);
-    Ok(elected?)
+    elected
+}
+
+/// Runs the controllers until a termination signal: once elected when
+/// `--leader-elect`, else at once.
+async fn run_controllers(
+    options: &RunOptions,
+    client: kube::Client,
+    ctx: Arc<Context>,
+) -> Result<(), RunError> {
+    let signals = termination_signal()?;
+    if !options.leader_elect {
+        tracing::info!(
+            "leader election off: running the controllers now (pass --leader-elect to run several replicas)"
+        );
+        let controllers = tokio::spawn(controller::run_all(ctx.clone()));
+        signals.await;
+        controllers.abort();
+        let _ = controllers.await;
+        return Ok(());
+    }
+    let elector = LeaderElector::new(
+        client,
+        &options.lease_namespace,
+        &options.lease_name,
+        &options.identity,
+        options.lease_duration,
+    );
+    let retry_every = options.lease_duration / 3;
+    run_elected(&elector, retry_every, signals, || {
+        tokio::spawn(controller::run_all(ctx.clone()))
+    })
+    .await
+    .map_err(RunError::from)
 }
 
 /// Builds the Kubernetes client (from `kubeconfig`, else `KUBECONFIG`, `~/.kube/config`

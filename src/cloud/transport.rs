@@ -178,31 +178,44 @@ impl Transport {
                 }
                 Err(e) => transport_failure(&e),
             };
-            if !is_retryable(&req.method, req.idempotent, failure) {
-                return Err(kind);
-            }
-            let retry_after = match &kind {
-                ErrorKind::RateLimited { retry_after, .. }
-                | ErrorKind::Unavailable { retry_after, .. } => *retry_after,
-                _ => None,
-            };
-            let jitter: f64 = rand::random();
-            let Some(wait) = self
-                .retry
-                .next_delay(attempt, started.elapsed(), retry_after, jitter)
-            else {
+            let Some(wait) = self.retry_wait(req, attempt, started, failure, &kind) else {
                 return Err(kind);
             };
-            warn!(
-                service = req.service.label(),
-                operation = req.operation,
-                attempt,
-                wait_ms = wait.as_millis() as u64,
-                failure = ?failure,
-                "retrying cloud request"
-            );
             tokio::time::sleep(wait).await;
         }
+    }
+
+    /// How long to wait before attempt `attempt + 1` after `failure`; `None` when the
+    /// request must not be retried (not idempotent, or the retry budget is spent).
+    fn retry_wait(
+        &self,
+        req: &Request,
+        attempt: u32,
+        started: Instant,
+        failure: Failure,
+        kind: &ErrorKind,
+    ) -> Option<Duration> {
+        if !is_retryable(&req.method, req.idempotent, failure) {
+            return None;
+        }
+        let retry_after = match kind {
+            ErrorKind::RateLimited { retry_after, .. }
+            | ErrorKind::Unavailable { retry_after, .. } => *retry_after,
+            _ => None,
+        };
+        let jitter: f64 = rand::random();
+        let wait = self
+            .retry
+            .next_delay(attempt, started.elapsed(), retry_after, jitter)?;
+        warn!(
+            service = req.service.label(),
+            operation = req.operation,
+            attempt,
+            wait_ms = wait.as_millis() as u64,
+            failure = ?failure,
+            "retrying cloud request"
+        );
+        Some(wait)
     }
 
     /// One HTTP exchange under a concurrency permit; counts it in the metrics.
@@ -215,6 +228,31 @@ impl Transport {
         // The semaphore is never closed; without a permit we would still be correct.
         let _permit = self.permits.acquire().await.ok();
         let began = Instant::now();
+        let builder = self.request_builder(req, url, token);
+        let result = match builder.send().await {
+            Ok(resp) => {
+                let status = resp.status();
+                let headers = resp.headers().clone();
+                resp.bytes().await.map(|body| Reply {
+                    status,
+                    headers,
+                    body: body.to_vec(),
+                })
+            }
+            Err(e) => Err(e),
+        };
+        self.record(req, &result, began);
+        result
+    }
+
+    /// The request with its headers: JSON, the token (marked sensitive: never logged),
+    /// Nova's microversion.
+    fn request_builder(
+        &self,
+        req: &Request,
+        url: &str,
+        token: Option<&Token>,
+    ) -> reqwest::RequestBuilder {
         let mut builder = self
             .http
             .request(req.method.clone(), url)
@@ -237,19 +275,12 @@ impl Transport {
         if let Some(body) = &req.body {
             builder = builder.json(body);
         }
-        let result = match builder.send().await {
-            Ok(resp) => {
-                let status = resp.status();
-                let headers = resp.headers().clone();
-                resp.bytes().await.map(|body| Reply {
-                    status,
-                    headers,
-                    body: body.to_vec(),
-                })
-            }
-            Err(e) => Err(e),
-        };
-        let code = match &result {
+        builder
+    }
+
+    /// Logs the exchange and counts it, by code and by project.
+    fn record(&self, req: &Request, result: &Result<Reply, reqwest::Error>, began: Instant) {
+        let code = match result {
             Ok(reply) => reply.status.as_u16().to_string(),
             Err(_) => "error".to_owned(),
         };
@@ -270,7 +301,6 @@ impl Transport {
         self.metrics.cloud_requests.get_or_create(&labels).inc();
         self.metrics
             .count_project_request(self.project.get().map(String::as_str), req.service.label());
-        result
     }
 
     /// The current token, authenticating when there is none or it is about to expire.

@@ -132,7 +132,7 @@ impl Context {
 
     /// The owner record of `obj`'s cloud resources, naming this cluster.
     pub fn owner_of<K: kube::Resource>(&self, obj: &K) -> Owner {
-        super::driver::owner_of(obj).in_cluster(&self.cluster)
+        super::object::owner_of(obj).in_cluster(&self.cluster)
     }
 
     /// The same context, its controllers watching only `namespace`.

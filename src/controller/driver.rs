@@ -2,147 +2,49 @@
 //! the object (Ready=False with the error's category, a Warning event) exactly once per
 //! change, so a failing object neither hides its cause nor floods `kubectl describe`.
 
-use std::fmt::Debug;
-use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use k8s_openapi::NamespaceResourceScope;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::Action;
-use kube::runtime::events::{Event, EventType};
-use kube::{Resource, ResourceExt};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
+use kube::runtime::events::EventType;
 use serde_json::json;
 use verda_api::conditions::{NewCondition, READY, Status, set_condition};
-use verda_api::v1alpha1::{CloudCredentialsRef, ReconcilePolicy};
+use verda_api::v1alpha1::ReconcilePolicy;
 
 use super::context::Context;
 use super::error::ReconcileError;
+use super::events::publish;
 use super::lifecycle::{Removal, policy_of};
+use super::object::{Managed, object_key, object_labels};
 use super::progress;
+use super::reconciler::{Cleanup, Reconciler, converge};
 use super::tenancy::Tenant;
 use crate::metrics::{ControllerLabels, ReconcileLabels};
 
-/// A kind the operator manages.
-pub trait Managed:
-    Resource<DynamicType = (), Scope = NamespaceResourceScope>
-    + Clone
-    + Debug
-    + Serialize
-    + DeserializeOwned
-    + Send
-    + Sync
-    + 'static
-{
-    /// Controller name: metric label and log field.
-    const CONTROLLER: &'static str;
-    /// The published finalizer name.
-    const FINALIZER: &'static str;
-    fn conditions(&self) -> &[Condition];
-    /// The Secret the object's credentials come from, if it names one.
-    fn credentials_ref(&self) -> Option<&CloudCredentialsRef>;
-    /// The project its status records its cloud resources in.
-    fn recorded_project(&self) -> Option<&str>;
-    /// The generation its status was last written for.
-    fn observed_generation(&self) -> Option<i64>;
-}
-
-/// Implements [`Managed`] for a kind whose spec has `cloud_credentials_ref` and whose
-/// status has `conditions` and `project_id` (all three do).
-macro_rules! managed_kind {
-    ($kind:ty, $controller:literal, $finalizer:expr) => {
-        impl $crate::controller::driver::Managed for $kind {
-            const CONTROLLER: &'static str = $controller;
-            const FINALIZER: &'static str = $finalizer;
-
-            fn conditions(&self) -> &[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition] {
-                self.status
-                    .as_ref()
-                    .map(|s| s.conditions.as_slice())
-                    .unwrap_or_default()
-            }
-
-            fn credentials_ref(&self) -> Option<&verda_api::v1alpha1::CloudCredentialsRef> {
-                self.spec.cloud_credentials_ref.as_ref()
-            }
-
-            fn recorded_project(&self) -> Option<&str> {
-                self.status.as_ref()?.project_id.as_deref()
-            }
-
-            fn observed_generation(&self) -> Option<i64> {
-                self.status.as_ref()?.observed_generation
-            }
-        }
-    };
-}
-pub(crate) use managed_kind;
-
-/// What a cleanup step found.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Cleanup {
-    /// Every cloud resource is gone: the finalizer may go.
-    Done,
-    /// The cloud is still deleting: look again after this long.
-    Wait(Duration),
-}
-
-/// The owner record (UID, namespace, name) of `obj`'s cloud resources.
-pub fn owner_of<K: Resource>(obj: &K) -> crate::cloud::owner::Owner {
-    crate::cloud::owner::Owner::new(
-        obj.uid().unwrap_or_default(),
-        obj.namespace().unwrap_or_default(),
-        obj.name_any(),
-    )
-}
-
-/// The labels of `obj`'s per-object gauges.
-pub fn object_labels<K: Resource>(obj: &K) -> crate::metrics::ObjectLabels {
-    crate::metrics::ObjectLabels {
-        namespace: obj.namespace().unwrap_or_default(),
-        name: obj.name_any(),
-    }
-}
-
-/// `namespace/name` of an object.
-pub fn object_key<K: Resource>(obj: &K) -> String {
-    format!("{}/{}", obj.namespace().unwrap_or_default(), obj.name_any())
-}
-
-/// Runs `apply` (or `cleanup` once the object is being deleted) inside the finalizer
-/// protocol, records metrics and reports failures on the object. The reconcile policy,
-/// read once here, is passed to `apply` and decides what `cleanup` is asked to do.
-pub async fn reconcile_with<K, A, AF, C, CF>(
+/// Reconciles `obj`: [`converge`] while it lives, its kind's cleanup once it is being
+/// deleted, inside the finalizer protocol; records metrics and reports failures on the
+/// object. The reconcile policy, read once here, decides what either may do.
+pub async fn reconcile<K: Reconciler>(
     obj: Arc<K>,
     ctx: Arc<Context>,
-    apply: A,
-    cleanup: C,
-) -> Result<Action, ReconcileError>
-where
-    K: Managed,
-    A: FnOnce(Arc<K>, Arc<Context>, Tenant, ReconcilePolicy) -> AF,
-    AF: Future<Output = Result<Action, ReconcileError>>,
-    C: FnOnce(Arc<K>, Arc<Context>, Removal) -> CF,
-    CF: Future<Output = Result<Cleanup, ReconcileError>>,
-{
+) -> Result<Action, ReconcileError> {
     let started = Instant::now();
     let key = object_key(&*obj);
     let api: Api<K> = Api::namespaced(ctx.client.clone(), &obj.namespace().unwrap_or_default());
     let result = match policy_of(&*obj) {
         Err(e) => Err(e),
         Ok(policy) if obj.meta().deletion_timestamp.is_some() => {
-            run_cleanup(&api, obj.clone(), ctx.clone(), policy, cleanup).await
+            run_cleanup(&api, obj.clone(), ctx.clone(), policy).await
         }
         Ok(policy) => {
             ctx.metrics
                 .set_paused(K::CONTROLLER, &key, !policy.writes());
             match ensure_finalizer(&api, &*obj).await {
                 Ok(()) => match tenant_of(&api, &*obj, &ctx, false).await {
-                    Ok(tenant) => apply(obj.clone(), ctx.clone(), tenant, policy).await,
+                    Ok(tenant) => converge(obj.clone(), ctx.clone(), tenant, policy).await,
                     Err(e) => Err(e),
                 },
                 Err(e) => Err(e),
@@ -191,18 +93,12 @@ pub fn error_policy<K: Managed>(obj: Arc<K>, error: &ReconcileError, ctx: Arc<Co
     Action::requeue(delay)
 }
 
-async fn run_cleanup<K, C, CF>(
+async fn run_cleanup<K: Reconciler>(
     api: &Api<K>,
     obj: Arc<K>,
     ctx: Arc<Context>,
     policy: ReconcilePolicy,
-    cleanup: C,
-) -> Result<Action, ReconcileError>
-where
-    K: Managed,
-    C: FnOnce(Arc<K>, Arc<Context>, Removal) -> CF,
-    CF: Future<Output = Result<Cleanup, ReconcileError>>,
-{
+) -> Result<Action, ReconcileError> {
     if !obj.finalizers().iter().any(|f| f == K::FINALIZER) {
         return Ok(Action::await_change());
     }
@@ -215,7 +111,7 @@ where
         ReconcilePolicy::Manage => tenant_of(api, &*obj, &ctx, true).await.map(Removal::Delete),
     };
     let done = match resolved {
-        Ok(removal) => cleanup(obj.clone(), ctx, removal).await?,
+        Ok(removal) => K::cleanup(obj.clone(), ctx, removal).await?,
         // The project is recorded before anything is created: an object that recorded
         // none and has no credentials created nothing, and goes without a cloud call.
         Err(ReconcileError::Credentials { source, .. })
@@ -372,23 +268,6 @@ async fn report_failure<K: Managed>(api: &Api<K>, obj: &K, ctx: &Context, error:
     .await;
 }
 
-/// Publishes an event on `obj`; a failure to publish is logged, never fatal.
-pub async fn publish<K: Resource<DynamicType = ()>>(
-    ctx: &Context,
-    obj: &K,
-    type_: EventType,
-    reason: &str,
-    note: String,
-    action: &str,
-) {
-    let event = Event {
-        type_,
-        reason: reason.to_owned(),
-        note: Some(note),
-        action: action.to_owned(),
-        secondary: None,
-    };
-    if let Err(e) = ctx.recorder.publish(&event, &obj.object_ref(&())).await {
-        tracing::debug!(error = %crate::kube_error::describe(&e), "could not publish an event");
-    }
-}
+#[cfg(test)]
+#[path = "driver_tests.rs"]
+mod tests;

@@ -8,7 +8,7 @@ use verda_api::conditions::{NewCondition, Status, remove_condition, set_conditio
 use verda_api::v1alpha1::{ReconcilePolicy, annotations::RECONCILE_POLICY};
 
 use super::ReconcileError;
-use super::driver::object_key;
+use super::object::object_key;
 use super::tenancy::Tenant;
 
 /// Condition type set while the policy is `skip`.

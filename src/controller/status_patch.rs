@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::ReconcileError;
-use super::driver::{Managed, object_key};
+use super::object::{Managed, object_key};
 
 /// Replaces `obj`'s status with `status`.
 pub async fn write_status<K: Managed, S: Serialize>(

@@ -118,110 +118,107 @@ pub struct Metrics {
 impl Metrics {
     pub fn new() -> Arc<Self> {
         let mut registry = Registry::with_prefix("verda");
-        let cloud_requests = Family::<CloudRequestLabels, Counter>::default();
-        registry.register(
-            "cloud_requests",
-            "OpenStack API requests by service, operation and HTTP status code",
-            cloud_requests.clone(),
-        );
-        let project_cloud_requests = Family::<ProjectLabels, Counter>::default();
-        registry.register(
-            "project_cloud_requests",
-            "OpenStack API requests by project (at most 100 projects, then `other`) and service",
-            project_cloud_requests.clone(),
-        );
-        let cloud_request_duration =
-            Family::<CloudOperationLabels, Histogram>::new_with_constructor(|| {
-                Histogram::new(exponential_buckets(0.005, 2.0, 12))
-            });
-        registry.register(
-            "cloud_request_duration_seconds",
-            "Duration of OpenStack API requests, retries included",
-            cloud_request_duration.clone(),
-        );
-        let reconciles = Family::<ReconcileLabels, Counter>::default();
-        registry.register(
-            "reconciles",
-            "Reconciles by controller and result",
-            reconciles.clone(),
-        );
-        let reconcile_duration =
-            Family::<ControllerLabels, Histogram>::new_with_constructor(|| {
-                Histogram::new(exponential_buckets(0.001, 2.0, 14))
-            });
-        registry.register(
-            "reconcile_duration_seconds",
-            "Duration of reconciles by controller",
-            reconcile_duration.clone(),
-        );
         let managed_objects = Family::<ManagedLabels, Gauge>::default();
         registry.register(
             "managed_objects",
             "Managed objects by kind and state (the Ready condition's reason)",
             managed_objects.clone(),
         );
-        let group_desired_replicas = Family::<ObjectLabels, Gauge>::default();
+        let conditions = conditions::ConditionMetrics::register(&mut registry, managed_objects);
+        let mut metrics = Self {
+            registry,
+            conditions,
+            leader: Gauge::default(),
+            paused_objects: Family::default(),
+            paused: Mutex::default(),
+            orphaned_resources: Family::default(),
+            orphans: Mutex::default(),
+            cloud_requests: Family::default(),
+            project_cloud_requests: Family::default(),
+            projects: Mutex::default(),
+            cloud_request_duration: Family::new_with_constructor(|| {
+                Histogram::new(exponential_buckets(0.005, 2.0, 12))
+            }),
+            reconciles: Family::default(),
+            reconcile_duration: Family::new_with_constructor(|| {
+                Histogram::new(exponential_buckets(0.001, 2.0, 14))
+            }),
+            group_desired_replicas: Family::default(),
+            group_ready_replicas: Family::default(),
+            load_balancer_members: Family::default(),
+            load_balancer_ready_members: Family::default(),
+        };
+        metrics.register_cloud_and_reconciles();
+        metrics.register_object_gauges();
+        Arc::new(metrics)
+    }
+
+    fn register_cloud_and_reconciles(&mut self) {
+        let registry = &mut self.registry;
+        registry.register(
+            "cloud_requests",
+            "OpenStack API requests by service, operation and HTTP status code",
+            self.cloud_requests.clone(),
+        );
+        registry.register(
+            "project_cloud_requests",
+            "OpenStack API requests by project (at most 100 projects, then `other`) and service",
+            self.project_cloud_requests.clone(),
+        );
+        registry.register(
+            "cloud_request_duration_seconds",
+            "Duration of OpenStack API requests, retries included",
+            self.cloud_request_duration.clone(),
+        );
+        registry.register(
+            "reconciles",
+            "Reconciles by controller and result",
+            self.reconciles.clone(),
+        );
+        registry.register(
+            "reconcile_duration_seconds",
+            "Duration of reconciles by controller",
+            self.reconcile_duration.clone(),
+        );
+    }
+
+    fn register_object_gauges(&mut self) {
+        let registry = &mut self.registry;
         registry.register(
             "group_desired_replicas",
             "spec.replicas of each VirtualMachineGroup",
-            group_desired_replicas.clone(),
+            self.group_desired_replicas.clone(),
         );
-        let group_ready_replicas = Family::<ObjectLabels, Gauge>::default();
         registry.register(
             "group_ready_replicas",
             "Ready VirtualMachines of each VirtualMachineGroup",
-            group_ready_replicas.clone(),
+            self.group_ready_replicas.clone(),
         );
-        let load_balancer_members = Family::<ObjectLabels, Gauge>::default();
         registry.register(
             "load_balancer_members",
             "Pool members of each LoadBalancer, every port",
-            load_balancer_members.clone(),
+            self.load_balancer_members.clone(),
         );
-        let load_balancer_ready_members = Family::<ObjectLabels, Gauge>::default();
         registry.register(
             "load_balancer_ready_members",
             "ONLINE or NO_MONITOR pool members of each LoadBalancer, every port",
-            load_balancer_ready_members.clone(),
+            self.load_balancer_ready_members.clone(),
         );
-        let paused_objects = Family::<KindLabels, Gauge>::default();
         registry.register(
             "paused_objects",
             "Objects whose reconcile-policy annotation is skip: observed, never written to the cloud",
-            paused_objects.clone(),
+            self.paused_objects.clone(),
         );
-        let orphaned_resources = Family::<ResourceLabels, Gauge>::default();
         registry.register(
             "orphaned_cloud_resources",
             "Servers and load balancers of this cluster whose owner object no longer exists (see verda-operator orphans)",
-            orphaned_resources.clone(),
+            self.orphaned_resources.clone(),
         );
-        let conditions = conditions::ConditionMetrics::register(&mut registry, managed_objects);
-        let leader = Gauge::default();
         registry.register(
             "leader",
             "1 while this replica holds the leader Lease and runs the controllers, 0 on a standby",
-            leader.clone(),
+            self.leader.clone(),
         );
-        Arc::new(Self {
-            registry,
-            conditions,
-            leader,
-            paused_objects,
-            paused: Mutex::default(),
-            orphaned_resources,
-            orphans: Mutex::default(),
-            cloud_requests,
-            project_cloud_requests,
-            projects: Mutex::default(),
-            cloud_request_duration,
-            reconciles,
-            reconcile_duration,
-            group_desired_replicas,
-            group_ready_replicas,
-            load_balancer_members,
-            load_balancer_ready_members,
-        })
     }
 
     /// Counts one request to `service` made for `project` (`None`: not known yet).

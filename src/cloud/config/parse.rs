@@ -107,6 +107,25 @@ fn build(
     let auth_url = auth
         .get("auth_url")
         .ok_or_else(|| invalid("auth_url is missing"))?;
+    let (credentials, scope) = credentials(auth, top).map_err(|p| invalid(&p))?;
+    Ok(CloudConfig {
+        name: name.to_owned(),
+        auth_url,
+        credentials,
+        scope,
+        region: top.get("region_name"),
+        interface: interface(top).map_err(|p| invalid(&p))?,
+        tls: Tls {
+            cacert: top.get("cacert").map(PathBuf::from),
+            ca_bundle: None,
+            insecure,
+        },
+    })
+}
+
+/// The credentials `auth_type` names (an application credential's secret implies its
+/// type), and the scope they ask for; `Err` says what is wrong.
+fn credentials(auth: &dyn Source, top: &dyn Source) -> Result<(Credentials, Scope), String> {
     let auth_type = top.get("auth_type").unwrap_or_else(|| {
         let app = auth.get("application_credential_secret").is_some();
         if app {
@@ -119,74 +138,70 @@ fn build(
     let user_domain = id_or_name(auth, "user_domain_id", "user_domain_name")
         .or_else(|| id_or_name(auth, "default_domain_id", "default_domain_name"));
     let user = id_or_name(auth, "user_id", "username");
-    let (credentials, scope) = match auth_type.as_str() {
+    match auth_type.as_str() {
         "password" | "v3password" => {
-            let user = user.ok_or_else(|| invalid("password auth needs username or user_id"))?;
+            let user = user.ok_or("password auth needs username or user_id")?;
             let password = auth
                 .get("password")
-                .ok_or_else(|| invalid("password auth needs a password"))?;
+                .ok_or("password auth needs a password")?;
             let user_domain = default_domain(&user, user_domain);
             let credentials = Credentials::Password {
                 user,
                 user_domain,
                 password: Secret::new(password),
             };
-            (credentials, scope(auth))
+            Ok((credentials, scope(auth)))
         }
         "v3applicationcredential" | "applicationcredential" => {
-            let secret = auth.get("application_credential_secret").ok_or_else(|| {
-                invalid("application credential auth needs application_credential_secret")
-            })?;
-            let id = auth.get("application_credential_id");
-            let app_name = auth.get("application_credential_name");
-            if id.is_none() && (app_name.is_none() || user.is_none()) {
-                return Err(invalid(
-                    "application credential auth needs application_credential_id, or its name with username or user_id",
-                ));
-            }
-            let user_domain = user.as_ref().and_then(|u| default_domain(u, user_domain));
-            let credentials = Credentials::ApplicationCredential {
-                id,
-                name: app_name,
-                user,
-                user_domain,
-                secret: Secret::new(secret),
-            };
-            (credentials, Scope::Unscoped)
+            application_credential(auth, user, user_domain).map(|c| (c, Scope::Unscoped))
         }
-        other => {
-            return Err(invalid(&format!(
-                "auth_type {other:?} is not supported (use password or v3applicationcredential)"
-            )));
-        }
-    };
-    let interface = match top
+        other => Err(format!(
+            "auth_type {other:?} is not supported (use password or v3applicationcredential)"
+        )),
+    }
+}
+
+fn application_credential(
+    auth: &dyn Source,
+    user: Option<IdOrName>,
+    user_domain: Option<IdOrName>,
+) -> Result<Credentials, String> {
+    let secret = auth
+        .get("application_credential_secret")
+        .ok_or("application credential auth needs application_credential_secret")?;
+    let id = auth.get("application_credential_id");
+    let name = auth.get("application_credential_name");
+    if id.is_none() && (name.is_none() || user.is_none()) {
+        return Err(
+            "application credential auth needs application_credential_id, or its name \
+                    with username or user_id"
+                .to_owned(),
+        );
+    }
+    let user_domain = user.as_ref().and_then(|u| default_domain(u, user_domain));
+    Ok(Credentials::ApplicationCredential {
+        id,
+        name,
+        user,
+        user_domain,
+        secret: Secret::new(secret),
+    })
+}
+
+/// The endpoint interface (`interface`, or the older `endpoint_type`).
+fn interface(top: &dyn Source) -> Result<Interface, String> {
+    match top
         .get("interface")
         .or_else(|| top.get("endpoint_type"))
         .as_deref()
     {
-        None | Some("public") | Some("publicURL") => Interface::Public,
-        Some("internal") | Some("internalURL") => Interface::Internal,
-        Some("admin") | Some("adminURL") => Interface::Admin,
-        Some(other) => {
-            return Err(invalid(&format!(
-                "interface {other:?} is not public, internal or admin"
-            )));
-        }
-    };
-    Ok(CloudConfig {
-        name: name.to_owned(),
-        auth_url,
-        credentials,
-        scope,
-        region: top.get("region_name"),
-        interface,
-        tls: Tls {
-            cacert: top.get("cacert").map(PathBuf::from),
-            ca_bundle: None,
-            insecure,
-        },
-    })
+        None | Some("public") | Some("publicURL") => Ok(Interface::Public),
+        Some("internal") | Some("internalURL") => Ok(Interface::Internal),
+        Some("admin") | Some("adminURL") => Ok(Interface::Admin),
+        Some(other) => Err(format!(
+            "interface {other:?} is not public, internal or admin"
+        )),
+    }
 }
 
 fn id_or_name(source: &dyn Source, id_key: &str, name_key: &str) -> Option<IdOrName> {

@@ -3,3 +3,10 @@
 pub mod compute;
 pub mod loadbalancing;
 pub mod network;
+
+/// The API's own word for a status value (`ACTIVE`, `PENDING_UPDATE`, `ONLINE`, …).
+pub fn word<T: serde::Serialize>(value: T) -> Option<String> {
+    serde_json::to_value(value)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+}

@@ -15,6 +15,7 @@
 //! per 1,000 servers.
 
 mod load_balancers;
+mod members;
 mod orphans;
 mod servers;
 
@@ -29,6 +30,7 @@ use tokio::sync::mpsc;
 use verda_api::v1alpha1::{LoadBalancer, VirtualMachine, VirtualMachineGroup};
 
 pub use load_balancers::{Cached, LoadBalancerView, OctaviaTree, QUIET};
+pub use members::{MemberMemory, MemberSet};
 pub use servers::ServerView;
 
 use super::tenancy::Tenant;
@@ -55,7 +57,7 @@ pub struct ProjectView {
     pub servers: ServerView,
     pub load_balancers: LoadBalancerView,
     /// Each LoadBalancer's pool members when it last converged (drift reports).
-    pub lb_members: crate::controller::load_balancer::drift::Memory,
+    pub lb_members: MemberMemory,
     ports: Lock<Option<Weak<dyn CloudPorts>>>,
 }
 

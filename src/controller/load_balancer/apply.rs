@@ -100,7 +100,7 @@ async fn write(inputs: &Inputs<'_>, step: Step) -> Result<Outcome, ReconcileErro
         Step::Wait(status) => Ok(busy(
             format!(
                 "Octavia is applying a change ({})",
-                super::status::word(status).unwrap_or_default()
+                crate::cloud::model::word(status).unwrap_or_default()
             ),
             poll,
         )),

@@ -4,47 +4,29 @@
 //! not. What "last converged" was is kept in memory, per project (a restart forgets it:
 //! the first correction after one is reported as an ordinary member update).
 
-use std::collections::{BTreeSet, HashMap};
-
 use verda_api::v1alpha1::LoadBalancer;
 
 use super::desired::{self, Backend};
 use super::plan::{Step, member_list, wanted_addresses};
 use super::resolve::Observed;
 use crate::cloud::model::loadbalancing::MemberSpec;
-use crate::controller::cloud_view::Lock;
+use crate::controller::cloud_view::{MemberMemory, MemberSet};
 
-type MemberSet = BTreeSet<(String, u16)>;
-
-/// Per owner UID, each port's members when the object last converged.
-#[derive(Default)]
-pub struct Memory(Lock<HashMap<String, Vec<MemberSet>>>);
-
-impl Memory {
-    /// Remembers the members `backends` give each port of a converged `lb`.
-    pub fn converged(&self, uid: &str, lb: &LoadBalancer, backends: &[Vec<Backend>]) {
-        let sets = lb
-            .spec
-            .ports
-            .iter()
-            .enumerate()
-            .map(|(i, port)| {
-                set(&desired::members(
-                    port,
-                    backends.get(i).map_or(&[], Vec::as_slice),
-                ))
-            })
-            .collect();
-        self.0.lock().insert(uid.to_owned(), sets);
-    }
-
-    pub fn forget(&self, uid: &str) {
-        self.0.lock().remove(uid);
-    }
-
-    fn of(&self, uid: &str, port: usize) -> Option<MemberSet> {
-        self.0.lock().get(uid)?.get(port).cloned()
-    }
+/// Remembers the members `backends` give each port of a converged `lb`.
+pub fn converged(memory: &MemberMemory, uid: &str, lb: &LoadBalancer, backends: &[Vec<Backend>]) {
+    let sets = lb
+        .spec
+        .ports
+        .iter()
+        .enumerate()
+        .map(|(i, port)| {
+            set(&desired::members(
+                port,
+                backends.get(i).map_or(&[], Vec::as_slice),
+            ))
+        })
+        .collect();
+    memory.remember(uid, sets);
 }
 
 fn set(members: &[MemberSpec]) -> MemberSet {
@@ -56,7 +38,7 @@ fn set(members: &[MemberSpec]) -> MemberSet {
 /// The note of a `DriftCorrected` event when `step` rewrites a pool's members back to
 /// what they were when the object last converged; `None` for any other step.
 pub fn members(
-    memory: &Memory,
+    memory: &MemberMemory,
     uid: &str,
     lb: &LoadBalancer,
     observed: &Observed,

@@ -8,7 +8,7 @@ use verda_api::conditions::Status;
 
 use super::apply::{Inputs, Outcome, PROVISIONING};
 use super::resolve;
-use crate::cloud::ids::LoadBalancerId;
+use crate::cloud::ids::{LoadBalancerId, SubnetId};
 use crate::cloud::model::loadbalancing::LoadBalancer;
 use crate::cloud::model::network::FloatingIpFilter;
 use crate::cloud::owner::owned_by_another;
@@ -104,22 +104,34 @@ async fn check(
         ));
     }
     let placement = resolve::placement(&ctx.config, octavia, neutron, lb).await?;
-    if found.vip_subnet_id.as_ref() != Some(&placement.vip_subnet) {
-        let actual = found
-            .vip_subnet_id
-            .as_ref()
-            .map(ToString::to_string)
-            .unwrap_or_else(|| "(none)".to_owned());
-        return Err(refuse(
-            IMPORT_MISMATCH,
-            format!(
-                "load balancer {id} has its VIP on subnet {actual}, the spec's is {}; set \
-                 spec.vipSubnet to {actual} (it is not replaced, and not taken over until the spec matches)",
-                placement.vip_subnet
-            ),
-        ));
-    }
+    same_vip_subnet(&found, &placement.vip_subnet, &key)?;
     Ok(found)
+}
+
+/// An import is refused while the spec puts the VIP on another subnet than the found
+/// load balancer's: it would be neither replaced nor what the spec says.
+fn same_vip_subnet(
+    found: &LoadBalancer,
+    wanted: &SubnetId,
+    key: &str,
+) -> Result<(), ReconcileError> {
+    if found.vip_subnet_id.as_ref() == Some(wanted) {
+        return Ok(());
+    }
+    let actual = found
+        .vip_subnet_id
+        .as_ref()
+        .map(ToString::to_string)
+        .unwrap_or_else(|| "(none)".to_owned());
+    Err(ReconcileError::Invalid {
+        object: key.to_owned(),
+        reason: IMPORT_MISMATCH,
+        message: format!(
+            "load balancer {} has its VIP on subnet {actual}, the spec's is {wanted}; set \
+             spec.vipSubnet to {actual} (it is not replaced, and not taken over until the spec matches)",
+            found.id
+        ),
+    })
 }
 
 /// Records the owner on the floating IPs of the VIP, then tags the load balancer (last:

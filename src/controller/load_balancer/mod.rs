@@ -2,8 +2,8 @@
 //! health monitor per port, members from a group, VirtualMachines or addresses, and a
 //! floating IP for `vipType: public`.
 //!
-//! `resolve` (backends from Kubernetes, the Octavia tree by owner tag) → `plan` (pure:
-//! the one next write) → `apply` (that write) → `status`. VirtualMachine and group
+//! Its [`Reconciler`]: `resolve` (backends from Kubernetes, the Octavia tree by owner
+//! tag) → `plan` (pure: the one next write) → `apply` (that write) → `status`. VirtualMachine and group
 //! changes wake the LoadBalancers that draw on them at once.
 
 pub mod apply;
@@ -19,27 +19,30 @@ pub mod status;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
+use std::time::Duration;
+
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
-use kube::runtime::controller::{Action, Controller};
-use kube::runtime::events::EventType;
+use kube::runtime::controller::Controller;
+use kube::runtime::events::{Event, EventType};
 use kube::runtime::reflector::{ObjectRef, Store};
 use verda_api::conditions::{READY, find_condition};
 use verda_api::v1alpha1::{
     LoadBalancer, LoadBalancerStatus, ReconcilePolicy, VirtualMachine, finalizers, labels,
 };
 
-use super::driver::{
-    Managed, error_policy, managed_kind, object_key, object_labels, publish, reconcile_with,
-};
-use super::progress;
-use super::status_patch::write_status;
+use super::cloud_view::ProjectView;
+use super::driver::{error_policy, reconcile};
+use super::events::reconcile_event;
+use super::lifecycle::Removal;
+use super::object::{managed_kind, object_key, object_labels};
+use super::reconciler::{Cleanup, Reconciler, Scope};
 use super::tenancy::Tenant;
 use super::watch_cache::Feeds;
 use super::{Context, ReconcileError};
 use crate::cloud::ids::LoadBalancerId;
+use crate::cloud::{LoadBalancing, Network};
 
 managed_kind!(LoadBalancer, "loadbalancer", finalizers::LOAD_BALANCER);
 
@@ -83,7 +86,7 @@ pub fn run(
             })
         })
         .reconcile_on(refreshed)
-        .run(reconcile, error_policy, ctx)
+        .run(reconcile::<LoadBalancer>, error_policy, ctx)
         .for_each(|_| futures::future::ready(()))
 }
 
@@ -129,70 +132,172 @@ fn drawing_on(
         .collect()
 }
 
-pub async fn reconcile(lb: Arc<LoadBalancer>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
-    reconcile_with(lb, ctx, apply_spec, removal::cleanup).await
+/// The cloud a LoadBalancer talks to, in its region: Octavia, Neutron, and the
+/// project's view of its load balancers.
+pub struct Ports {
+    octavia: Arc<dyn LoadBalancing>,
+    neutron: Arc<dyn Network>,
+    view: Arc<ProjectView>,
 }
 
-async fn apply_spec(
-    lb: Arc<LoadBalancer>,
-    ctx: Arc<Context>,
-    tenant: Tenant,
-    policy: ReconcilePolicy,
-) -> Result<Action, ReconcileError> {
-    let owner = ctx.owner_of(&*lb);
-    let region = lb.spec.region.as_deref();
-    let octavia = tenant.ports.load_balancing(region);
-    let neutron = tenant.ports.network(region);
-    let backends = resolve::backends(&ctx.caches.current(), &lb, &tenant.project).await;
-    let project_view = ctx.view.of(&tenant);
-    let view = &project_view.load_balancers;
-    let sources = observe::Sources {
-        octavia: octavia.as_ref(),
-        neutron: neutron.as_ref(),
-        lb: &lb,
-        owner: &owner,
-    };
-    let now = Timestamp::now();
-    let step_for = |observed: &resolve::Observed| {
+/// The Octavia tree and the backends the ports draw on.
+pub struct Observed {
+    look: observe::Look,
+    backends: resolve::Backends,
+}
+
+impl Reconciler for LoadBalancer {
+    type Ports = Ports;
+    type Observed = Observed;
+    type Step = plan::Step;
+    type Outcome = apply::Outcome;
+    type Status = LoadBalancerStatus;
+
+    fn ports(ctx: &Context, tenant: &Tenant, lb: &Self) -> Ports {
+        let region = lb.spec.region.as_deref();
+        Ports {
+            octavia: tenant.ports.load_balancing(region),
+            neutron: tenant.ports.network(region),
+            view: ctx.view.of(tenant),
+        }
+    }
+
+    fn current_status(&self) -> Option<&LoadBalancerStatus> {
+        self.status.as_ref()
+    }
+
+    async fn observe(scope: &Scope<Self>, use_view: bool) -> Result<Observed, ReconcileError> {
+        let Scope {
+            ctx,
+            obj: lb,
+            owner,
+            ports,
+            tenant,
+            ..
+        } = scope;
+        let backends = resolve::backends(&ctx.caches.current(), lb, &tenant.project).await;
+        let sources = observe::Sources {
+            octavia: ports.octavia.as_ref(),
+            neutron: ports.neutron.as_ref(),
+            lb,
+            owner,
+        };
+        let look = if use_view {
+            let cached = ports
+                .view
+                .load_balancers
+                .cached(&owner.uid, ctx.view_max_age());
+            observe::look(&sources, cached).await?
+        } else {
+            observe::read(&sources).await?
+        };
+        Ok(Observed { look, backends })
+    }
+
+    fn needs_fresh_look(observed: &Observed, step: &plan::Step) -> bool {
+        observed.look.from_view && matches!(step, plan::Step::Create(_))
+    }
+
+    fn plan(scope: &Scope<Self>, observed: &Observed) -> plan::Step {
         plan::plan_holding(
-            &lb,
-            observed,
-            &backends.ports,
-            &backends.starting,
-            ctx.timing.error_replace,
-            now,
+            &scope.obj,
+            &observed.look.tree,
+            &observed.backends.ports,
+            &observed.backends.starting,
+            scope.ctx.timing.error_replace,
+            scope.now,
         )
-    };
-    let mut look = observe::look(&sources, view.cached(&owner.uid, ctx.view_max_age())).await?;
-    let mut step = step_for(&look.tree);
-    if look.from_view && matches!(step, plan::Step::Create(_)) {
-        // Never create on the view's word: ask Octavia itself first.
-        look = observe::read(&sources).await?;
-        step = step_for(&look.tree);
     }
-    observe::remember(view, &owner, region, &look, &step);
-    let observed = look.tree;
-    let inputs = apply::Inputs {
-        ctx: &ctx,
-        octavia: octavia.as_ref(),
-        neutron: neutron.as_ref(),
-        lb: &lb,
-        owner: &owner,
-    };
-    let members = &project_view.lb_members;
-    let drift = drift::members(members, &owner.uid, &lb, &observed, &step);
-    if step == plan::Step::Converged {
-        members.converged(&owner.uid, &lb, &backends.ports);
+
+    /// Remembers what the step leaves the view vouching for, tells a correction of
+    /// drift from an ordinary member update, and carries the step out.
+    async fn execute(
+        scope: &Scope<Self>,
+        observed: &Observed,
+        step: plan::Step,
+    ) -> Result<apply::Outcome, ReconcileError> {
+        let Scope {
+            ctx,
+            obj: lb,
+            owner,
+            ports,
+            tenant,
+            policy,
+            ..
+        } = scope;
+        let region = lb.spec.region.as_deref();
+        observe::remember(
+            &ports.view.load_balancers,
+            owner,
+            region,
+            &observed.look,
+            &step,
+        );
+        let members = &ports.view.lb_members;
+        let drift = drift::members(members, &owner.uid, lb, &observed.look.tree, &step);
+        if step == plan::Step::Converged {
+            drift::converged(members, &owner.uid, lb, &observed.backends.ports);
+        }
+        let inputs = apply::Inputs {
+            ctx,
+            octavia: ports.octavia.as_ref(),
+            neutron: ports.neutron.as_ref(),
+            lb,
+            owner,
+        };
+        let mut outcome = carry_out(&inputs, step, &tenant.project, *policy).await?;
+        if let (Some(note), Some(_)) = (drift, &outcome.event) {
+            outcome.event = Some((EventType::Warning, "DriftCorrected", note));
+        }
+        Ok(outcome)
     }
-    let mut outcome = carry_out(&inputs, step, &tenant.project, policy).await?;
-    if let (Some(note), Some(_)) = (drift, &outcome.event) {
-        outcome.event = Some((EventType::Warning, "DriftCorrected", note));
+
+    fn status(
+        scope: &Scope<Self>,
+        observed: &Observed,
+        outcome: &apply::Outcome,
+    ) -> LoadBalancerStatus {
+        let missing = &observed.backends.missing_groups;
+        status::next_status(&scope.obj, &observed.look.tree, outcome, missing, scope.now)
     }
-    let mut status = status::next_status(&lb, &observed, &outcome, &backends.missing_groups, now);
-    status.project_id = Some(tenant.project.clone());
-    progress::summarise(&mut status.conditions, policy, lb.metadata.generation, now);
-    finish(&ctx, &lb, status, outcome.event).await?;
-    Ok(Action::requeue(outcome.requeue))
+
+    /// News of conditions that turned bad, then the step's own event.
+    fn events(
+        scope: &Scope<Self>,
+        outcome: &apply::Outcome,
+        status: &LoadBalancerStatus,
+    ) -> Vec<Event> {
+        news(scope.obj.status.as_ref(), status)
+            .into_iter()
+            .chain(outcome.event.clone())
+            .map(|(type_, reason, note)| reconcile_event(type_, reason, note))
+            .collect()
+    }
+
+    fn gauges(ctx: &Context, lb: &Self, status: &LoadBalancerStatus) {
+        let labels = object_labels(lb);
+        let (ready, total) = status::member_counts(&status.ports);
+        ctx.metrics
+            .load_balancer_members
+            .get_or_create(&labels)
+            .set(total as i64);
+        ctx.metrics
+            .load_balancer_ready_members
+            .get_or_create(&labels)
+            .set(ready as i64);
+    }
+
+    fn requeue(_: &Scope<Self>, outcome: &apply::Outcome, _: &LoadBalancerStatus) -> Duration {
+        outcome.requeue
+    }
+
+    async fn cleanup(
+        lb: Arc<Self>,
+        ctx: Arc<Context>,
+        removal: Removal,
+    ) -> Result<Cleanup, ReconcileError> {
+        removal::cleanup(lb, ctx, removal).await
+    }
 }
 
 /// Carries out `step`: an import in place of a create, what a paused object would do,
@@ -213,24 +318,6 @@ async fn carry_out(
         }
         _ => apply::run(inputs, step).await,
     }
-}
-
-/// Writes the status when it changed, updates the gauges, and publishes what the
-/// step and the new conditions have to say.
-async fn finish(
-    ctx: &Context,
-    lb: &LoadBalancer,
-    status: LoadBalancerStatus,
-    event: Option<(EventType, &'static str, String)>,
-) -> Result<(), ReconcileError> {
-    if lb.status.as_ref() != Some(&status) {
-        write_status(&ctx.client, lb, &status).await?;
-    }
-    record_metrics(ctx, lb, &status);
-    for (type_, reason, note) in news(lb.status.as_ref(), &status).into_iter().chain(event) {
-        publish(ctx, lb, type_, reason, note, "Reconcile").await;
-    }
-    Ok(())
 }
 
 /// Warnings for conditions that just turned bad: a missing group, ignored monitors.
@@ -258,19 +345,4 @@ fn news(
         }
     }
     events
-}
-
-fn record_metrics(ctx: &Context, lb: &LoadBalancer, status: &LoadBalancerStatus) {
-    let labels = object_labels(lb);
-    let (ready, total) = status::member_counts(&status.ports);
-    ctx.metrics
-        .load_balancer_members
-        .get_or_create(&labels)
-        .set(total as i64);
-    ctx.metrics
-        .load_balancer_ready_members
-        .get_or_create(&labels)
-        .set(ready as i64);
-    ctx.metrics
-        .set_object_conditions(LoadBalancer::CONTROLLER, &labels, Some(&status.conditions));
 }

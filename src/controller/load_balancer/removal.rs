@@ -15,8 +15,10 @@ use crate::cloud::model::loadbalancing::{
 use crate::cloud::model::network::FloatingIpFilter;
 use crate::cloud::owner::{Owner, without_ownership};
 use crate::cloud::{LoadBalancing, Network, ignore_not_found};
-use crate::controller::driver::{Cleanup, Managed, object_key, object_labels, publish};
+use crate::controller::events::publish;
 use crate::controller::lifecycle::Removal;
+use crate::controller::object::{Managed, object_key, object_labels};
+use crate::controller::reconciler::Cleanup;
 use crate::controller::{Context, ReconcileError};
 
 /// Releases (or detaches) the floating IPs, then deletes (or detaches) every load

@@ -12,7 +12,7 @@ use verda_api::v1alpha1::{
 };
 
 use super::desired::Backend;
-use crate::cloud::ids::{LbFlavorId, NetworkId, SubnetId};
+use crate::cloud::ids::{LbFlavorId, LoadBalancerId, NetworkId, SubnetId};
 use crate::cloud::model::loadbalancing::{
     LbFilter, LoadBalancer as OsLoadBalancer, ProvisioningStatus,
 };
@@ -21,7 +21,7 @@ use crate::cloud::owner::Owner;
 use crate::cloud::{LoadBalancing, Network};
 use crate::config::Config;
 use crate::controller::ReconcileError;
-use crate::controller::driver::object_key;
+use crate::controller::object::object_key;
 use crate::controller::progress::PROVISIONING;
 use crate::controller::watch_cache::{WatchCaches, exists, in_namespace};
 
@@ -216,33 +216,45 @@ pub async fn observe(
     ) {
         return Ok(observed);
     }
+    let kept = kept.id.clone();
+    read_children(octavia, &kept, &key, &mut observed).await?;
+    Ok(observed)
+}
+
+/// The listeners, pools, health monitors and members under the kept load balancer.
+async fn read_children(
+    octavia: &dyn LoadBalancing,
+    kept: &LoadBalancerId,
+    key: &str,
+    observed: &mut Observed,
+) -> Result<(), ReconcileError> {
     let children = LbFilter {
-        loadbalancer_id: Some(kept.id.clone()),
+        loadbalancer_id: Some(kept.clone()),
         ..LbFilter::default()
     };
     observed.listeners = octavia
         .list_listeners(&children)
         .await
-        .map_err(ReconcileError::cloud("list listeners", &key))?;
+        .map_err(ReconcileError::cloud("list listeners", key))?;
     observed.pools = octavia
         .list_pools(&children)
         .await
-        .map_err(ReconcileError::cloud("list pools", &key))?;
+        .map_err(ReconcileError::cloud("list pools", key))?;
     for pool in &observed.pools {
         if let Some(id) = &pool.healthmonitor_id {
             match octavia.get_health_monitor(id).await {
                 Ok(m) => observed.monitors.push(m),
                 Err(e) if e.is_not_found() => {}
-                Err(e) => return Err(ReconcileError::cloud("read a health monitor", &key)(e)),
+                Err(e) => return Err(ReconcileError::cloud("read a health monitor", key)(e)),
             }
         }
         let members = octavia
             .list_members(&pool.id)
             .await
-            .map_err(ReconcileError::cloud("list pool members", &key))?;
+            .map_err(ReconcileError::cloud("list pool members", key))?;
         observed.members.insert(pool.id.to_string(), members);
     }
-    Ok(observed)
+    Ok(())
 }
 
 /// What a create needs resolved from names: the VIP subnet and the Octavia flavor.
@@ -258,50 +270,12 @@ pub async fn placement(
     lb: &LoadBalancer,
 ) -> Result<Placement, ReconcileError> {
     let key = object_key(lb);
-    let spec = &lb.spec;
-    let vip_type = match spec.vip_type {
-        VipType::Private => "private",
-        VipType::Public => "public",
-    };
-    let region = spec.region.as_deref().unwrap_or_default();
-    let zone = spec.zone.as_deref().unwrap_or_default();
-    let subnet_name = match &spec.vip_subnet {
-        Some(name) => name.as_str(),
-        None => config
-            .load_balancer
-            .vip_subnet(region, zone, vip_type)
-            .ok_or_else(|| ReconcileError::Invalid {
-                object: key.clone(),
-                reason: "VipSubnetNotConfigured",
-                message: format!(
-                    "no loadBalancer.vipSubnets rule of the operator configuration matches region {region:?}, \
-                     zone {zone:?}, vipType {vip_type}; add one or set spec.vipSubnet"
-                ),
-            })?,
-    };
     let subnet = neutron
-        .find_subnet(subnet_name)
+        .find_subnet(vip_subnet_name(config, lb)?)
         .await
         .map_err(ReconcileError::cloud("find the VIP subnet", &key))?;
-    let flavor = match config.load_balancer.flavors.get(&spec.service_type) {
-        None => {
-            let known: Vec<&str> = config
-                .load_balancer
-                .flavors
-                .keys()
-                .map(String::as_str)
-                .collect();
-            return Err(ReconcileError::Invalid {
-                object: key,
-                reason: "ServiceTypeUnknown",
-                message: format!(
-                    "serviceType {:?} is not configured; known: {}",
-                    spec.service_type,
-                    known.join(", ")
-                ),
-            });
-        }
-        Some(name) if name.is_empty() => None,
+    let flavor = match flavor_name(config, lb)? {
+        None => None,
         Some(name) => Some(
             octavia
                 .find_lb_flavor(name)
@@ -314,6 +288,60 @@ pub async fn placement(
         vip_subnet: subnet.id,
         flavor,
     })
+}
+
+/// The VIP subnet's name: the spec's, else the operator configuration's rule for the
+/// region, zone and VIP type.
+fn vip_subnet_name<'a>(
+    config: &'a Config,
+    lb: &'a LoadBalancer,
+) -> Result<&'a str, ReconcileError> {
+    let spec = &lb.spec;
+    if let Some(name) = &spec.vip_subnet {
+        return Ok(name);
+    }
+    let vip_type = match spec.vip_type {
+        VipType::Private => "private",
+        VipType::Public => "public",
+    };
+    let region = spec.region.as_deref().unwrap_or_default();
+    let zone = spec.zone.as_deref().unwrap_or_default();
+    config
+        .load_balancer
+        .vip_subnet(region, zone, vip_type)
+        .ok_or_else(|| ReconcileError::Invalid {
+            object: object_key(lb),
+            reason: "VipSubnetNotConfigured",
+            message: format!(
+                "no loadBalancer.vipSubnets rule of the operator configuration matches region {region:?}, \
+                 zone {zone:?}, vipType {vip_type}; add one or set spec.vipSubnet"
+            ),
+        })
+}
+
+/// The Octavia flavor the spec's `serviceType` maps to (`None`: Octavia's default).
+fn flavor_name<'a>(
+    config: &'a Config,
+    lb: &LoadBalancer,
+) -> Result<Option<&'a str>, ReconcileError> {
+    let flavors = &config.load_balancer.flavors;
+    match flavors.get(&lb.spec.service_type) {
+        Some(name) if name.is_empty() => Ok(None),
+        Some(name) => Ok(Some(name)),
+        None => Err(ReconcileError::Invalid {
+            object: object_key(lb),
+            reason: "ServiceTypeUnknown",
+            message: format!(
+                "serviceType {:?} is not configured; known: {}",
+                lb.spec.service_type,
+                flavors
+                    .keys()
+                    .map(String::as_str)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }),
+    }
 }
 
 /// The external network floating IPs of `vipType: public` come from.

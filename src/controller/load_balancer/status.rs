@@ -10,16 +10,10 @@ use super::apply::{LOAD_BALANCER_ERROR, Outcome};
 use super::desired::ignored_monitors;
 use super::resolve::Observed;
 use crate::cloud::model::loadbalancing::{OperatingStatus, ProvisioningStatus};
+use crate::cloud::model::word;
 
 pub const MONITORS_APPLIED: &str = "MonitorsApplied";
 pub const GROUP_NOT_FOUND: &str = "GroupNotFound";
-
-/// Octavia's word for a status (`ACTIVE`, `PENDING_UPDATE`, `ONLINE`, …).
-pub fn word<T: serde::Serialize>(value: T) -> Option<String> {
-    serde_json::to_value(value)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-}
 
 /// Members that take traffic (ONLINE, or NO_MONITOR: nothing checks them) and all
 /// members, over every port: the MEMBERS column and the member gauges.

@@ -13,7 +13,7 @@ use super::resolve::{self, Observed};
 use crate::cloud::ids::{FlavorId, ServerId};
 use crate::cloud::owner::Owner;
 use crate::cloud::{Compute, MetadataMode, ignore_not_found};
-use crate::controller::driver::object_key;
+use crate::controller::object::object_key;
 use crate::controller::tenancy::Tenant;
 use crate::controller::{Context, ReconcileError};
 

@@ -1,7 +1,7 @@
 //! The VirtualMachine controller: one Nova server per object.
 //!
-//! `resolve` (servers by owner UID, lookups) → `plan` (pure: the next step) → `apply`
-//! (the only cloud writes) → `status`. The server is found by the owner's UID before any
+//! Its [`Reconciler`]: `resolve` (servers by owner UID, lookups) → `plan` (pure: the
+//! next step) → `apply` (the only cloud writes) → `status`. The server is found by the owner's UID before any
 //! create and its ID is written to status right after, so a crash anywhere leaves
 //! neither a duplicate nor an orphan.
 
@@ -14,20 +14,25 @@ pub mod status;
 
 use std::sync::Arc;
 
+use std::time::Duration;
+
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use k8s_openapi::jiff::Timestamp;
-use kube::runtime::controller::{Action, Controller};
-use kube::runtime::events::EventType;
+use kube::runtime::controller::Controller;
+use kube::runtime::events::Event;
 use kube::runtime::reflector::ObjectRef;
-use verda_api::v1alpha1::{ReconcilePolicy, VirtualMachine, VirtualMachineStatus, finalizers};
+use verda_api::v1alpha1::{VirtualMachine, VirtualMachineStatus, finalizers};
 
-use super::driver::{Managed, error_policy, managed_kind, object_labels, publish, reconcile_with};
-use super::progress;
-use super::status_patch::write_status;
+use super::cloud_view::ProjectView;
+use super::driver::{error_policy, reconcile};
+use super::events::reconcile_event;
+use super::lifecycle::Removal;
+use super::object::managed_kind;
+use super::reconciler::{Cleanup, Reconciler, Scope};
 use super::tenancy::Tenant;
 use super::watch_cache::Feeds;
 use super::{Context, ReconcileError};
+use crate::cloud::Compute;
 use crate::cloud::ids::ServerId;
 
 managed_kind!(
@@ -48,87 +53,131 @@ pub fn run(
         ctx.caches.current().virtual_machines.store,
     )
     .reconcile_on(refreshed)
-    .run(reconcile, error_policy, ctx)
+    .run(reconcile::<VirtualMachine>, error_policy, ctx)
     .for_each(|_| futures::future::ready(()))
 }
 
-pub async fn reconcile(
-    vm: Arc<VirtualMachine>,
-    ctx: Arc<Context>,
-) -> Result<Action, ReconcileError> {
-    reconcile_with(vm, ctx, apply_spec, removal::cleanup).await
+/// The cloud a VirtualMachine talks to: Nova, and the project's view of its servers.
+pub struct Ports {
+    compute: Arc<dyn Compute>,
+    view: Arc<ProjectView>,
 }
 
-async fn apply_spec(
-    vm: Arc<VirtualMachine>,
-    ctx: Arc<Context>,
-    tenant: Tenant,
-    policy: ReconcilePolicy,
-) -> Result<Action, ReconcileError> {
-    let owner = ctx.owner_of(&*vm);
-    let compute = tenant.ports.compute();
-    let view = ctx.view.of(&tenant);
-    let now = Timestamp::now();
-    let step_for = |observed: &resolve::Observed| {
+impl Reconciler for VirtualMachine {
+    type Ports = Ports;
+    type Observed = resolve::Observed;
+    type Step = plan::Step;
+    type Outcome = apply::Outcome;
+    type Status = VirtualMachineStatus;
+
+    fn ports(ctx: &Context, tenant: &Tenant, _: &Self) -> Ports {
+        Ports {
+            compute: tenant.ports.compute(),
+            view: ctx.view.of(tenant),
+        }
+    }
+
+    fn current_status(&self) -> Option<&VirtualMachineStatus> {
+        self.status.as_ref()
+    }
+
+    async fn observe(
+        scope: &Scope<Self>,
+        use_view: bool,
+    ) -> Result<resolve::Observed, ReconcileError> {
+        let Scope {
+            ctx,
+            obj,
+            owner,
+            ports,
+            ..
+        } = scope;
+        resolve::observe(
+            ctx,
+            &ports.view.servers,
+            ports.compute.as_ref(),
+            obj,
+            owner,
+            use_view,
+        )
+        .await
+    }
+
+    fn needs_fresh_look(observed: &resolve::Observed, step: &plan::Step) -> bool {
+        observed.from_view && *step == plan::Step::Create
+    }
+
+    fn plan(scope: &Scope<Self>, observed: &resolve::Observed) -> plan::Step {
         plan::plan(
-            &vm,
-            &owner,
+            &scope.obj,
+            &scope.owner,
             &observed.servers,
             &observed.flavor,
-            ctx.timing.error_replace,
-            now,
+            scope.ctx.timing.error_replace,
+            scope.now,
         )
-    };
-    let mut observed =
-        resolve::observe(&ctx, &view.servers, compute.as_ref(), &vm, &owner, true).await?;
-    let mut step = step_for(&observed);
-    if step == plan::Step::Create && observed.from_view {
-        // Never create (or import) on the view's word: ask Nova itself first.
-        observed =
-            resolve::observe(&ctx, &view.servers, compute.as_ref(), &vm, &owner, false).await?;
-        step = step_for(&observed);
     }
-    let outcome = match (&step, &vm.spec.import) {
-        (plan::Step::Create, Some(import)) => {
-            let id = ServerId::new(import.id.clone());
-            import::import(&ctx, &tenant, &vm, &owner, &id, policy.writes()).await?
-        }
-        _ if step.writes() && !policy.writes() => {
-            apply::paused(&vm, &observed, &step, ctx.timing.resync)
-        }
-        _ => {
-            // A create changes nothing a listing could bring back; any other write does.
-            if step.writes() && step != plan::Step::Create {
-                view.servers.forget(&owner);
-            }
-            apply::run(&ctx, &tenant, &vm, &owner, &observed, step).await?
-        }
-    };
-    let mut status = status::next_status(&vm, &observed.servers, &outcome, now);
-    status.project_id = Some(tenant.project.clone());
-    progress::summarise(&mut status.conditions, policy, vm.metadata.generation, now);
-    finish(&ctx, &vm, status, outcome.event).await?;
-    Ok(Action::requeue(outcome.requeue))
-}
 
-/// Writes the status when it changed, records its conditions in the metrics, and
-/// publishes the step's event.
-async fn finish(
-    ctx: &Context,
-    vm: &VirtualMachine,
-    status: VirtualMachineStatus,
-    event: Option<(EventType, &'static str, String)>,
-) -> Result<(), ReconcileError> {
-    if vm.status.as_ref() != Some(&status) {
-        write_status(&ctx.client, vm, &status).await?;
+    /// An import in place of a create, what a paused object would do, or the step.
+    async fn execute(
+        scope: &Scope<Self>,
+        observed: &resolve::Observed,
+        step: plan::Step,
+    ) -> Result<apply::Outcome, ReconcileError> {
+        let Scope {
+            ctx,
+            obj,
+            owner,
+            tenant,
+            policy,
+            ports,
+            ..
+        } = scope;
+        match (&step, &obj.spec.import) {
+            (plan::Step::Create, Some(import)) => {
+                let id = ServerId::new(import.id.clone());
+                import::import(ctx, tenant, obj, owner, &id, policy.writes()).await
+            }
+            _ if step.writes() && !policy.writes() => {
+                Ok(apply::paused(obj, observed, &step, ctx.timing.resync))
+            }
+            _ => {
+                // A create changes nothing a listing could bring back; any other write does.
+                if step.writes() && step != plan::Step::Create {
+                    ports.view.servers.forget(owner);
+                }
+                apply::run(ctx, tenant, obj, owner, observed, step).await
+            }
+        }
     }
-    ctx.metrics.set_object_conditions(
-        VirtualMachine::CONTROLLER,
-        &object_labels(vm),
-        Some(&status.conditions),
-    );
-    if let Some((type_, reason, note)) = event {
-        publish(ctx, vm, type_, reason, note, "Reconcile").await;
+
+    fn status(
+        scope: &Scope<Self>,
+        observed: &resolve::Observed,
+        outcome: &apply::Outcome,
+    ) -> VirtualMachineStatus {
+        status::next_status(&scope.obj, &observed.servers, outcome, scope.now)
     }
-    Ok(())
+
+    fn events(_: &Scope<Self>, outcome: &apply::Outcome, _: &VirtualMachineStatus) -> Vec<Event> {
+        outcome
+            .event
+            .iter()
+            .map(|(type_, reason, note)| reconcile_event(*type_, reason, note.clone()))
+            .collect()
+    }
+
+    fn gauges(_: &Context, _: &Self, _: &VirtualMachineStatus) {}
+
+    fn requeue(_: &Scope<Self>, outcome: &apply::Outcome, _: &VirtualMachineStatus) -> Duration {
+        outcome.requeue
+    }
+
+    async fn cleanup(
+        vm: Arc<Self>,
+        ctx: Arc<Context>,
+        removal: Removal,
+    ) -> Result<Cleanup, ReconcileError> {
+        removal::cleanup(vm, ctx, removal).await
+    }
 }

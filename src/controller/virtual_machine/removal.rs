@@ -12,8 +12,10 @@ use verda_api::v1alpha1::annotations::RECONCILE_POLICY;
 use crate::cloud::model::compute::Server;
 use crate::cloud::owner::{META_PREFIX, without_ownership};
 use crate::cloud::{Compute, MetadataMode};
-use crate::controller::driver::{Cleanup, Managed, object_key, object_labels, publish};
+use crate::controller::events::publish;
 use crate::controller::lifecycle::Removal;
+use crate::controller::object::{Managed, object_key, object_labels};
+use crate::controller::reconciler::Cleanup;
 use crate::controller::{Context, ReconcileError};
 
 /// Deletes every server of the owner (or, detaching, takes the owner's records off

@@ -5,7 +5,7 @@
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::ResourceExt;
 use kube::api::Api;
-use verda_api::v1alpha1::{InitScript, VirtualMachine, annotations};
+use verda_api::v1alpha1::{InitScript, KeySelector, VirtualMachine, annotations};
 
 use super::plan::{FlavorCheck, keeper};
 use crate::cloud::Compute;
@@ -13,6 +13,7 @@ use crate::cloud::ids::{NetworkId, ServerGroupId};
 use crate::cloud::model::compute::{CreateServer, Server, UserData};
 use crate::cloud::owner::Owner;
 use crate::controller::cloud_view::ServerView;
+use crate::controller::object::object_key;
 use crate::controller::tenancy::Tenant;
 use crate::controller::{Context, ReconcileError};
 
@@ -130,56 +131,17 @@ async fn user_data(ctx: &Context, vm: &VirtualMachine) -> Result<Option<UserData
     let Some(script) = &vm.spec.init_script else {
         return Ok(None);
     };
-    let ns = vm.namespace().unwrap_or_default();
-    let key = format!("{ns}/{}", vm.name_any());
-    let missing = |what: String| ReconcileError::Invalid {
-        object: key.clone(),
-        reason: "InitScriptNotFound",
-        message: format!("{what}; create it or fix spec.initScript"),
-    };
+    let key = object_key(vm);
     let text = match script {
         InitScript { value: Some(v), .. } => v.clone(),
         InitScript {
             config_map_key_ref: Some(r),
             ..
-        } => {
-            let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &ns);
-            let cm = api
-                .get_opt(&r.name)
-                .await
-                .map_err(ReconcileError::kube("read the init script ConfigMap", &key))?
-                .ok_or_else(|| missing(format!("ConfigMap {} not found", r.name)))?;
-            cm.data
-                .and_then(|d| d.get(&r.key).cloned())
-                .ok_or_else(|| missing(format!("ConfigMap {} has no key {}", r.name, r.key)))?
-        }
+        } => script_in_config_map(ctx, vm, r).await?,
         InitScript {
             secret_key_ref: Some(r),
             ..
-        } => {
-            let api: Api<Secret> = Api::namespaced(ctx.client.clone(), &ns);
-            let secret = api
-                .get_opt(&r.name)
-                .await
-                .map_err(ReconcileError::kube("read the init script Secret", &key))?
-                .ok_or_else(|| missing(format!("Secret {} not found", r.name)))?;
-            // `stringData` is folded into `data` by the API server; read both anyway.
-            let bytes = secret
-                .data
-                .and_then(|d| d.get(&r.key).cloned())
-                .or_else(|| {
-                    secret.string_data.and_then(|d| {
-                        d.get(&r.key)
-                            .map(|s| k8s_openapi::ByteString(s.clone().into_bytes()))
-                    })
-                })
-                .ok_or_else(|| missing(format!("Secret {} has no key {}", r.name, r.key)))?;
-            String::from_utf8(bytes.0).map_err(|_| ReconcileError::Invalid {
-                object: key.clone(),
-                reason: "InitScriptInvalid",
-                message: format!("Secret {} key {} is not UTF-8 text", r.name, r.key),
-            })?
-        }
+        } => script_in_secret(ctx, vm, r).await?,
         InitScript { .. } => return Ok(None),
     };
     if text.len() > MAX_USER_DATA_BYTES {
@@ -194,6 +156,67 @@ async fn user_data(ctx: &Context, vm: &VirtualMachine) -> Result<Option<UserData
         });
     }
     Ok(Some(UserData(text)))
+}
+
+/// The init script is missing: `what` says where it was looked for.
+fn script_missing(vm: &VirtualMachine, what: String) -> ReconcileError {
+    ReconcileError::Invalid {
+        object: object_key(vm),
+        reason: "InitScriptNotFound",
+        message: format!("{what}; create it or fix spec.initScript"),
+    }
+}
+
+async fn script_in_config_map(
+    ctx: &Context,
+    vm: &VirtualMachine,
+    r: &KeySelector,
+) -> Result<String, ReconcileError> {
+    let api: Api<ConfigMap> =
+        Api::namespaced(ctx.client.clone(), &vm.namespace().unwrap_or_default());
+    let cm = api
+        .get_opt(&r.name)
+        .await
+        .map_err(ReconcileError::kube(
+            "read the init script ConfigMap",
+            &object_key(vm),
+        ))?
+        .ok_or_else(|| script_missing(vm, format!("ConfigMap {} not found", r.name)))?;
+    cm.data
+        .and_then(|d| d.get(&r.key).cloned())
+        .ok_or_else(|| script_missing(vm, format!("ConfigMap {} has no key {}", r.name, r.key)))
+}
+
+async fn script_in_secret(
+    ctx: &Context,
+    vm: &VirtualMachine,
+    r: &KeySelector,
+) -> Result<String, ReconcileError> {
+    let api: Api<Secret> = Api::namespaced(ctx.client.clone(), &vm.namespace().unwrap_or_default());
+    let secret = api
+        .get_opt(&r.name)
+        .await
+        .map_err(ReconcileError::kube(
+            "read the init script Secret",
+            &object_key(vm),
+        ))?
+        .ok_or_else(|| script_missing(vm, format!("Secret {} not found", r.name)))?;
+    // `stringData` is folded into `data` by the API server; read both anyway.
+    let bytes = secret
+        .data
+        .and_then(|d| d.get(&r.key).cloned())
+        .or_else(|| {
+            secret.string_data.and_then(|d| {
+                d.get(&r.key)
+                    .map(|s| k8s_openapi::ByteString(s.clone().into_bytes()))
+            })
+        })
+        .ok_or_else(|| script_missing(vm, format!("Secret {} has no key {}", r.name, r.key)))?;
+    String::from_utf8(bytes.0).map_err(|_| ReconcileError::Invalid {
+        object: object_key(vm),
+        reason: "InitScriptInvalid",
+        message: format!("Secret {} key {} is not UTF-8 text", r.name, r.key),
+    })
 }
 
 /// Nova takes user data as at most 65,535 characters of base64: 3 bytes per 4 characters.

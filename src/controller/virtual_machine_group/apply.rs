@@ -13,9 +13,12 @@ use verda_api::v1alpha1::{
 };
 
 use super::plan::Plan;
+use crate::cloud::Compute;
 use crate::cloud::ids::ServerGroupId;
+use crate::cloud::model::compute::ServerGroupPolicy;
+use crate::cloud::owner::Owner;
 use crate::controller::ReconcileError;
-use crate::controller::driver::object_key;
+use crate::controller::object::object_key;
 
 /// The VirtualMachine of `group` with index `index`.
 pub fn new_vm(
@@ -126,6 +129,23 @@ async fn patch_each(
         .map_err(ReconcileError::kube(action, &key))?;
     }
     Ok(vms.len())
+}
+
+/// Creates the group's Nova server group, named after its owner so a crash before the
+/// status records it is found again (by `resolve::server_group`) instead of doubled.
+pub async fn create_server_group(
+    compute: &dyn Compute,
+    owner: &Owner,
+    policy: ServerGroupPolicy,
+) -> Result<ServerGroupId, ReconcileError> {
+    compute
+        .create_server_group(&owner.server_group_name(), policy)
+        .await
+        .map(|created| created.id)
+        .map_err(ReconcileError::cloud(
+            "create the server group",
+            &owner.key(),
+        ))
 }
 
 /// Carries out `plan`; returns how many writes it made.

@@ -1,9 +1,10 @@
 //! The VirtualMachineGroup controller: a Nova server group and `replicas` owned
 //! VirtualMachines.
 //!
-//! `resolve` (server group, owned VirtualMachines, LoadBalancers drawing on the group)
-//! → `plan` (pure: create / drain / delete) → `apply` (Kubernetes writes only; the
-//! VirtualMachine controller owns the servers) → `status`.
+//! Its [`Reconciler`]: `resolve` (server group, owned VirtualMachines, LoadBalancers
+//! drawing on the group) → `plan` (pure: the server group to create, VirtualMachines to
+//! create / drain / delete) → `apply` (the server group, then Kubernetes writes only;
+//! the VirtualMachine controller owns the servers) → `status`.
 
 pub mod apply;
 pub mod plan;
@@ -12,28 +13,29 @@ pub mod status;
 
 use std::sync::Arc;
 
+use std::time::Duration;
+
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams};
-use kube::runtime::controller::{Action, Controller};
-use kube::runtime::events::EventType;
+use kube::runtime::controller::Controller;
+use kube::runtime::events::{Event, EventType};
 use kube::runtime::reflector::ObjectRef;
+use verda_api::conditions::{READY, is_true};
 use verda_api::v1alpha1::{
-    ReconcilePolicy, UpdateStrategy, VirtualMachine, VirtualMachineGroup, finalizers,
+    UpdateStrategy, VirtualMachine, VirtualMachineGroup, VirtualMachineGroupStatus, finalizers,
 };
 
-use super::driver::{
-    Cleanup, Managed, error_policy, managed_kind, object_key, object_labels, publish,
-    reconcile_with,
-};
+use super::driver::{error_policy, reconcile};
 use super::lifecycle::{Removal, TEMPLATE_IMPORT};
-use super::progress;
-use super::status_patch::write_status;
+use super::object::{Managed, managed_kind, object_key, object_labels};
+use super::reconciler::{Cleanup, Reconciler, Scope};
 use super::tenancy::Tenant;
 use super::watch_cache::Feeds;
 use super::{Context, ReconcileError};
+use crate::cloud::Compute;
+use crate::cloud::ids::ServerGroupId;
 use crate::cloud::owner::is_server_group_of;
 
 managed_kind!(
@@ -61,74 +63,193 @@ pub fn run(
                 .map(|name| ObjectRef::new(&name).within(&ns))
                 .collect::<Vec<_>>()
         })
-        .run(reconcile, error_policy, ctx)
+        .run(reconcile::<VirtualMachineGroup>, error_policy, ctx)
         .for_each(|_| futures::future::ready(()))
 }
 
-pub async fn reconcile(
-    group: Arc<VirtualMachineGroup>,
-    ctx: Arc<Context>,
-) -> Result<Action, ReconcileError> {
-    reconcile_with(group, ctx, apply_spec, cleanup).await
+/// The cloud a group talks to: Nova, for its server group.
+pub struct Ports {
+    compute: Arc<dyn Compute>,
 }
 
-async fn apply_spec(
-    group: Arc<VirtualMachineGroup>,
-    ctx: Arc<Context>,
-    tenant: Tenant,
-    policy: ReconcilePolicy,
-) -> Result<Action, ReconcileError> {
-    refuse_template_import(&group)?;
-    let owner = ctx.owner_of(&*group);
-    let compute = tenant.ports.compute();
-    let server_group =
-        resolve::ensure_server_group(compute.as_ref(), &group, &owner, policy.writes()).await?;
-    let caches = ctx.caches.current();
-    let vms = resolve::owned_vms(&caches, &group).await;
-    let lbs = resolve::referencing_lbs(&caches, &group).await;
-    let members = resolve::members(&group, &vms, &lbs);
-    let hash =
-        plan::template_hash(&serde_json::to_string(&group.spec.template).unwrap_or_default());
-    let now = Timestamp::now();
-    let plan = plan::plan(
-        group.spec.replicas.max(0) as u32,
-        &hash,
-        group.spec.update_strategy == UpdateStrategy::RollingUpdate,
-        &members,
-        !lbs.is_empty(),
-        ctx.timing.drain_timeout,
-        now,
-    );
-    // Paused: no VirtualMachine comes or goes (they are paused too, by the annotation).
-    let writes = if policy.writes() {
-        let writes = apply::run(&ctx.client, &group, &plan, &hash, server_group.as_ref()).await?;
-        for (reason, note) in plan.events(&group.name_any()) {
-            publish(&ctx, &*group, EventType::Normal, reason, note, "Scale").await;
+/// The group's server group, its VirtualMachines and the LoadBalancers drawing on it.
+pub struct Observed {
+    server_group: Option<ServerGroupId>,
+    vms: Vec<VirtualMachine>,
+    members: Vec<plan::Member>,
+    draws_load_balancers: bool,
+    template_hash: String,
+}
+
+/// What a round did.
+pub struct Outcome {
+    server_group: Option<ServerGroupId>,
+    writes: usize,
+    /// Reason and note of each event the round has to tell.
+    events: Vec<(&'static str, String)>,
+}
+
+impl Reconciler for VirtualMachineGroup {
+    type Ports = Ports;
+    type Observed = Observed;
+    type Step = plan::Step;
+    type Outcome = Outcome;
+    type Status = VirtualMachineGroupStatus;
+
+    fn ports(_: &Context, tenant: &Tenant, _: &Self) -> Ports {
+        Ports {
+            compute: tenant.ports.compute(),
         }
-        writes
-    } else {
-        0
-    } + apply::align_credentials(&ctx.client, &group, &vms).await?
-        + apply::align_policy(&ctx.client, &group, &vms).await?;
-    let mut status = status::next_status(&group, &vms, &members, &hash, server_group.as_ref(), now);
-    status.project_id = Some(tenant.project.clone());
-    progress::summarise(
-        &mut status.conditions,
-        policy,
-        group.metadata.generation,
-        now,
-    );
-    if group.status.as_ref() != Some(&status) {
-        write_status(&ctx.client, &*group, &status).await?;
     }
-    record_metrics(&ctx, &group, &status);
-    let converged = writes == 0
-        && verda_api::conditions::is_true(&status.conditions, verda_api::conditions::READY);
-    Ok(Action::requeue(if converged || !policy.writes() {
-        ctx.timing.resync
-    } else {
-        ctx.timing.poll
-    }))
+
+    fn current_status(&self) -> Option<&VirtualMachineGroupStatus> {
+        self.status.as_ref()
+    }
+
+    async fn observe(scope: &Scope<Self>, _: bool) -> Result<Observed, ReconcileError> {
+        let Scope {
+            ctx,
+            obj: group,
+            owner,
+            ports,
+            ..
+        } = scope;
+        refuse_template_import(group)?;
+        let server_group = resolve::server_group(ports.compute.as_ref(), group, owner).await?;
+        let caches = ctx.caches.current();
+        let vms = resolve::owned_vms(&caches, group).await;
+        let lbs = resolve::referencing_lbs(&caches, group).await;
+        Ok(Observed {
+            server_group,
+            members: resolve::members(group, &vms, &lbs),
+            vms,
+            draws_load_balancers: !lbs.is_empty(),
+            template_hash: plan::template_hash(
+                &serde_json::to_string(&group.spec.template).unwrap_or_default(),
+            ),
+        })
+    }
+
+    fn needs_fresh_look(_: &Observed, _: &plan::Step) -> bool {
+        // Nothing is read from the cloud view: every look is fresh.
+        false
+    }
+
+    fn plan(scope: &Scope<Self>, observed: &Observed) -> plan::Step {
+        let group = &scope.obj;
+        plan::Step {
+            server_group: plan::missing_server_group(
+                group.spec.ha_policy,
+                observed.server_group.as_ref(),
+            ),
+            scale: plan::plan(
+                group.spec.replicas.max(0) as u32,
+                &observed.template_hash,
+                group.spec.update_strategy == UpdateStrategy::RollingUpdate,
+                &observed.members,
+                observed.draws_load_balancers,
+                scope.ctx.timing.drain_timeout,
+                scope.now,
+            ),
+        }
+    }
+
+    /// Paused, no VirtualMachine comes or goes (they are paused too, by the
+    /// annotation); either way they carry the group's credentials and policy.
+    async fn execute(
+        scope: &Scope<Self>,
+        observed: &Observed,
+        step: plan::Step,
+    ) -> Result<Outcome, ReconcileError> {
+        let Scope {
+            ctx,
+            obj: group,
+            owner,
+            ports,
+            policy,
+            ..
+        } = scope;
+        let mut outcome = Outcome {
+            server_group: observed.server_group.clone(),
+            writes: 0,
+            events: Vec::new(),
+        };
+        if policy.writes() {
+            if let Some(wanted) = step.server_group {
+                let created = apply::create_server_group(ports.compute.as_ref(), owner, wanted);
+                outcome.server_group = Some(created.await?);
+            }
+            let sg = outcome.server_group.as_ref();
+            outcome.writes =
+                apply::run(&ctx.client, group, &step.scale, &observed.template_hash, sg).await?;
+            outcome.events = step.scale.events(&group.name_any());
+        }
+        outcome.writes += apply::align_credentials(&ctx.client, group, &observed.vms).await?
+            + apply::align_policy(&ctx.client, group, &observed.vms).await?;
+        Ok(outcome)
+    }
+
+    fn status(
+        scope: &Scope<Self>,
+        observed: &Observed,
+        outcome: &Outcome,
+    ) -> VirtualMachineGroupStatus {
+        status::next_status(
+            &scope.obj,
+            &observed.vms,
+            &observed.members,
+            &observed.template_hash,
+            outcome.server_group.as_ref(),
+            scope.now,
+        )
+    }
+
+    fn events(_: &Scope<Self>, outcome: &Outcome, _: &VirtualMachineGroupStatus) -> Vec<Event> {
+        outcome
+            .events
+            .iter()
+            .map(|(reason, note)| Event {
+                type_: EventType::Normal,
+                reason: (*reason).to_owned(),
+                note: Some(note.clone()),
+                action: "Scale".to_owned(),
+                secondary: None,
+            })
+            .collect()
+    }
+
+    fn gauges(ctx: &Context, group: &Self, status: &VirtualMachineGroupStatus) {
+        let labels = object_labels(group);
+        ctx.metrics
+            .group_desired_replicas
+            .get_or_create(&labels)
+            .set(group.spec.replicas.into());
+        ctx.metrics
+            .group_ready_replicas
+            .get_or_create(&labels)
+            .set(status.ready_replicas.into());
+    }
+
+    fn requeue(
+        scope: &Scope<Self>,
+        outcome: &Outcome,
+        status: &VirtualMachineGroupStatus,
+    ) -> Duration {
+        let converged = outcome.writes == 0 && is_true(&status.conditions, READY);
+        if converged || !scope.policy.writes() {
+            scope.ctx.timing.resync
+        } else {
+            scope.ctx.timing.poll
+        }
+    }
+
+    async fn cleanup(
+        group: Arc<Self>,
+        ctx: Arc<Context>,
+        removal: Removal,
+    ) -> Result<Cleanup, ReconcileError> {
+        cleanup(group, ctx, removal).await
+    }
 }
 
 /// A template naming a server to import would have every replica take over that one
@@ -144,27 +265,6 @@ fn refuse_template_import(group: &VirtualMachineGroup) -> Result<(), ReconcileEr
                   server; remove it, and import the server with a VirtualMachine of its own"
             .to_owned(),
     })
-}
-
-fn record_metrics(
-    ctx: &Context,
-    group: &VirtualMachineGroup,
-    status: &verda_api::v1alpha1::VirtualMachineGroupStatus,
-) {
-    let labels = object_labels(group);
-    ctx.metrics
-        .group_desired_replicas
-        .get_or_create(&labels)
-        .set(group.spec.replicas.into());
-    ctx.metrics
-        .group_ready_replicas
-        .get_or_create(&labels)
-        .set(status.ready_replicas.into());
-    ctx.metrics.set_object_conditions(
-        VirtualMachineGroup::CONTROLLER,
-        &labels,
-        Some(&status.conditions),
-    );
 }
 
 /// Deletes the VirtualMachines (their controller deletes, detaches or leaves the

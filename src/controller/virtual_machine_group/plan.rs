@@ -10,6 +10,10 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use k8s_openapi::jiff::Timestamp;
+use verda_api::v1alpha1::HaPolicy;
+
+use crate::cloud::ids::ServerGroupId;
+use crate::cloud::model::compute::ServerGroupPolicy;
 
 /// What the plan needs to know about one VirtualMachine of the group.
 #[derive(Clone, Debug, PartialEq)]
@@ -28,6 +32,26 @@ pub struct Member {
 }
 
 /// What to do this round.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Step {
+    /// The Nova server group to create before any VirtualMachine, with this policy.
+    pub server_group: Option<ServerGroupPolicy>,
+    pub scale: Plan,
+}
+
+/// The server group `ha_policy` asks for when none exists (`found` is `None`).
+pub fn missing_server_group(
+    ha_policy: HaPolicy,
+    found: Option<&ServerGroupId>,
+) -> Option<ServerGroupPolicy> {
+    match (ha_policy, found) {
+        (_, Some(_)) | (HaPolicy::None, None) => None,
+        (HaPolicy::Soft, None) => Some(ServerGroupPolicy::SoftAntiAffinity),
+        (HaPolicy::Hard, None) => Some(ServerGroupPolicy::AntiAffinity),
+    }
+}
+
+/// One round's changes to the group's VirtualMachines.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Plan {
     /// Indices of VirtualMachines to create from the current template.

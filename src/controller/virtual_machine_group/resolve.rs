@@ -13,7 +13,6 @@ use verda_api::v1alpha1::{
 use super::plan::Member;
 use crate::cloud::Compute;
 use crate::cloud::ids::ServerGroupId;
-use crate::cloud::model::compute::ServerGroupPolicy;
 use crate::cloud::owner::{Owner, is_server_group_of};
 use crate::controller::ReconcileError;
 use crate::controller::watch_cache::{WatchCaches, in_namespace};
@@ -130,19 +129,16 @@ fn pool_listing(lb: &LoadBalancer, group: &str) -> BTreeMap<String, bool> {
         .collect()
 }
 
-/// The group's Nova server group: recorded in status, else found by owner, else
-/// created (when `create`: not while the group is paused).
-pub async fn ensure_server_group(
+/// The group's Nova server group: recorded in status, else found by owner. `None` when
+/// the group wants none or none exists yet (the plan then creates it).
+pub async fn server_group(
     compute: &dyn Compute,
     group: &VirtualMachineGroup,
     owner: &Owner,
-    create: bool,
 ) -> Result<Option<ServerGroupId>, ReconcileError> {
-    let policy = match group.spec.ha_policy {
-        HaPolicy::None => return Ok(None),
-        HaPolicy::Soft => ServerGroupPolicy::SoftAntiAffinity,
-        HaPolicy::Hard => ServerGroupPolicy::AntiAffinity,
-    };
+    if group.spec.ha_policy == HaPolicy::None {
+        return Ok(None);
+    }
     if let Some(id) = group
         .status
         .as_ref()
@@ -150,23 +146,12 @@ pub async fn ensure_server_group(
     {
         return Ok(Some(ServerGroupId::new(id)));
     }
-    let key = owner.key();
     let existing = compute
         .list_server_groups()
         .await
-        .map_err(ReconcileError::cloud("list server groups", &key))?;
-    if let Some(found) = existing
+        .map_err(ReconcileError::cloud("list server groups", &owner.key()))?;
+    Ok(existing
         .into_iter()
         .find(|g| is_server_group_of(&g.name, &owner.uid))
-    {
-        return Ok(Some(found.id));
-    }
-    if !create {
-        return Ok(None);
-    }
-    let created = compute
-        .create_server_group(&owner.server_group_name(), policy)
-        .await
-        .map_err(ReconcileError::cloud("create the server group", &key))?;
-    Ok(Some(created.id))
+        .map(|g| g.id))
 }

@@ -1,0 +1,44 @@
+//! Events on the objects, for `kubectl describe`: publishing one never fails a
+//! reconcile.
+
+use kube::Resource;
+use kube::runtime::events::{Event, EventType};
+
+use super::Context;
+
+/// Publishes an event on `obj`; a failure to publish is logged, never fatal.
+pub async fn publish<K: Resource<DynamicType = ()>>(
+    ctx: &Context,
+    obj: &K,
+    type_: EventType,
+    reason: &str,
+    note: String,
+    action: &str,
+) {
+    let event = Event {
+        type_,
+        reason: reason.to_owned(),
+        note: Some(note),
+        action: action.to_owned(),
+        secondary: None,
+    };
+    publish_event(ctx, obj, event).await;
+}
+
+/// Publishes `event` on `obj`; a failure to publish is logged, never fatal.
+pub async fn publish_event<K: Resource<DynamicType = ()>>(ctx: &Context, obj: &K, event: Event) {
+    if let Err(e) = ctx.recorder.publish(&event, &obj.object_ref(&())).await {
+        tracing::debug!(error = %crate::kube_error::describe(&e), "could not publish an event");
+    }
+}
+
+/// An event with the `Reconcile` action.
+pub fn reconcile_event(type_: EventType, reason: &str, note: String) -> Event {
+    Event {
+        type_,
+        reason: reason.to_owned(),
+        note: Some(note),
+        action: "Reconcile".to_owned(),
+        secondary: None,
+    }
+}
