@@ -27,6 +27,7 @@ mod seed;
 mod snapshot;
 mod state;
 mod wire;
+mod world;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -42,7 +43,7 @@ pub use snapshot::{
 };
 
 use faults::{Counters, FaultTable, lock};
-use state::{Shared, Sim, World};
+use state::{Shared, Sim};
 
 /// A running simulator. Dropping the handle stops the server.
 pub struct Simulator {
@@ -72,10 +73,11 @@ impl Simulator {
             worlds: seed::identities()
                 .iter()
                 .map(|i| {
-                    let world = World::new(&config, &i.project_id);
+                    let world = seed::world(&config, &i.project_id);
                     (i.project_id.clone(), Mutex::new(world))
                 })
                 .collect(),
+            default_project: seed::PROJECT_ID.to_owned(),
             tokens: Mutex::new(Default::default()),
             faults: FaultTable::new(config.seed),
             counters: Counters::default(),

@@ -6,12 +6,25 @@ use std::net::Ipv4Addr;
 
 use chrono::{TimeZone, Utc};
 
-use super::config::SimCredentials;
+use super::config::{SimConfig, SimCredentials};
 use super::model::{Flavor, Image, Network, Subnet};
 use super::octavia::model::LbFlavor;
-use super::state::World;
+use super::world::World;
 
 pub(crate) const PROJECT_ID: &str = "4fe49c509df94ac8bb7350b83b09a91e";
+/// `project`'s world as a fresh simulator starts it. Each project draws its IDs from
+/// a sequence of its own: IDs are unique across projects, as in a cloud.
+pub(crate) fn world(config: &SimConfig, project: &str) -> World {
+    let rng_seed = if project == PROJECT_ID {
+        config.seed
+    } else {
+        config.seed ^ 0x9e37_79b9_7f4a_7c15
+    };
+    let mut w = World::empty(config, project, rng_seed);
+    seed_project(&mut w, project);
+    w
+}
+
 pub(crate) const ADMIN_PROJECT_ID: &str = "af7593a512c04da1afae8bd2b0af25ac";
 pub(crate) const USER_ID: &str = "ea9196a4fbbc44919a7493698ff95c7b";
 pub(crate) const USER: &str = "demo";

@@ -3,7 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use super::state::World;
+pub use super::octavia::snapshot::{
+    SimHealthMonitor, SimListener, SimLoadBalancer, SimMember, SimPool,
+};
+use super::world::World;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct SimServer {
@@ -36,69 +39,6 @@ pub struct SimServerGroup {
     pub policy: String,
     pub max_server_per_host: Option<u64>,
     pub members: Vec<String>,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct SimMember {
-    pub id: String,
-    pub name: String,
-    pub address: String,
-    pub protocol_port: u64,
-    pub monitor_port: Option<u64>,
-    pub weight: u64,
-    pub provisioning_status: String,
-    pub operating_status: String,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct SimHealthMonitor {
-    pub id: String,
-    pub kind: String,
-    pub url_path: Option<String>,
-    pub expected_codes: Option<String>,
-    pub delay: u64,
-    pub timeout: u64,
-    pub max_retries: u64,
-    pub provisioning_status: String,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct SimPool {
-    pub id: String,
-    pub name: String,
-    pub protocol: String,
-    pub lb_algorithm: String,
-    pub listener_id: Option<String>,
-    pub provisioning_status: String,
-    pub members: Vec<SimMember>,
-    pub health_monitor: Option<SimHealthMonitor>,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct SimListener {
-    pub id: String,
-    pub name: String,
-    pub protocol: String,
-    pub protocol_port: u64,
-    pub default_pool_id: Option<String>,
-    pub provisioning_status: String,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct SimLoadBalancer {
-    pub id: String,
-    pub name: String,
-    pub description: String,
-    pub provisioning_status: String,
-    pub operating_status: String,
-    pub vip_address: String,
-    pub vip_port_id: String,
-    pub vip_subnet_id: String,
-    pub flavor_id: Option<String>,
-    pub availability_zone: Option<String>,
-    pub tags: Vec<String>,
-    pub listeners: Vec<SimListener>,
-    pub pools: Vec<SimPool>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -178,5 +118,5 @@ pub(crate) fn floating_ips(w: &World) -> Vec<SimFloatingIp> {
 }
 
 pub(crate) fn load_balancers(w: &World) -> Vec<SimLoadBalancer> {
-    super::octavia::snapshot(w)
+    super::octavia::snapshot::snapshot(w)
 }

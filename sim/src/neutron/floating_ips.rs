@@ -14,8 +14,9 @@ use serde_json::{Value, json};
 use super::{Cx, enter, list_answer, schema};
 use crate::model::FloatingIp;
 use crate::query::Params;
-use crate::state::{Sim, World};
+use crate::state::Sim;
 use crate::wire;
+use crate::world::World;
 
 const ROUTER_ID: &str = "0b6c1f6e-2d4a-4f3e-9c8b-7a6d5e4f3a21";
 

@@ -12,8 +12,9 @@ use super::{enter, list_answer};
 use crate::model::{Network, Port, Subnet};
 use crate::query::Params;
 use crate::seed::ADMIN_PROJECT_ID;
-use crate::state::{Sim, World};
+use crate::state::Sim;
 use crate::wire;
+use crate::world::World;
 
 pub(super) fn routes(r: Router<Sim>) -> Router<Sim> {
     r.route("/network/v2.0/networks", get(list_networks))

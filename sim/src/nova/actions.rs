@@ -13,7 +13,8 @@ use serde_json::Value;
 
 use super::{Cx, body, not_found_server};
 use crate::model::Status;
-use crate::state::{Sim, World};
+use crate::state::Sim;
+use crate::world::World;
 
 pub(super) async fn action(
     State(sim): State<Sim>,

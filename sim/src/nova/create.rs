@@ -15,7 +15,8 @@ use serde_json::{Map, Value, json};
 
 use super::{Cx, body, enter, metadata, scheduler, schema};
 use crate::model::{Nic, Server, Status};
-use crate::state::{Sim, World};
+use crate::state::Sim;
+use crate::world::World;
 
 /// What a valid create request asks for.
 struct Request {

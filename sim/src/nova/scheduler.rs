@@ -3,7 +3,7 @@
 //! soft policies only weigh. Capacity per host is unlimited (no RAM/CPU accounting).
 
 use crate::model::ServerGroup;
-use crate::state::World;
+use crate::world::World;
 
 pub(crate) const NO_VALID_HOST: &str =
     "No valid host was found. There are not enough hosts available.";
@@ -62,7 +62,7 @@ mod tests {
     use crate::model::{Server, Status};
 
     fn world_with(hosts: usize) -> World {
-        World::new(
+        crate::seed::world(
             &SimConfig {
                 hosts,
                 ..SimConfig::fast()

@@ -14,7 +14,8 @@ use serde_json::{Value, json};
 use super::{Cx, body, enter, not_found_server, schema, view};
 use crate::model::Server;
 use crate::query::{encode_query, split_list};
-use crate::state::{Sim, World};
+use crate::state::Sim;
+use crate::world::World;
 
 type Params = Query<Vec<(String, String)>>;
 

@@ -8,8 +8,8 @@ use serde_json::{Map, Value, json};
 use super::Cx;
 use crate::model::{Server, Status};
 use crate::seed::USER_ID;
-use crate::state::World;
 use crate::wire;
+use crate::world::World;
 
 /// Nova's `hostId`: a 56-hex-digit digest of project and host.
 fn host_id(project: &str, host: &str) -> String {

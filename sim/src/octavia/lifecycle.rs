@@ -12,7 +12,7 @@ use axum::response::Response;
 use super::Cx;
 use super::model::{Pool, Prov};
 use crate::model::Status;
-use crate::state::World;
+use crate::world::World;
 
 /// Locks the load balancer's tree for `lb_delay` (the LB itself goes `PENDING_UPDATE`
 /// unless it is already pending create/delete).

@@ -15,7 +15,8 @@ use super::{
     views,
 };
 use crate::query::Params;
-use crate::state::{Sim, World};
+use crate::state::Sim;
+use crate::world::World;
 
 pub(super) fn routes(r: Router<Sim>, p: &str) -> Router<Sim> {
     r.route(&format!("{p}/listeners"), get(list).post(create))
@@ -66,7 +67,7 @@ async fn create(
     let port = u64_field(&req, "protocol_port").unwrap_or_default();
     let mut w = sim.world_of(&cx.project);
     if !w.octavia.lbs.contains_key(&lb_id) {
-        return Err(super::loadbalancers::not_found(&cx, &lb_id));
+        return Err(super::lb_not_found(&cx, &lb_id));
     }
     lifecycle::ensure_mutable(&cx, &w, &lb_id, None)?;
     let clash = w.octavia.listeners.values().any(|l| {

@@ -13,10 +13,12 @@ use serde_json::{Value, json};
 
 use super::model::{LoadBalancer, Prov};
 use super::{
-    Cx, body, enter, lifecycle, list_answer, new_meta, schema, str_field, update_meta, views,
+    Cx, body, enter, lb_not_found, lifecycle, list_answer, new_meta, schema, str_field,
+    update_meta, views,
 };
 use crate::query::Params;
-use crate::state::{Sim, World};
+use crate::state::Sim;
+use crate::world::World;
 
 pub(super) fn routes(r: Router<Sim>, p: &str) -> Router<Sim> {
     r.route(&format!("{p}/loadbalancers"), get(list).post(create))
@@ -26,10 +28,6 @@ pub(super) fn routes(r: Router<Sim>, p: &str) -> Router<Sim> {
         )
         .route(&format!("{p}/loadbalancers/{{id}}/status"), get(status))
         .route(&format!("{p}/loadbalancers/{{id}}/stats"), get(stats))
-}
-
-pub(super) fn not_found(cx: &Cx, id: &str) -> Response {
-    cx.err(404, &format!("Load Balancer {id} not found."))
 }
 
 /// The VIP: (subnet ID, network ID, an existing port to use).
@@ -131,7 +129,11 @@ async fn get_one(
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "get_load_balancer", &headers).await?;
     let w = sim.world_of(&cx.project);
-    let lb = w.octavia.lbs.get(&id).ok_or_else(|| not_found(&cx, &id))?;
+    let lb = w
+        .octavia
+        .lbs
+        .get(&id)
+        .ok_or_else(|| lb_not_found(&cx, &id))?;
     Ok(cx.ok(200, &json!({"loadbalancer": views::lb(&w, lb)})))
 }
 
@@ -172,7 +174,7 @@ async fn update(
         .octavia
         .lbs
         .get_mut(&id)
-        .ok_or_else(|| not_found(&cx, &id))?;
+        .ok_or_else(|| lb_not_found(&cx, &id))?;
     if let Some(resp) = invalid_state(&cx, lb) {
         return Err(resp);
     }
@@ -193,7 +195,11 @@ async fn delete(
         .iter()
         .any(|(k, v)| k == "cascade" && v.eq_ignore_ascii_case("true"));
     let mut w = sim.world_of(&cx.project);
-    let lb = w.octavia.lbs.get(&id).ok_or_else(|| not_found(&cx, &id))?;
+    let lb = w
+        .octavia
+        .lbs
+        .get(&id)
+        .ok_or_else(|| lb_not_found(&cx, &id))?;
     if let Some(resp) = invalid_state(&cx, lb) {
         return Err(resp);
     }
@@ -232,7 +238,11 @@ async fn status(
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "get_status_tree", &headers).await?;
     let w = sim.world_of(&cx.project);
-    let lb = w.octavia.lbs.get(&id).ok_or_else(|| not_found(&cx, &id))?;
+    let lb = w
+        .octavia
+        .lbs
+        .get(&id)
+        .ok_or_else(|| lb_not_found(&cx, &id))?;
     Ok(cx.ok(200, &views::status_tree(&w, lb)))
 }
 
@@ -243,7 +253,10 @@ async fn stats(
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "get_load_balancer_stats", &headers).await?;
     let w = sim.world_of(&cx.project);
-    w.octavia.lbs.get(&id).ok_or_else(|| not_found(&cx, &id))?;
+    w.octavia
+        .lbs
+        .get(&id)
+        .ok_or_else(|| lb_not_found(&cx, &id))?;
     let stats = json!({"stats": {"bytes_in": 0, "bytes_out": 0, "active_connections": 0, "total_connections": 0, "request_errors": 0}});
     Ok(cx.ok(200, &stats))
 }

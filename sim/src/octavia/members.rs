@@ -16,8 +16,9 @@ use super::{
     update_meta, views,
 };
 use crate::query::Params;
-use crate::state::{Sim, World};
+use crate::state::Sim;
 use crate::wire;
+use crate::world::World;
 
 pub(super) fn routes(r: Router<Sim>, p: &str) -> Router<Sim> {
     r.route(
@@ -34,7 +35,7 @@ fn pool_of<'a>(cx: &Cx, w: &'a World, id: &str) -> Result<&'a Pool, Response> {
     w.octavia
         .pools
         .get(id)
-        .ok_or_else(|| super::pools::not_found(cx, id))
+        .ok_or_else(|| super::pool_not_found(cx, id))
 }
 
 fn member_not_found(cx: &Cx, id: &str) -> Response {

@@ -13,7 +13,7 @@ mod monitors;
 mod pools;
 mod populated;
 mod schema;
-mod snapshot;
+pub(crate) mod snapshot;
 mod views;
 
 use axum::Router;
@@ -26,11 +26,10 @@ use serde_json::{Map, Value, json};
 
 use super::gate::{self, Reject};
 use super::query::{self, encode_query};
-use super::state::{Sim, World};
+use super::state::Sim;
 use super::wire::{self, JSON};
+use super::world::World;
 use model::{Meta, Prov};
-
-pub(crate) use snapshot::snapshot;
 
 pub(crate) const SERVICE: &str = "load-balancer";
 
@@ -142,6 +141,16 @@ pub(crate) async fn enter(
 }
 
 /// The object under `key` of a JSON body (`{"loadbalancer": {...}}`).
+/// Octavia's 404 for a load balancer that does not exist.
+pub(crate) fn lb_not_found(cx: &Cx, id: &str) -> Response {
+    cx.err(404, &format!("Load Balancer {id} not found."))
+}
+
+/// Octavia's 404 for a pool that does not exist.
+pub(crate) fn pool_not_found(cx: &Cx, id: &str) -> Response {
+    cx.err(404, &format!("Pool {id} not found."))
+}
+
 pub(crate) fn body(cx: &Cx, bytes: &[u8], key: &str) -> Result<Map<String, Value>, Response> {
     let v = wire::parse_body(bytes).ok_or_else(|| cx.err(400, "Invalid JSON body"))?;
     v.get(key)

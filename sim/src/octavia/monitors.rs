@@ -14,7 +14,8 @@ use super::{
     views,
 };
 use crate::query::Params;
-use crate::state::{Sim, World};
+use crate::state::Sim;
+use crate::world::World;
 
 pub(super) fn routes(r: Router<Sim>, p: &str) -> Router<Sim> {
     r.route(&format!("{p}/healthmonitors"), get(list).post(create))
@@ -74,7 +75,7 @@ async fn create(
         .octavia
         .pools
         .get(&pool_id)
-        .ok_or_else(|| super::pools::not_found(&cx, &pool_id))?;
+        .ok_or_else(|| super::pool_not_found(&cx, &pool_id))?;
     if pool.monitor_id.is_some() {
         return Err(cx.err(409, &format!("Pool {pool_id} already has a health monitor")));
     }

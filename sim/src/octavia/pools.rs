@@ -11,10 +11,12 @@ use serde_json::{Map, Value, json};
 
 use super::model::{Pool, Prov};
 use super::{
-    Cx, body, enter, lifecycle, list_answer, new_meta, schema, str_field, update_meta, views,
+    Cx, body, enter, lifecycle, list_answer, new_meta, pool_not_found, schema, str_field,
+    update_meta, views,
 };
 use crate::query::Params;
-use crate::state::{Sim, World};
+use crate::state::Sim;
+use crate::world::World;
 
 pub(super) fn routes(r: Router<Sim>, p: &str) -> Router<Sim> {
     r.route(&format!("{p}/pools"), get(list).post(create))
@@ -22,10 +24,6 @@ pub(super) fn routes(r: Router<Sim>, p: &str) -> Router<Sim> {
             &format!("{p}/pools/{{id}}"),
             get(get_one).put(update).delete(delete),
         )
-}
-
-pub(super) fn not_found(cx: &Cx, id: &str) -> Response {
-    cx.err(404, &format!("Pool {id} not found."))
 }
 
 /// A new pool of `lb_id` (default pool of `listener_id`) from a validated request,
@@ -67,7 +65,7 @@ fn owner(
             Ok(listener.lb_id.clone())
         }
         (None, Some(lb)) if w.octavia.lbs.contains_key(&lb) => Ok(lb),
-        (None, Some(lb)) => Err(super::loadbalancers::not_found(cx, &lb)),
+        (None, Some(lb)) => Err(super::lb_not_found(cx, &lb)),
         (None, None) => Err(cx.err(
             400,
             "Validation failure: loadbalancer_id or listener_id must be specified.",
@@ -114,7 +112,7 @@ async fn get_one(
         .octavia
         .pools
         .get(&id)
-        .ok_or_else(|| not_found(&cx, &id))?;
+        .ok_or_else(|| pool_not_found(&cx, &id))?;
     Ok(cx.ok(200, &json!({"pool": views::pool(&w, p)})))
 }
 
@@ -148,13 +146,13 @@ async fn update(
         .pools
         .get(&id)
         .map(|p| p.lb_id.clone())
-        .ok_or_else(|| not_found(&cx, &id))?;
+        .ok_or_else(|| pool_not_found(&cx, &id))?;
     lifecycle::ensure_mutable(&cx, &w, &lb_id, Some(&id))?;
     let p = w
         .octavia
         .pools
         .get_mut(&id)
-        .ok_or_else(|| not_found(&cx, &id))?;
+        .ok_or_else(|| pool_not_found(&cx, &id))?;
     update_meta(&mut p.meta, &req);
     if let Some(a) = algorithm {
         p.lb_algorithm = a;
@@ -176,7 +174,7 @@ async fn delete(
         .pools
         .get(&id)
         .map(|p| p.lb_id.clone())
-        .ok_or_else(|| not_found(&cx, &id))?;
+        .ok_or_else(|| pool_not_found(&cx, &id))?;
     lifecycle::ensure_mutable(&cx, &w, &lb_id, Some(&id))?;
     if let Some(p) = w.octavia.pools.get_mut(&id) {
         p.meta.prov = Prov::PendingDelete;

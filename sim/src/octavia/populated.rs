@@ -7,7 +7,7 @@ use axum::response::Response;
 use serde_json::{Map, Value};
 
 use super::{Cx, listeners, members, monitors, pools, schema, str_field, u64_field};
-use crate::state::World;
+use crate::world::World;
 
 /// The listener objects of a create body (none for a bare load balancer).
 fn listeners_of(req: &Map<String, Value>) -> impl Iterator<Item = &Map<String, Value>> {

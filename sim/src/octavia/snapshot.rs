@@ -2,8 +2,70 @@
 
 use super::lifecycle::{lb_operating, member_operating};
 use super::model::{Listener, LoadBalancer, Pool};
-use crate::snapshot::{SimHealthMonitor, SimListener, SimLoadBalancer, SimMember, SimPool};
-use crate::state::World;
+use crate::world::World;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimMember {
+    pub id: String,
+    pub name: String,
+    pub address: String,
+    pub protocol_port: u64,
+    pub monitor_port: Option<u64>,
+    pub weight: u64,
+    pub provisioning_status: String,
+    pub operating_status: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimHealthMonitor {
+    pub id: String,
+    pub kind: String,
+    pub url_path: Option<String>,
+    pub expected_codes: Option<String>,
+    pub delay: u64,
+    pub timeout: u64,
+    pub max_retries: u64,
+    pub provisioning_status: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimPool {
+    pub id: String,
+    pub name: String,
+    pub protocol: String,
+    pub lb_algorithm: String,
+    pub listener_id: Option<String>,
+    pub provisioning_status: String,
+    pub members: Vec<SimMember>,
+    pub health_monitor: Option<SimHealthMonitor>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimListener {
+    pub id: String,
+    pub name: String,
+    pub protocol: String,
+    pub protocol_port: u64,
+    pub default_pool_id: Option<String>,
+    pub provisioning_status: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimLoadBalancer {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    pub provisioning_status: String,
+    pub operating_status: String,
+    pub vip_address: String,
+    pub vip_port_id: String,
+    pub vip_subnet_id: String,
+    pub flavor_id: Option<String>,
+    pub availability_zone: Option<String>,
+    pub tags: Vec<String>,
+    pub listeners: Vec<SimListener>,
+    pub pools: Vec<SimPool>,
+}
 
 pub(crate) fn snapshot(w: &World) -> Vec<SimLoadBalancer> {
     let mut lbs: Vec<&LoadBalancer> = w.octavia.lbs.values().collect();

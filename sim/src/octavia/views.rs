@@ -5,8 +5,8 @@ use serde_json::{Value, json};
 
 use super::lifecycle::{lb_operating, member_operating, pool_operating};
 use super::model::{Listener, LoadBalancer, Member, Meta, Monitor, Pool, Prov};
-use crate::state::World;
 use crate::wire::ts_naive;
+use crate::world::World;
 
 fn meta(w: &World, m: &Meta, operating: &str) -> Value {
     json!({

@@ -1,0 +1,243 @@
+//! A project's world: every resource it holds, the seeded generator its IDs come
+//! from, and the server transitions due by time.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::net::Ipv4Addr;
+use std::time::Instant;
+
+use chrono::Utc;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use super::config::SimConfig;
+use super::model::{Flavor, FloatingIp, Image, Network, Port, Server, ServerGroup, Status, Subnet};
+use super::octavia::model::Octavia;
+
+/// All resources.
+pub(crate) struct World {
+    /// The project this world is (its resources' `project_id`).
+    pub project_id: String,
+    pub rng: StdRng,
+    pub seq: u64,
+    /// Earliest pending transition; `settle` is a no-op before it.
+    pub next_event: Option<Instant>,
+    pub build_delay: std::time::Duration,
+    pub lb_delay: std::time::Duration,
+    pub hosts: usize,
+    pub instance_quota: usize,
+    pub page_size_max: usize,
+    pub flavors: Vec<Flavor>,
+    pub images: Vec<Image>,
+    pub keypairs: Vec<String>,
+    pub security_groups: Vec<String>,
+    pub zones: Vec<String>,
+    pub servers: HashMap<String, Server>,
+    pub groups: HashMap<String, ServerGroup>,
+    pub networks: Vec<Network>,
+    pub subnets: Vec<Subnet>,
+    pub ports: BTreeMap<String, Port>,
+    pub fips: BTreeMap<String, FloatingIp>,
+    pub used_ips: HashMap<String, BTreeSet<Ipv4Addr>>,
+    pub octavia: Octavia,
+}
+
+impl World {
+    /// `project`'s world, empty: `seed::world` fills it.
+    pub fn empty(config: &SimConfig, project: &str, rng_seed: u64) -> Self {
+        World {
+            project_id: project.to_owned(),
+            // Another sequence per project: IDs are unique across projects, as in a cloud.
+            rng: StdRng::seed_from_u64(rng_seed),
+            seq: 0,
+            next_event: None,
+            build_delay: config.build_delay,
+            lb_delay: config.lb_delay,
+            hosts: config.hosts.max(1),
+            instance_quota: config.instance_quota,
+            page_size_max: config.page_size_max.max(1),
+            flavors: Vec::new(),
+            images: Vec::new(),
+            keypairs: Vec::new(),
+            security_groups: Vec::new(),
+            zones: Vec::new(),
+            servers: HashMap::new(),
+            groups: HashMap::new(),
+            networks: Vec::new(),
+            subnets: Vec::new(),
+            ports: BTreeMap::new(),
+            fips: BTreeMap::new(),
+            used_ips: HashMap::new(),
+            octavia: Octavia::default(),
+        }
+    }
+
+    /// A UUID drawn from the seeded generator, so a repeated run makes the same IDs.
+    pub fn uuid(&mut self) -> String {
+        let bytes: [u8; 16] = self.rng.random();
+        uuid::Builder::from_random_bytes(bytes)
+            .into_uuid()
+            .to_string()
+    }
+
+    pub fn page_size_max(&self) -> usize {
+        self.page_size_max
+    }
+
+    pub fn next_seq(&mut self) -> u64 {
+        self.seq += 1;
+        self.seq
+    }
+
+    pub fn mac(&mut self) -> String {
+        let b: [u8; 3] = self.rng.random();
+        format!("fa:16:3e:{:02x}:{:02x}:{:02x}", b[0], b[1], b[2])
+    }
+
+    /// Registers a future transition so `settle` wakes up for it.
+    pub fn schedule(&mut self, at: Instant) {
+        self.next_event = Some(self.next_event.map_or(at, |t| t.min(at)));
+    }
+
+    /// The lowest free address of the subnet's allocation pool.
+    pub fn allocate_ip(&mut self, subnet_id: &str) -> Option<Ipv4Addr> {
+        let subnet = self.subnets.iter().find(|s| s.id == subnet_id)?;
+        let (start, end) = (u32::from(subnet.pool_start), u32::from(subnet.pool_end));
+        let used = self.used_ips.entry(subnet_id.to_string()).or_default();
+        let ip = (start..=end)
+            .map(Ipv4Addr::from)
+            .find(|ip| !used.contains(ip))?;
+        used.insert(ip);
+        Some(ip)
+    }
+
+    pub fn release_ip(&mut self, subnet_id: &str, ip: Ipv4Addr) {
+        if let Some(used) = self.used_ips.get_mut(subnet_id) {
+            used.remove(&ip);
+        }
+    }
+
+    /// Creates a Neutron port with an address on the network's first subnet.
+    pub fn create_port(
+        &mut self,
+        network_id: &str,
+        name: &str,
+        device_id: &str,
+        owner: &str,
+    ) -> Port {
+        let subnet_id = self
+            .networks
+            .iter()
+            .find(|n| n.id == network_id)
+            .and_then(|n| n.subnets.first().cloned());
+        let ip = subnet_id.as_deref().and_then(|s| self.allocate_ip(s));
+        let port = Port {
+            id: self.uuid(),
+            seq: self.next_seq(),
+            name: name.to_string(),
+            network_id: network_id.to_string(),
+            subnet_id,
+            ip,
+            mac: self.mac(),
+            device_id: device_id.to_string(),
+            device_owner: owner.to_string(),
+            created: Utc::now(),
+        };
+        self.ports.insert(port.id.clone(), port.clone());
+        port
+    }
+
+    /// Deletes a port, frees its address and detaches floating IPs from it.
+    pub fn delete_port(&mut self, port_id: &str) {
+        let Some(port) = self.ports.remove(port_id) else {
+            return;
+        };
+        if let (Some(s), Some(ip)) = (port.subnet_id.as_deref(), port.ip) {
+            self.release_ip(s, ip);
+        }
+        for fip in self
+            .fips
+            .values_mut()
+            .filter(|f| f.port_id.as_deref() == Some(port_id))
+        {
+            fip.port_id = None;
+            fip.fixed_ip = None;
+            fip.updated = Utc::now();
+            fip.revision += 1;
+        }
+    }
+
+    /// Removes a server at once with its ports and group membership.
+    pub fn remove_server(&mut self, id: &str) {
+        let Some(server) = self.servers.remove(id) else {
+            return;
+        };
+        for nic in &server.nics {
+            self.delete_port(&nic.port_id);
+        }
+        for g in self.groups.values_mut() {
+            g.members.retain(|m| m != id);
+        }
+    }
+
+    /// Whether a transition is due at `now`; if so, the next is unknown until the
+    /// due ones are applied.
+    pub fn take_due(&mut self, now: Instant) -> bool {
+        match self.next_event {
+            Some(t) if t <= now => {
+                self.next_event = None;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Finishes the servers' due builds, resizes and deletes.
+    pub fn settle_servers(&mut self, now: Instant) {
+        let mut gone = Vec::new();
+        let mut later = Vec::new();
+        for s in self.servers.values_mut() {
+            match s.until {
+                Some(t) if t <= now => {
+                    s.until = None;
+                    if s.deleting {
+                        gone.push(s.id.clone());
+                    } else {
+                        finish_transition(s);
+                    }
+                }
+                Some(t) => later.push(t),
+                None => {}
+            }
+        }
+        for t in later {
+            self.schedule(t);
+        }
+        for id in gone {
+            self.remove_server(&id);
+        }
+    }
+}
+
+fn finish_transition(s: &mut Server) {
+    let now = Utc::now();
+    s.updated = now;
+    match s.status {
+        Status::Build => match s.doomed.take() {
+            Some(message) => {
+                s.status = Status::Error;
+                s.host = None;
+                s.fault = Some(super::model::Fault {
+                    code: 500,
+                    message,
+                    created: now,
+                });
+            }
+            None => {
+                s.status = Status::Active;
+                s.launched = Some(now);
+            }
+        },
+        Status::Resize => s.status = Status::VerifyResize,
+        _ => {}
+    }
+}
