@@ -350,3 +350,12 @@ fn merge(target: &mut Value, patch: &Value) {
         _ => *target = patch.clone(),
     }
 }
+
+#[test]
+fn load_balancer_service_type_is_immutable() {
+    let old = lb(json!({"serviceType": "generic", "ports": [lb_port(80, group_servers())]}));
+    let mut new = old.clone();
+    merge(&mut new["spec"], &json!({"serviceType": "premium"}));
+    assert_refused(&new, Some(&old), "spec.serviceType is immutable");
+    assert_accepted(&old, Some(&old));
+}

@@ -1,6 +1,6 @@
 //! Seed data: what a fresh simulated cloud contains, so the published manifests and
-//! the default operator configuration (DESIGN.md) work unchanged. IDs of the recorded
-//! cloud are reused where the wire recordings show them.
+//! the default operator configuration (README.md) work unchanged. IDs have the shapes
+//! a real cloud gives them (32-hex project IDs, UUIDs elsewhere).
 
 use std::net::Ipv4Addr;
 

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use super::problem::Problem;
 use super::tenancy::{CredentialsError, Origin};
 use crate::cloud::CloudError;
 
@@ -22,11 +23,11 @@ pub enum ReconcileError {
         object: String,
         source: kube::Error,
     },
-    /// Something the user must fix in Kubernetes (a missing ConfigMap key, …).
+    /// Something the user must fix (a missing ConfigMap key, …).
     #[error("{object}: {message}")]
     Invalid {
         object: String,
-        reason: &'static str,
+        problem: Problem,
         message: String,
     },
     #[error("finalizer of {object}: {message}")]
@@ -82,7 +83,7 @@ impl ReconcileError {
                 Some(422) => "KubernetesInvalid",
                 _ => "KubernetesApiError",
             },
-            Self::Invalid { reason, .. } => reason,
+            Self::Invalid { problem, .. } => problem.reason(),
             Self::Finalizer { .. } => "FinalizerError",
             Self::Credentials { source, .. } => source.category(),
             Self::ProjectChanged { .. } => "ProjectChanged",

@@ -1,5 +1,5 @@
 //! The reconcile policy (`verda.linecorp.com/reconcile-policy`) as the controllers
-//! apply it, and the reasons imports report. Pure: no client.
+//! apply it. Pure: no client.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use k8s_openapi::jiff::Timestamp;
@@ -9,6 +9,7 @@ use verda_api::v1alpha1::{ReconcilePolicy, annotations::RECONCILE_POLICY};
 
 use super::ReconcileError;
 use super::object::object_key;
+use super::problem::Problem;
 use super::tenancy::Tenant;
 
 /// Condition type set while the policy is `skip`.
@@ -16,22 +17,12 @@ pub const PAUSED: &str = "Paused";
 /// Its reason; also the Ready reason of a paused object the cloud does not match.
 pub const SKIP_REASON: &str = "ReconcilePolicySkip";
 pub const PAUSED_READY: &str = "Paused";
-/// An unknown annotation value.
-pub const POLICY_INVALID: &str = "ReconcilePolicyInvalid";
-/// `spec.import.id` names nothing in the object's project.
-pub const IMPORT_NOT_FOUND: &str = "ImportNotFound";
-/// `spec.import.id` names a resource another object owns.
-pub const IMPORT_OWNED: &str = "ImportOwnedByAnother";
-/// The resource to import differs from the spec where the operator cannot change it.
-pub const IMPORT_MISMATCH: &str = "ImportMismatch";
-/// A group's template names a resource to import.
-pub const TEMPLATE_IMPORT: &str = "TemplateImportNotAllowed";
 
 /// The object's policy; an unknown value is refused with what to write instead.
 pub fn policy_of<K: Resource>(obj: &K) -> Result<ReconcilePolicy, ReconcileError> {
     ReconcilePolicy::of(obj.annotations()).map_err(|value| ReconcileError::Invalid {
         object: object_key(obj),
-        reason: POLICY_INVALID,
+        problem: Problem::ReconcilePolicyInvalid,
         message: format!(
             "annotation {RECONCILE_POLICY} is {value:?}; use {} (nothing is written to the \
              cloud or deleted until it is fixed)",

@@ -11,26 +11,14 @@ use verda_api::conditions::{
 };
 use verda_api::v1alpha1::ReconcilePolicy;
 
-use super::lifecycle::{
-    IMPORT_MISMATCH, IMPORT_NOT_FOUND, IMPORT_OWNED, PAUSED, POLICY_INVALID, TEMPLATE_IMPORT,
-    mark_paused,
-};
+use super::lifecycle::{PAUSED, mark_paused};
+use super::problem::Problem;
 
 /// The Ready reason of every kind while its cloud resources are on their way.
 pub const PROVISIONING: &str = "Provisioning";
 
 pub const RECONCILING: &str = "Reconciling";
 pub const STALLED: &str = "Stalled";
-
-/// Ready reasons a status builder writes that no retry can change: the user must edit
-/// the object. (Failed reconciles say so themselves: `ReconcileError::is_terminal`.)
-const STALLED_REASONS: [&str; 5] = [
-    IMPORT_NOT_FOUND,
-    IMPORT_OWNED,
-    IMPORT_MISMATCH,
-    TEMPLATE_IMPORT,
-    POLICY_INVALID,
-];
 
 /// Completes a status a controller built: `Paused` from the policy, then the kstatus
 /// pair from `Ready`.
@@ -41,8 +29,10 @@ pub fn summarise(
     now: Timestamp,
 ) {
     mark_paused(conditions, policy, generation, now);
-    let stalled = find_condition(conditions, READY)
-        .is_some_and(|ready| STALLED_REASONS.contains(&ready.reason.as_str()));
+    // A problem the user must fix: no retry changes it. (Failed reconciles say so
+    // themselves: `ReconcileError::is_terminal`.)
+    let stalled =
+        find_condition(conditions, READY).is_some_and(|ready| Problem::is_reason(&ready.reason));
     derive(conditions, stalled, generation, now);
 }
 
@@ -121,14 +111,21 @@ mod tests {
         );
         assert_eq!(kstatus(&conditions), [(RECONCILING, "Provisioning")]);
 
-        ready(&mut conditions, Status::False, IMPORT_MISMATCH);
+        ready(
+            &mut conditions,
+            Status::False,
+            Problem::ImportMismatch.reason(),
+        );
         summarise(
             &mut conditions,
             ReconcilePolicy::Manage,
             Some(1),
             Timestamp::now(),
         );
-        assert_eq!(kstatus(&conditions), [(STALLED, IMPORT_MISMATCH)]);
+        assert_eq!(
+            kstatus(&conditions),
+            [(STALLED, Problem::ImportMismatch.reason())]
+        );
 
         ready(&mut conditions, Status::False, "ImageNotFound");
         derive(&mut conditions, true, Some(1), Timestamp::now());

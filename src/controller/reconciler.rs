@@ -1,5 +1,5 @@
 //! The one shape of the three controllers. The driver takes a live object through
-//! observe → plan → execute → status; each kind says what those mean for it, and
+//! validate → observe → plan → execute → status; each kind says what those mean for it, and
 //! nothing else: the finalizer, credentials, pausing, progress conditions, the status
 //! write, the metrics and the events are the driver's, written once.
 
@@ -91,6 +91,10 @@ pub trait Reconciler: Managed {
 
     fn ports(ctx: &Context, tenant: &Tenant, obj: &Self) -> Self::Ports;
 
+    /// What is wrong with the spec, found without any I/O: reported before anything
+    /// is read or written, and on every edit.
+    fn validate(obj: &Self, ctx: &Context) -> Result<(), ReconcileError>;
+
     /// The status as last written.
     fn current_status(&self) -> Option<&Self::Status>;
 
@@ -148,6 +152,7 @@ pub async fn converge<K: Reconciler>(
     tenant: Tenant,
     policy: ReconcilePolicy,
 ) -> Result<Action, ReconcileError> {
+    K::validate(&obj, &ctx)?;
     let scope = Scope {
         owner: ctx.owner_of(&*obj),
         ports: K::ports(&ctx, &tenant, &obj),

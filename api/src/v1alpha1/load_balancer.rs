@@ -31,7 +31,8 @@ const REPLACE: &str =
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#,
     validation = immutable_spec_field("region", REPLACE),
     validation = immutable_spec_field("zone", REPLACE),
-    validation = immutable_spec_field("vipSubnet", REPLACE)
+    validation = immutable_spec_field("vipSubnet", REPLACE),
+    validation = immutable_spec_field("serviceType", "Octavia cannot change the flavor of an existing load balancer; create a new LoadBalancer instead")
 )]
 #[serde(rename_all = "camelCase")]
 pub struct LoadBalancerSpec {
@@ -54,6 +55,7 @@ pub struct LoadBalancerSpec {
     #[serde(default)]
     pub vip_type: VipType,
     /// Service class, mapped to an Octavia flavor by the operator's configuration.
+    /// Immutable.
     #[serde(default = "default_service_type")]
     #[schemars(length(min = 1, max = 63))]
     pub service_type: String,

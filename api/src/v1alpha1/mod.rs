@@ -16,7 +16,8 @@ pub use load_balancer::{
     MemberStatus, MonitorProtocol, PortStatus, Protocol, RealServers, VipType,
 };
 pub use virtual_machine::{
-    ServerFailure, VirtualMachine, VirtualMachineAddress, VirtualMachineSpec, VirtualMachineStatus,
+    Resolution, ResolvedReferences, ServerFailure, VirtualMachine, VirtualMachineAddress,
+    VirtualMachineSpec, VirtualMachineStatus,
 };
 pub use virtual_machine_group::{
     HaPolicy, UpdateStrategy, VirtualMachineGroup, VirtualMachineGroupSpec,

@@ -150,6 +150,41 @@ pub struct VirtualMachineStatus {
     /// The latest server that went to ERROR, kept until a server is ACTIVE again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_failure: Option<ServerFailure>,
+    /// The spec's image, flavor and networks as resolved to OpenStack IDs, recorded
+    /// before the server is created: a retry creates from these, so an image renamed
+    /// in between cannot change what is built, and the flavor is not looked up again
+    /// while the spec names the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolved: Option<ResolvedReferences>,
+}
+
+/// References of the spec, resolved to OpenStack IDs.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ResolvedReferences {
+    /// `spec.image`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<Resolution>,
+    /// `spec.flavor`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flavor: Option<Resolution>,
+    /// `spec.networks` (or the operator's default networks), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub networks: Vec<Resolution>,
+}
+
+/// A name or ID as the spec gives it, and what it resolved to.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Resolution {
+    /// As the spec (or the configuration) wrote it.
+    pub requested: String,
+    /// The OpenStack ID it resolved to.
+    #[serde(rename = "id")]
+    pub id: String,
+    /// The resource's name when it was resolved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
 }
 
 /// A server that went to ERROR. It is replaced after a delay that doubles with every

@@ -8,6 +8,7 @@ use reqwest::Method;
 use serde::Deserialize;
 use serde_json::json;
 
+use super::image;
 use super::{Kind, OpenStackClient, compute, pick_one};
 use crate::cloud::error::{CloudError, Resource};
 use crate::cloud::ids::{FlavorId, ImageId, ServerGroupId, ServerId};
@@ -221,15 +222,15 @@ impl Compute for OpenStackClient {
     }
 
     fn list_images<'a>(&'a self, name: Option<&'a str>) -> CloudFuture<'a, Vec<Image>> {
-        Box::pin(self.images_list(name))
+        Box::pin(image::list(self, name))
     }
 
     fn get_image<'a>(&'a self, id: &'a ImageId) -> CloudFuture<'a, Image> {
-        Box::pin(self.image_get(id))
+        Box::pin(image::get(self, id))
     }
 
     fn find_image<'a>(&'a self, name_or_id: &'a str) -> CloudFuture<'a, Image> {
-        Box::pin(self.remembered(Kind::Image, name_or_id, self.image_find(name_or_id)))
+        Box::pin(self.remembered(Kind::Image, name_or_id, image::find(self, name_or_id)))
     }
 }
 

@@ -6,34 +6,33 @@ use reqwest::Method;
 use serde_json::json;
 
 use super::OpenStackClient;
-use super::lb_loadbalancer::octavia;
+use super::octavia::octavia;
 use crate::cloud::ids::PoolId;
 use crate::cloud::model::loadbalancing::{Member, MemberSpec};
 use crate::cloud::ports::CloudResult;
 
-impl OpenStackClient {
-    pub(super) async fn members_list(&self, pool: &PoolId) -> CloudResult<Vec<Member>> {
-        let req = octavia(
-            "list_members",
-            Method::GET,
-            format!("/pools/{pool}/members"),
-        );
-        self.list_all(req, "members", &format!("list members of pool {pool}"))
-            .await
-    }
+pub(super) async fn list(client: &OpenStackClient, pool: &PoolId) -> CloudResult<Vec<Member>> {
+    let req = octavia(
+        "list_members",
+        Method::GET,
+        format!("/pools/{pool}/members"),
+    );
+    client
+        .list_all(req, "members", &format!("list members of pool {pool}"))
+        .await
+}
 
-    pub(super) async fn members_replace(
-        &self,
-        pool: &PoolId,
-        members: &[MemberSpec],
-    ) -> CloudResult<()> {
-        let req = octavia(
-            "replace_members",
-            Method::PUT,
-            format!("/pools/{pool}/members"),
-        )
-        .json(json!({"members": members}));
-        let action = format!("set {} members of pool {pool}", members.len());
-        self.execute(&req, &action).await
-    }
+pub(super) async fn replace(
+    client: &OpenStackClient,
+    pool: &PoolId,
+    members: &[MemberSpec],
+) -> CloudResult<()> {
+    let req = octavia(
+        "replace_members",
+        Method::PUT,
+        format!("/pools/{pool}/members"),
+    )
+    .json(json!({"members": members}));
+    let action = format!("set {} members of pool {pool}", members.len());
+    client.execute(&req, &action).await
 }

@@ -4,61 +4,65 @@ use reqwest::Method;
 use serde_json::json;
 
 use super::OpenStackClient;
-use super::lb_loadbalancer::octavia;
+use super::octavia::octavia;
 use crate::cloud::ids::HealthMonitorId;
 use crate::cloud::model::loadbalancing::{CreateHealthMonitor, HealthMonitor, UpdateHealthMonitor};
 use crate::cloud::ports::CloudResult;
 
-impl OpenStackClient {
-    pub(super) async fn monitor_create(
-        &self,
-        request: &CreateHealthMonitor,
-    ) -> CloudResult<HealthMonitor> {
-        let req = octavia("create_health_monitor", Method::POST, "/healthmonitors")
-            .json(json!({"healthmonitor": request}));
-        let action = format!(
-            "create health monitor {} for pool {}",
-            request.name, request.pool_id
-        );
-        self.fetch(&req, "healthmonitor", &action).await
-    }
-
-    pub(super) async fn monitor_get(&self, id: &HealthMonitorId) -> CloudResult<HealthMonitor> {
-        let req = octavia(
-            "get_health_monitor",
-            Method::GET,
-            format!("/healthmonitors/{id}"),
-        );
-        self.fetch(&req, "healthmonitor", &format!("get health monitor {id}"))
-            .await
-    }
-
-    pub(super) async fn monitor_update(
-        &self,
-        id: &HealthMonitorId,
-        request: &UpdateHealthMonitor,
-    ) -> CloudResult<HealthMonitor> {
-        let req = octavia(
-            "update_health_monitor",
-            Method::PUT,
-            format!("/healthmonitors/{id}"),
-        )
+pub(super) async fn create(
+    client: &OpenStackClient,
+    request: &CreateHealthMonitor,
+) -> CloudResult<HealthMonitor> {
+    let req = octavia("create_health_monitor", Method::POST, "/healthmonitors")
         .json(json!({"healthmonitor": request}));
-        self.fetch(
+    let action = format!(
+        "create health monitor {} for pool {}",
+        request.name, request.pool_id
+    );
+    client.fetch(&req, "healthmonitor", &action).await
+}
+
+pub(super) async fn get(
+    client: &OpenStackClient,
+    id: &HealthMonitorId,
+) -> CloudResult<HealthMonitor> {
+    let req = octavia(
+        "get_health_monitor",
+        Method::GET,
+        format!("/healthmonitors/{id}"),
+    );
+    client
+        .fetch(&req, "healthmonitor", &format!("get health monitor {id}"))
+        .await
+}
+
+pub(super) async fn update(
+    client: &OpenStackClient,
+    id: &HealthMonitorId,
+    request: &UpdateHealthMonitor,
+) -> CloudResult<HealthMonitor> {
+    let req = octavia(
+        "update_health_monitor",
+        Method::PUT,
+        format!("/healthmonitors/{id}"),
+    )
+    .json(json!({"healthmonitor": request}));
+    client
+        .fetch(
             &req,
             "healthmonitor",
             &format!("update health monitor {id}"),
         )
         .await
-    }
+}
 
-    pub(super) async fn monitor_delete(&self, id: &HealthMonitorId) -> CloudResult<()> {
-        let req = octavia(
-            "delete_health_monitor",
-            Method::DELETE,
-            format!("/healthmonitors/{id}"),
-        );
-        self.execute(&req, &format!("delete health monitor {id}"))
-            .await
-    }
+pub(super) async fn delete(client: &OpenStackClient, id: &HealthMonitorId) -> CloudResult<()> {
+    let req = octavia(
+        "delete_health_monitor",
+        Method::DELETE,
+        format!("/healthmonitors/{id}"),
+    );
+    client
+        .execute(&req, &format!("delete health monitor {id}"))
+        .await
 }

@@ -29,6 +29,7 @@ mod lb_monitor;
 mod lb_pool;
 mod lookups;
 mod network;
+mod octavia;
 
 use lookups::{Kind, Lookups};
 

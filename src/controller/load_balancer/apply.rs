@@ -96,7 +96,7 @@ async fn write(inputs: &Inputs<'_>, step: Step) -> Result<Outcome, ReconcileErro
         Step::Create(members) => create(inputs, members).await,
         Step::DeleteDuplicates(ids) => delete_duplicates(inputs, &ids).await,
         Step::ReportError { first, retry_in } => Ok(in_error(first, retry_in, poll)),
-        Step::DeleteErrored(id) => delete_errored(inputs, &id).await,
+        Step::ReplaceErrored(id) => delete_errored(inputs, &id).await,
         Step::Wait(status) => Ok(busy(
             format!(
                 "Octavia is applying a change ({})",

@@ -13,9 +13,8 @@ use crate::cloud::model::loadbalancing::LoadBalancer;
 use crate::cloud::model::network::FloatingIpFilter;
 use crate::cloud::owner::owned_by_another;
 use crate::controller::ReconcileError;
-use crate::controller::lifecycle::{
-    IMPORT_MISMATCH, IMPORT_NOT_FOUND, IMPORT_OWNED, PAUSED_READY, paused_message,
-};
+use crate::controller::lifecycle::{PAUSED_READY, paused_message};
+use crate::controller::problem::Problem;
 
 /// Checks the load balancer `id` and, when `writes`, takes it over.
 pub async fn import(
@@ -72,16 +71,16 @@ async fn check(
         owner,
     } = *inputs;
     let key = owner.key();
-    let refuse = |reason, message: String| ReconcileError::Invalid {
+    let refuse = |problem, message: String| ReconcileError::Invalid {
         object: key.clone(),
-        reason,
+        problem,
         message,
     };
     let found = match octavia.get_load_balancer(id).await {
         Ok(found) => found,
         Err(e) if e.is_not_found() => {
             return Err(refuse(
-                IMPORT_NOT_FOUND,
+                Problem::ImportNotFound,
                 format!(
                     "spec.import.id: load balancer {id} does not exist in project {project}; \
                      check the ID with `openstack loadbalancer show {id}`"
@@ -97,7 +96,7 @@ async fn check(
     };
     if let Some(other) = owned_by_another(&found.tags, &owner.uid) {
         return Err(refuse(
-            IMPORT_OWNED,
+            Problem::ImportOwnedByAnother,
             format!(
                 "spec.import.id: load balancer {id} belongs to the object with UID {other}; it is not taken over"
             ),
@@ -125,7 +124,7 @@ fn same_vip_subnet(
         .unwrap_or_else(|| "(none)".to_owned());
     Err(ReconcileError::Invalid {
         object: key.to_owned(),
-        reason: IMPORT_MISMATCH,
+        problem: Problem::ImportMismatch,
         message: format!(
             "load balancer {} has its VIP on subnet {actual}, the spec's is {wanted}; set \
              spec.vipSubnet to {actual} (it is not replaced, and not taken over until the spec matches)",

@@ -162,6 +162,13 @@ impl Reconciler for LoadBalancer {
         }
     }
 
+    /// The VIP subnet and the Octavia flavor must follow from the spec and the
+    /// operator's configuration, for the load balancer there is as for the next.
+    fn validate(lb: &Self, ctx: &Context) -> Result<(), ReconcileError> {
+        resolve::vip_subnet_name(&ctx.config, lb)?;
+        resolve::flavor_name(&ctx.config, lb).map(drop)
+    }
+
     fn current_status(&self) -> Option<&LoadBalancerStatus> {
         self.status.as_ref()
     }

@@ -9,13 +9,14 @@ use k8s_openapi::jiff::Timestamp;
 use verda_api::v1alpha1::{LoadBalancer, LoadBalancerPort, VipType};
 
 use super::desired::{self, Backend, MonitorSettings};
-use super::resolve::{Observed, keeper};
+use super::resolve::{Observed, keeper, live};
 use crate::cloud::ids::{
     FloatingIpId, HealthMonitorId, ListenerId, LoadBalancerId, PoolId, PortId,
 };
 use crate::cloud::model::loadbalancing::{
     LoadBalancer as OctaviaLoadBalancer, MemberSpec, Pool, ProvisioningStatus,
 };
+use crate::controller::keeper::{InError, duplicates, in_error};
 
 /// The next thing to do for one LoadBalancer.
 #[derive(Clone, Debug, PartialEq)]
@@ -30,7 +31,7 @@ pub enum Step {
         first: bool,
         retry_in: Duration,
     },
-    DeleteErrored(LoadBalancerId),
+    ReplaceErrored(LoadBalancerId),
     /// Octavia is busy with the last write (`PENDING_*`).
     Wait(ProvisioningStatus),
     /// A listener for the port at this index, on this load balancer.
@@ -62,7 +63,7 @@ impl Step {
                 "delete duplicate load balancers {}",
                 crate::cloud::ids::joined(ids)
             ),
-            Step::DeleteErrored(id) => format!("replace load balancer {id}, which is in ERROR"),
+            Step::ReplaceErrored(id) => format!("replace load balancer {id}, which is in ERROR"),
             Step::CreateListener(i, _) => format!("create the listener of spec.ports[{i}]"),
             Step::CreatePool(i, _) => format!("create the pool of spec.ports[{i}]"),
             Step::CreateMonitor(i, ..) => format!("create the health monitor of spec.ports[{i}]"),
@@ -189,10 +190,9 @@ fn usable_load_balancer<'a>(
             .collect();
         return Err(Step::Create(members));
     };
-    let extra: Vec<LoadBalancerId> = observed
-        .load_balancers
-        .iter()
-        .filter(|l| l.id != kept.id && l.provisioning_status != ProvisioningStatus::PendingDelete)
+    let found = &observed.load_balancers;
+    let extra: Vec<LoadBalancerId> = duplicates(found, kept.id.as_str(), |l| l.id.as_str(), live)
+        .into_iter()
         .map(|l| l.id.clone())
         .collect();
     if !extra.is_empty() {
@@ -313,20 +313,9 @@ fn error_step(
         .as_ref()
         .filter(|s| s.load_balancer_id.as_deref() == Some(id.as_str()))
         .and_then(|s| s.error_since.as_ref());
-    let Some(since) = since else {
-        return Step::ReportError {
-            first: true,
-            retry_in: error_replace,
-        };
-    };
-    let waited = now.duration_since(since.0).unsigned_abs();
-    if waited >= error_replace {
-        Step::DeleteErrored(id.clone())
-    } else {
-        Step::ReportError {
-            first: false,
-            retry_in: error_replace - waited,
-        }
+    match in_error(since.map(|s| s.0), error_replace, now) {
+        InError::Replace => Step::ReplaceErrored(id.clone()),
+        InError::Report { first, retry_in } => Step::ReportError { first, retry_in },
     }
 }
 

@@ -255,7 +255,7 @@ fn an_errored_load_balancer_is_reported_then_replaced_after_the_delay() {
         }
     );
     let due = plan(&lb, &observed, &[vec![]], REPLACE, at(25));
-    assert_eq!(due, Step::DeleteErrored(LoadBalancerId::new("lb-1")));
+    assert_eq!(due, Step::ReplaceErrored(LoadBalancerId::new("lb-1")));
 }
 
 #[test]

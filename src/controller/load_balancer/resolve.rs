@@ -21,7 +21,9 @@ use crate::cloud::owner::Owner;
 use crate::cloud::{LoadBalancing, Network};
 use crate::config::Config;
 use crate::controller::ReconcileError;
+use crate::controller::keeper;
 use crate::controller::object::object_key;
+use crate::controller::problem::Problem;
 use crate::controller::progress::PROVISIONING;
 use crate::controller::watch_cache::{WatchCaches, exists, in_namespace};
 
@@ -168,14 +170,13 @@ pub fn keeper<'a>(lb: &LoadBalancer, found: &'a [OsLoadBalancer]) -> Option<&'a 
         .status
         .as_ref()
         .and_then(|s| s.load_balancer_id.as_deref());
-    found
-        .iter()
-        .find(|l| Some(l.id.as_str()) == recorded)
-        .or_else(|| {
-            found
-                .iter()
-                .find(|l| l.provisioning_status != ProvisioningStatus::PendingDelete)
-        })
+    keeper::keeper(found, recorded, |l| l.id.as_str(), live, live)
+}
+
+/// Not on its way out: a load balancer in PENDING_DELETE is neither kept nor a
+/// duplicate.
+pub fn live(l: &OsLoadBalancer) -> bool {
+    l.provisioning_status != ProvisioningStatus::PendingDelete
 }
 
 /// Reads the Octavia tree (and floating IPs when the object has or wants one).
@@ -292,7 +293,7 @@ pub async fn placement(
 
 /// The VIP subnet's name: the spec's, else the operator configuration's rule for the
 /// region, zone and VIP type.
-fn vip_subnet_name<'a>(
+pub fn vip_subnet_name<'a>(
     config: &'a Config,
     lb: &'a LoadBalancer,
 ) -> Result<&'a str, ReconcileError> {
@@ -311,7 +312,7 @@ fn vip_subnet_name<'a>(
         .vip_subnet(region, zone, vip_type)
         .ok_or_else(|| ReconcileError::Invalid {
             object: object_key(lb),
-            reason: "VipSubnetNotConfigured",
+            problem: Problem::VipSubnetNotConfigured,
             message: format!(
                 "no loadBalancer.vipSubnets rule of the operator configuration matches region {region:?}, \
                  zone {zone:?}, vipType {vip_type}; add one or set spec.vipSubnet"
@@ -320,7 +321,7 @@ fn vip_subnet_name<'a>(
 }
 
 /// The Octavia flavor the spec's `serviceType` maps to (`None`: Octavia's default).
-fn flavor_name<'a>(
+pub fn flavor_name<'a>(
     config: &'a Config,
     lb: &LoadBalancer,
 ) -> Result<Option<&'a str>, ReconcileError> {
@@ -330,7 +331,7 @@ fn flavor_name<'a>(
         Some(name) => Ok(Some(name)),
         None => Err(ReconcileError::Invalid {
             object: object_key(lb),
-            reason: "ServiceTypeUnknown",
+            problem: Problem::ServiceTypeUnknown,
             message: format!(
                 "serviceType {:?} is not configured; known: {}",
                 lb.spec.service_type,

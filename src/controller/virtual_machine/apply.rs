@@ -4,13 +4,16 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use kube::ResourceExt;
+use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::events::EventType;
 use verda_api::conditions::Status;
-use verda_api::v1alpha1::VirtualMachine;
+use verda_api::v1alpha1::{ResolvedReferences, VirtualMachine};
 
 use super::plan::Step;
-use super::resolve::{self, Observed};
+use super::resolve::Observed;
 use crate::cloud::ids::{FlavorId, ServerId};
+use crate::cloud::model::compute::CreateServer;
 use crate::cloud::owner::Owner;
 use crate::cloud::{Compute, MetadataMode, ignore_not_found};
 use crate::controller::object::object_key;
@@ -52,7 +55,11 @@ pub async fn run(
     let poll = ctx.timing.poll;
     let kept = super::plan::keeper(vm, &observed.servers).map(|s| s.id.clone());
     let outcome = match step {
-        Step::Create => create(ctx, tenant, vm, owner).await?,
+        Step::Create => match &observed.create {
+            Some(request) => create(ctx, tenant, vm, owner, request, observed).await?,
+            // Observed without a server only in a look that did not prepare one: look again.
+            None => provisioning(None, "preparing the server's create request".into(), poll),
+        },
         Step::DeleteDuplicates(ids) => Outcome {
             event: Some(delete_duplicates(compute, &ids, &key).await?),
             ..provisioning(kept, "removing duplicate servers".into(), poll)
@@ -94,19 +101,26 @@ pub async fn run(
 
 /// Creates the server; the event says whether it replaces one deleted behind the
 /// operator's back.
+/// Records the resolved references in status, then creates the server from the
+/// request `observe` finished.
 async fn create(
     ctx: &Context,
     tenant: &Tenant,
     vm: &VirtualMachine,
     owner: &Owner,
+    request: &CreateServer,
+    observed: &Observed,
 ) -> Result<Outcome, ReconcileError> {
-    let request = resolve::create_request(ctx, tenant, vm, owner).await?;
+    let key = owner.key();
+    if let Some(resolved) = &observed.resolved {
+        record_resolved(ctx, vm, resolved).await?;
+    }
     let id = tenant
         .ports
         .compute()
-        .create_server(&request)
+        .create_server(request)
         .await
-        .map_err(ReconcileError::cloud("create server", &owner.key()))?;
+        .map_err(ReconcileError::cloud("create server", &key))?;
     let recorded = vm.status.as_ref().and_then(|s| s.server_id.clone());
     let event = match recorded {
         Some(old) => (
@@ -126,6 +140,28 @@ async fn create(
             ctx.timing.poll,
         )
     })
+}
+
+/// Writes `status.resolved`.
+async fn record_resolved(
+    ctx: &Context,
+    vm: &VirtualMachine,
+    resolved: &ResolvedReferences,
+) -> Result<(), ReconcileError> {
+    let api: Api<VirtualMachine> =
+        Api::namespaced(ctx.client.clone(), &vm.namespace().unwrap_or_default());
+    let patch = serde_json::json!({"status": {"resolved": resolved}});
+    api.patch_status(
+        &vm.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await
+    .map(drop)
+    .map_err(ReconcileError::kube(
+        "record the resolved image, flavor and networks",
+        &object_key(vm),
+    ))
 }
 
 /// Deletes the servers a crash between create and status write left beside the kept

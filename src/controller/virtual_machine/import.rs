@@ -11,9 +11,8 @@ use crate::cloud::MetadataMode;
 use crate::cloud::ids::ServerId;
 use crate::cloud::model::compute::Server;
 use crate::cloud::owner::{Owner, owned_by_another};
-use crate::controller::lifecycle::{
-    IMPORT_MISMATCH, IMPORT_NOT_FOUND, IMPORT_OWNED, PAUSED_READY, paused_message,
-};
+use crate::controller::lifecycle::{PAUSED_READY, paused_message};
+use crate::controller::problem::Problem;
 use crate::controller::tenancy::Tenant;
 use crate::controller::{Context, ReconcileError};
 
@@ -66,16 +65,16 @@ async fn check(
     id: &ServerId,
 ) -> Result<Server, ReconcileError> {
     let key = owner.key();
-    let refuse = |reason, message: String| ReconcileError::Invalid {
+    let refuse = |problem, message: String| ReconcileError::Invalid {
         object: key.clone(),
-        reason,
+        problem,
         message,
     };
     let server = match tenant.ports.compute().get_server(id).await {
         Ok(server) => server,
         Err(e) if e.is_not_found() => {
             return Err(refuse(
-                IMPORT_NOT_FOUND,
+                Problem::ImportNotFound,
                 format!(
                     "spec.import.id: server {id} does not exist in project {}; \
                      check the ID with `openstack server show {id}`",
@@ -90,13 +89,13 @@ async fn check(
             .map(|o| format!("{}/{} (UID {other})", o.namespace, o.name))
             .unwrap_or_else(|| format!("the object with UID {other}"));
         return Err(refuse(
-            IMPORT_OWNED,
+            Problem::ImportOwnedByAnother,
             format!("spec.import.id: server {id} belongs to {by}; it is not taken over"),
         ));
     }
     if let Some(mismatch) = mismatch(tenant, vm, &server, &key).await? {
         return Err(refuse(
-            IMPORT_MISMATCH,
+            Problem::ImportMismatch,
             format!(
                 "server {id} {mismatch}; it is not resized or replaced, and not taken over until the spec matches"
             ),

@@ -8,6 +8,7 @@
 pub mod apply;
 pub mod import;
 pub mod plan;
+pub mod references;
 mod removal;
 pub mod resolve;
 pub mod status;
@@ -32,8 +33,8 @@ use super::reconciler::{Cleanup, Reconciler, Scope};
 use super::tenancy::Tenant;
 use super::watch_cache::Feeds;
 use super::{Context, ReconcileError};
-use crate::cloud::Compute;
 use crate::cloud::ids::ServerId;
+use crate::cloud::{Compute, Network};
 
 managed_kind!(
     VirtualMachine,
@@ -60,6 +61,7 @@ pub fn run(
 /// The cloud a VirtualMachine talks to: Nova, and the project's view of its servers.
 pub struct Ports {
     compute: Arc<dyn Compute>,
+    network: Arc<dyn Network>,
     view: Arc<ProjectView>,
 }
 
@@ -73,8 +75,15 @@ impl Reconciler for VirtualMachine {
     fn ports(ctx: &Context, tenant: &Tenant, _: &Self) -> Ports {
         Ports {
             compute: tenant.ports.compute(),
+            network: tenant.ports.network(None),
             view: ctx.view.of(tenant),
         }
+    }
+
+    /// Nothing to check before I/O: the API server's schema and rules cover the spec,
+    /// and the init script is read where it lives.
+    fn validate(_: &Self, _: &Context) -> Result<(), ReconcileError> {
+        Ok(())
     }
 
     fn current_status(&self) -> Option<&VirtualMachineStatus> {
@@ -92,15 +101,15 @@ impl Reconciler for VirtualMachine {
             ports,
             ..
         } = scope;
-        resolve::observe(
+        let sources = resolve::Sources {
             ctx,
-            &ports.view.servers,
-            ports.compute.as_ref(),
-            obj,
+            view: &ports.view.servers,
+            compute: ports.compute.as_ref(),
+            network: ports.network.as_ref(),
+            vm: obj,
             owner,
-            use_view,
-        )
-        .await
+        };
+        resolve::observe(&sources, use_view).await
     }
 
     fn needs_fresh_look(observed: &resolve::Observed, step: &plan::Step) -> bool {
@@ -156,7 +165,11 @@ impl Reconciler for VirtualMachine {
         observed: &resolve::Observed,
         outcome: &apply::Outcome,
     ) -> VirtualMachineStatus {
-        status::next_status(&scope.obj, &observed.servers, outcome, scope.now)
+        let mut status = status::next_status(&scope.obj, &observed.servers, outcome, scope.now);
+        if let Some(resolved) = &observed.resolved {
+            status.resolved = Some(resolved.clone());
+        }
+        status
     }
 
     fn events(_: &Scope<Self>, outcome: &apply::Outcome, _: &VirtualMachineStatus) -> Vec<Event> {

@@ -12,6 +12,7 @@ use verda_api::v1alpha1::VirtualMachine;
 use crate::cloud::ids::{FlavorId, ServerId, joined};
 use crate::cloud::model::compute::{Server, ServerStatus};
 use crate::cloud::owner::Owner;
+use crate::controller::keeper::{InError, duplicates, in_error};
 
 /// Reasons of a Ready=False condition caused by a server in ERROR.
 pub const SERVER_ERROR: &str = "ServerError";
@@ -86,11 +87,8 @@ pub enum FlavorCheck {
 /// else the first found.
 pub fn keeper<'a>(vm: &VirtualMachine, servers: &'a [Server]) -> Option<&'a Server> {
     let recorded = vm.status.as_ref().and_then(|s| s.server_id.as_deref());
-    servers
-        .iter()
-        .find(|s| Some(s.id.as_str()) == recorded)
-        .or_else(|| servers.iter().find(|s| s.status == ServerStatus::Active))
-        .or_else(|| servers.first())
+    let active = |s: &Server| s.status == ServerStatus::Active;
+    crate::controller::keeper::keeper(servers, recorded, |s| s.id.as_str(), active, |_| true)
 }
 
 /// The metadata the server must carry: the user's plus the owner record.
@@ -112,9 +110,8 @@ pub fn plan(
     let Some(server) = keeper(vm, servers) else {
         return Step::Create;
     };
-    let extra: Vec<ServerId> = servers
-        .iter()
-        .filter(|s| s.id != server.id)
+    let extra: Vec<ServerId> = duplicates(servers, server.id.as_str(), |s| s.id.as_str(), |_| true)
+        .into_iter()
         .map(|s| s.id.clone())
         .collect();
     if !extra.is_empty() {
@@ -174,14 +171,12 @@ fn error_step(
         .as_ref()
         .and_then(|s| s.last_failure.as_ref())
         .filter(|f| f.server_id == server.id.as_str());
-    let (count, waited) = match recorded {
-        Some(f) => (f.count, now.duration_since(f.since.0).unsigned_abs()),
-        None => (failures_in_a_row(vm) + 1, Duration::ZERO),
-    };
+    let count = recorded.map_or_else(|| failures_in_a_row(vm) + 1, |f| f.count);
     let delay = replace_delay(error_replace, count);
-    if recorded.is_some() && waited >= delay {
-        return Step::ReplaceErrored(server.id.clone());
-    }
+    let (first, retry_in) = match in_error(recorded.map(|f| f.since.0), delay, now) {
+        InError::Replace => return Step::ReplaceErrored(server.id.clone()),
+        InError::Report { first, retry_in } => (first, retry_in),
+    };
     let fault = fault_message(server);
     Step::ReportError {
         reason,
@@ -190,8 +185,8 @@ fn error_step(
             server.id,
             delay.as_secs()
         ),
-        first: recorded.is_none(),
-        retry_in: delay.saturating_sub(waited),
+        first,
+        retry_in,
     }
 }
 

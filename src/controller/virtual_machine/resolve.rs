@@ -1,20 +1,23 @@
 //! What a VirtualMachine refers to: its servers (found by owner UID, one call), the
 //! flavor when it may differ, and — only when creating — image, flavor, networks, user
-//! data and the server group.
+//! data and the server group, built into the finished create request.
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::ResourceExt;
 use kube::api::Api;
-use verda_api::v1alpha1::{InitScript, KeySelector, VirtualMachine, annotations};
+use verda_api::v1alpha1::{
+    InitScript, KeySelector, Resolution, ResolvedReferences, VirtualMachine, annotations,
+};
 
 use super::plan::{FlavorCheck, keeper};
-use crate::cloud::Compute;
-use crate::cloud::ids::{NetworkId, ServerGroupId};
+use super::references;
+use crate::cloud::ids::{FlavorId, ImageId, NetworkId, ServerGroupId};
 use crate::cloud::model::compute::{CreateServer, Server, UserData};
 use crate::cloud::owner::Owner;
+use crate::cloud::{Compute, Network};
 use crate::controller::cloud_view::ServerView;
 use crate::controller::object::object_key;
-use crate::controller::tenancy::Tenant;
+use crate::controller::problem::Problem;
 use crate::controller::{Context, ReconcileError};
 
 /// The cloud as this VirtualMachine sees it.
@@ -23,95 +26,114 @@ pub struct Observed {
     pub flavor: FlavorCheck,
     /// Whether the servers come from the shared cloud view rather than from Nova now.
     pub from_view: bool,
+    /// The references to record in status, when they differ from what it records.
+    pub resolved: Option<ResolvedReferences>,
+    /// The finished create request, when the object has no server and imports none.
+    pub create: Option<CreateServer>,
+}
+
+/// Where a VirtualMachine looks: Nova, Neutron (networks, only to create) and the
+/// project's view of its servers.
+pub struct Sources<'a> {
+    pub ctx: &'a Context,
+    pub view: &'a ServerView,
+    pub compute: &'a dyn Compute,
+    pub network: &'a dyn Network,
+    pub vm: &'a VirtualMachine,
+    pub owner: &'a Owner,
 }
 
 /// The owner's servers — from the cloud view when `use_view` and it answers for them,
-/// else listed from Nova and recorded — and, when the kept server's flavor name differs
-/// from the spec, the spec's flavor resolved (it may be an ID) to tell a real difference.
-pub async fn observe(
-    ctx: &Context,
-    view: &ServerView,
-    compute: &dyn Compute,
-    vm: &VirtualMachine,
-    owner: &Owner,
-    use_view: bool,
-) -> Result<Observed, ReconcileError> {
+/// else listed from Nova and recorded — then, when the kept server's flavor name
+/// differs from the spec, the spec's flavor (it may be an ID) to tell a real
+/// difference; when there is no server, everything a create needs.
+pub async fn observe(from: &Sources<'_>, use_view: bool) -> Result<Observed, ReconcileError> {
+    let (servers, from_view) = servers(from, use_view).await?;
+    let Sources {
+        compute, vm, owner, ..
+    } = *from;
     let key = owner.key();
-    let cached = use_view
-        .then(|| view.settled(&owner.uid, ctx.view_max_age()))
-        .flatten();
-    let from_view = cached.is_some();
-    let servers = match cached {
-        Some(servers) => servers,
-        None => {
-            let servers = compute
-                .list_servers(&owner.uid)
-                .await
-                .map_err(ReconcileError::cloud("list servers", &key))?;
-            if !servers.is_empty() {
-                view.record(owner, &servers);
-            }
-            servers
-        }
+    let recorded = references::recorded(vm);
+    let mut observed = Observed {
+        flavor: FlavorCheck::Matches,
+        from_view,
+        resolved: None,
+        create: None,
+        servers,
     };
-    let flavor = match keeper(vm, &servers).and_then(|s| s.flavor.clone()) {
-        Some(current) if current != vm.spec.flavor => {
-            let wanted = compute
-                .find_flavor(&vm.spec.flavor)
-                .await
-                .map_err(ReconcileError::cloud("look up the flavor", &key))?;
-            if wanted.is_named_by(&current) {
+    match keeper(vm, &observed.servers).map(|s| s.flavor.clone()) {
+        Some(Some(current)) if current != vm.spec.flavor => {
+            let recorded_flavor = recorded.and_then(|r| r.flavor.as_ref());
+            let wanted =
+                references::flavor(compute, recorded_flavor, &vm.spec.flavor, &key).await?;
+            observed.flavor = if wanted.name.as_deref() == Some(&current) || wanted.id == current {
                 FlavorCheck::Matches
             } else {
-                FlavorCheck::Differs(wanted.id)
-            }
+                FlavorCheck::Differs(FlavorId::new(wanted.id.clone()))
+            };
+            let mut refs = references::written(vm).cloned().unwrap_or_default();
+            refs.flavor = Some(wanted);
+            observed.resolved = (Some(&refs) != references::written(vm)).then_some(refs);
         }
-        _ => FlavorCheck::Matches,
-    };
-    Ok(Observed {
-        servers,
-        flavor,
-        from_view,
-    })
+        Some(_) => {}
+        None if vm.spec.import.is_some() => {}
+        None => {
+            let refs = references::all(from.ctx, compute, from.network, vm, &key).await?;
+            let user_data = user_data(from.ctx, vm).await?;
+            observed.create = Some(create_request(vm, owner, &refs, user_data));
+            observed.resolved = (Some(&refs) != references::written(vm)).then_some(refs);
+        }
+    }
+    Ok(observed)
 }
 
-/// Everything `create_server` needs, resolved by name.
-pub async fn create_request(
-    ctx: &Context,
-    tenant: &Tenant,
+/// The owner's servers, and whether they came from the view.
+async fn servers(
+    from: &Sources<'_>,
+    use_view: bool,
+) -> Result<(Vec<Server>, bool), ReconcileError> {
+    let Sources {
+        ctx,
+        view,
+        compute,
+        owner,
+        ..
+    } = *from;
+    if let Some(servers) = use_view
+        .then(|| view.settled(&owner.uid, ctx.view_max_age()))
+        .flatten()
+    {
+        return Ok((servers, true));
+    }
+    let servers = compute
+        .list_servers(&owner.uid)
+        .await
+        .map_err(ReconcileError::cloud("list servers", &owner.key()))?;
+    if !servers.is_empty() {
+        view.record(owner, &servers);
+    }
+    Ok((servers, false))
+}
+
+/// The `create_server` request, from resolved references.
+fn create_request(
     vm: &VirtualMachine,
     owner: &Owner,
-) -> Result<CreateServer, ReconcileError> {
-    let key = owner.key();
+    refs: &ResolvedReferences,
+    user_data: Option<UserData>,
+) -> CreateServer {
     let spec = &vm.spec;
-    let compute = tenant.ports.compute();
-    let image = compute
-        .find_image(&spec.image)
-        .await
-        .map_err(ReconcileError::cloud("look up the image", &key))?;
-    let flavor = compute
-        .find_flavor(&spec.flavor)
-        .await
-        .map_err(ReconcileError::cloud("look up the flavor", &key))?;
-    let network_names = spec
-        .networks
-        .clone()
-        .unwrap_or_else(|| ctx.config.defaults.networks.clone());
-    let network = tenant.ports.network(None);
-    let mut networks: Vec<NetworkId> = Vec::with_capacity(network_names.len());
-    for name in &network_names {
-        let found = network
-            .find_network(name)
-            .await
-            .map_err(ReconcileError::cloud("look up the network", &key))?;
-        networks.push(found.id);
-    }
-    Ok(CreateServer {
+    let id = |r: &Option<Resolution>| r.as_ref().map(|r| r.id.clone()).unwrap_or_default();
+    CreateServer {
         name: owner.name.clone(),
-        image: image.id,
-        flavor: flavor.id,
-        networks,
-        user_data: user_data(ctx, vm).await?,
+        image: ImageId::new(id(&refs.image)),
+        flavor: FlavorId::new(id(&refs.flavor)),
+        networks: refs
+            .networks
+            .iter()
+            .map(|n| NetworkId::new(n.id.clone()))
+            .collect(),
+        user_data,
         key_name: spec.key_name.clone(),
         security_groups: spec.security_groups.clone().unwrap_or_default(),
         availability_zone: spec.availability_zone.clone(),
@@ -122,11 +144,9 @@ pub async fn create_request(
             .annotations()
             .get(annotations::SERVER_GROUP)
             .map(|id| ServerGroupId::new(id.clone())),
-    })
+    }
 }
 
-/// The init script's text. Read at creation only: a later edit of the ConfigMap or
-/// Secret does not reach a running server.
 async fn user_data(ctx: &Context, vm: &VirtualMachine) -> Result<Option<UserData>, ReconcileError> {
     let Some(script) = &vm.spec.init_script else {
         return Ok(None);
@@ -147,7 +167,7 @@ async fn user_data(ctx: &Context, vm: &VirtualMachine) -> Result<Option<UserData
     if text.len() > MAX_USER_DATA_BYTES {
         return Err(ReconcileError::Invalid {
             object: key,
-            reason: "InitScriptTooLarge",
+            problem: Problem::InitScriptTooLarge,
             message: format!(
                 "the init script has {} bytes; Nova takes at most {MAX_USER_DATA_BYTES} \
                  (65,535 characters of base64): shorten it or have it fetch the rest",
@@ -162,7 +182,7 @@ async fn user_data(ctx: &Context, vm: &VirtualMachine) -> Result<Option<UserData
 fn script_missing(vm: &VirtualMachine, what: String) -> ReconcileError {
     ReconcileError::Invalid {
         object: object_key(vm),
-        reason: "InitScriptNotFound",
+        problem: Problem::InitScriptNotFound,
         message: format!("{what}; create it or fix spec.initScript"),
     }
 }
@@ -214,7 +234,7 @@ async fn script_in_secret(
         .ok_or_else(|| script_missing(vm, format!("Secret {} has no key {}", r.name, r.key)))?;
     String::from_utf8(bytes.0).map_err(|_| ReconcileError::Invalid {
         object: object_key(vm),
-        reason: "InitScriptInvalid",
+        problem: Problem::InitScriptInvalid,
         message: format!("Secret {} key {} is not UTF-8 text", r.name, r.key),
     })
 }

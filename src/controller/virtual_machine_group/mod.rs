@@ -28,8 +28,9 @@ use verda_api::v1alpha1::{
 };
 
 use super::driver::{error_policy, reconcile};
-use super::lifecycle::{Removal, TEMPLATE_IMPORT};
+use super::lifecycle::Removal;
 use super::object::{Managed, managed_kind, object_key, object_labels};
+use super::problem::Problem;
 use super::reconciler::{Cleanup, Reconciler, Scope};
 use super::tenancy::Tenant;
 use super::watch_cache::Feeds;
@@ -102,6 +103,10 @@ impl Reconciler for VirtualMachineGroup {
         }
     }
 
+    fn validate(group: &Self, _: &Context) -> Result<(), ReconcileError> {
+        refuse_template_import(group)
+    }
+
     fn current_status(&self) -> Option<&VirtualMachineGroupStatus> {
         self.status.as_ref()
     }
@@ -114,7 +119,6 @@ impl Reconciler for VirtualMachineGroup {
             ports,
             ..
         } = scope;
-        refuse_template_import(group)?;
         let server_group = resolve::server_group(ports.compute.as_ref(), group, owner).await?;
         let caches = ctx.caches.current();
         let vms = resolve::owned_vms(&caches, group).await;
@@ -260,7 +264,7 @@ fn refuse_template_import(group: &VirtualMachineGroup) -> Result<(), ReconcileEr
     }
     Err(ReconcileError::Invalid {
         object: object_key(group),
-        reason: TEMPLATE_IMPORT,
+        problem: Problem::TemplateImportNotAllowed,
         message: "spec.template.import: the replicas of a group cannot all take over one \
                   server; remove it, and import the server with a VirtualMachine of its own"
             .to_owned(),
