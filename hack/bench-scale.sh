@@ -4,4 +4,4 @@
 # pool, and cloud calls per resync when nothing changes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo test --locked --test bench_scale -- --ignored --nocapture 2>&1 | grep -E '^(SCALE|STEADY)|test result'
+cargo test --locked --test it -- --ignored --nocapture bench_scale:: 2>&1 | grep -E '^(SCALE|STEADY)|test result'

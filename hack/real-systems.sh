@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The real-systems stage: a real kube-apiserver and real Keystone, Nova, Neutron and
 # Octavia from ../shared/real-systems, then
-#   1. the end-to-end suite (tests/e2e_*, leader_election) against the real API server;
-#   2. tests/real_systems.rs, real_shared_clusters.rs, real_lifecycle.rs and
+#   1. the end-to-end suite (tests/it/e2e_*, leader_election) against the real API server;
+#   2. tests/it/real_systems.rs, real_shared_clusters.rs, real_lifecycle.rs and
 #      real_monitoring.rs, which drive the operator binary as a user does (kubectl, the
 #      openstack CLI), authenticated as the ServiceAccount config/rbac ships; the last
 #      with Debian's Prometheus scraping it.
@@ -110,7 +110,7 @@ install_operator
 cd "$ROOT"
 log "end-to-end suite against the real kube-apiserver"
 t1=$(date +%s)
-VERDA_E2E_REAL_CLUSTER=1 cargo test --locked --test 'e2e_*' --test leader_election
+VERDA_E2E_REAL_CLUSTER=1 cargo test --locked --test it -- e2e_ leader_election::
 log "end-to-end suite passed in $(($(date +%s) - t1)) s"
 
 # The suite leaves its namespaces behind with objects in them; the operator binary,
@@ -140,6 +140,6 @@ VERDA_REAL_OPENSTACK_LOGS=/opt/osharness/run/logs \
 VERDA_REAL_COMPUTE_HOSTS=$(wc -w <<<"$OSH_COMPUTE_HOSTS") \
 VERDA_REAL_TENANT_CLOUDS=$TENANT_CLOUDS \
 VERDA_REAL_PROMETHEUS=$PROMETHEUS \
-  cargo test --locked --test real_systems --test real_shared_clusters --test real_lifecycle \
-    --test real_monitoring -- --ignored --test-threads=1 --nocapture
+  cargo test --locked --test it -- --ignored --test-threads=1 --nocapture \
+    real_systems:: real_shared_clusters:: real_lifecycle:: real_monitoring::
 log "real-cloud suite passed in $(($(date +%s) - t2)) s; stage took $(($(date +%s) - t0)) s"

@@ -5,4 +5,4 @@
 #   OS_CLIENT_CONFIG_FILE=/tmp/verda-sim-clouds.yaml openstack --os-cloud verda-sim server list
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exec cargo test -p verda-operator --test sim_serve -- --ignored --nocapture
+exec cargo test -p verda-operator --test it -- --ignored --nocapture sim_serve::

@@ -6,4 +6,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 profile=()
 if [[ "${1:-}" == "--release" ]]; then profile=(--release); fi
-exec cargo test "${profile[@]}" -p verda-operator --test sim_throughput -- --ignored --nocapture
+exec cargo test "${profile[@]}" -p verda-operator --test it -- --ignored --nocapture sim_throughput::

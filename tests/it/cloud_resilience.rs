@@ -1,0 +1,324 @@
+//! Contract tests of the choke point against the simulator's fault injection: token
+//! expiry mid-run, 429 with Retry-After, 5xx bursts, non-idempotent creates, every error
+//! class, the concurrency cap, metrics, and that no secret reaches errors, logs or metrics.
+#![allow(clippy::unwrap_used)]
+
+use crate::cloud_support;
+
+use std::time::{Duration, Instant};
+
+use cloud_support::{fast_retries, harness, harness_with};
+use verda_operator::cloud::ids::{FlavorId, ImageId, NetworkId};
+use verda_operator::cloud::model::compute::CreateServer;
+use verda_operator::cloud::{ClientOptions, Compute};
+use verda_operator::sim::{Fault, FaultKind, SimConfig};
+
+fn fault(service: &str, operation: &str, kind: FaultKind) -> Fault {
+    Fault::new(service, Some(operation), kind)
+}
+
+#[tokio::test]
+async fn expired_tokens_are_renewed_mid_run_without_failing_the_caller() {
+    let h = harness(SimConfig::fast()).await;
+    h.client.list_flavors().await.unwrap();
+    assert_eq!(h.calls("identity", "issue_token"), 1);
+    h.sim.expire_tokens();
+    h.client.list_flavors().await.unwrap();
+    h.client.get_flavor(&FlavorId::new("10")).await.unwrap();
+    assert_eq!(
+        h.calls("identity", "issue_token"),
+        2,
+        "one renewal after the 401"
+    );
+    assert_eq!(h.counted("compute", "list_flavors", "401"), 1);
+    assert_eq!(h.counted("compute", "list_flavors", "200"), 2);
+    h.report("token_expiry");
+}
+
+#[tokio::test]
+async fn short_lived_tokens_are_renewed_before_they_expire() {
+    let h = harness(SimConfig {
+        token_lifetime: Duration::from_millis(300),
+        ..SimConfig::fast()
+    })
+    .await;
+    for _ in 0..4 {
+        h.client.list_flavors().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(120)).await;
+    }
+    let renewals = h.calls("identity", "issue_token");
+    assert!(
+        (2..=4).contains(&renewals),
+        "renewed ahead of expiry, not per request: {renewals}"
+    );
+    assert_eq!(
+        h.counted("compute", "list_flavors", "401"),
+        0,
+        "never used an expired token"
+    );
+    h.report("token_lifetime");
+}
+
+#[tokio::test]
+async fn rate_limited_requests_wait_at_least_retry_after_and_then_succeed() {
+    let h = harness(SimConfig::fast()).await;
+    h.client.list_flavors().await.unwrap();
+    h.sim.inject(
+        fault(
+            "compute",
+            "list_flavors",
+            FaultKind::RateLimited {
+                retry_after_secs: 1,
+            },
+        )
+        .times(1),
+    );
+    let started = Instant::now();
+    h.client.list_flavors().await.unwrap();
+    let gap = started.elapsed();
+    println!("429 Retry-After: 1 s; measured gap before success {gap:?}");
+    assert!(
+        gap >= Duration::from_secs(1),
+        "retried after {gap:?}, sooner than Retry-After"
+    );
+    assert!(
+        gap < Duration::from_millis(1500),
+        "waited far longer than asked: {gap:?}"
+    );
+    assert_eq!(h.counted("compute", "list_flavors", "429"), 1);
+    assert_eq!(h.calls("compute", "list_flavors"), 3);
+    h.report("rate_limited");
+}
+
+#[tokio::test]
+async fn a_retry_after_beyond_the_budget_is_returned_to_the_caller_at_once() {
+    let h = harness(SimConfig::fast()).await;
+    h.sim.inject(fault(
+        "compute",
+        "list_flavors",
+        FaultKind::RateLimited {
+            retry_after_secs: 60,
+        },
+    ));
+    let started = Instant::now();
+    let err = h.client.list_flavors().await.unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(1));
+    assert_eq!(err.category(), "RateLimited");
+    assert_eq!(
+        err.retry_after(),
+        Some(Duration::from_secs(60)),
+        "the controller requeues after it"
+    );
+    assert!(!err.is_terminal());
+    assert_eq!(h.calls("compute", "list_flavors"), 1);
+    h.report("rate_limited_beyond_budget");
+}
+
+#[tokio::test]
+async fn a_burst_of_server_errors_is_absorbed_by_backoff() {
+    let h = harness(SimConfig::fast()).await;
+    h.sim
+        .inject(fault("compute", "list_flavors", FaultKind::Status(500)).times(2));
+    h.sim
+        .inject(fault("compute", "list_flavors", FaultKind::Status(503)).times(1));
+    let flavors = h.client.list_flavors().await.unwrap();
+    assert!(!flavors.is_empty());
+    assert_eq!(h.calls("compute", "list_flavors"), 4);
+    assert_eq!(h.counted("compute", "list_flavors", "500"), 2);
+    assert_eq!(h.counted("compute", "list_flavors", "503"), 1);
+    assert_eq!(h.counted("compute", "list_flavors", "200"), 1);
+    let histogram = h.metrics.encode();
+    assert!(
+        histogram.contains("verda_cloud_request_duration_seconds_count{service=\"compute\",operation=\"list_flavors\"} 1"),
+        "one duration sample per call, retries included:\n{histogram}"
+    );
+    h.report("5xx_burst");
+}
+
+#[tokio::test]
+async fn a_persistent_outage_gives_up_after_the_attempt_budget() {
+    let h = harness(SimConfig::fast()).await;
+    h.sim
+        .inject(fault("network", "list_networks", FaultKind::Status(502)));
+    let err = verda_operator::cloud::Network::list_networks(&h.client, None)
+        .await
+        .unwrap_err();
+    assert_eq!(err.category(), "CloudUnavailable");
+    assert!(!err.is_terminal());
+    assert_eq!(
+        h.calls("network", "list_networks"),
+        u64::from(fast_retries().max_attempts)
+    );
+    h.report("persistent_outage");
+}
+
+fn create_request() -> CreateServer {
+    CreateServer {
+        name: "verda-default-once-0".into(),
+        image: ImageId::new("244965c2-7e98-469d-b7cc-fe423698200a"),
+        flavor: FlavorId::new("10"),
+        networks: vec![NetworkId::new("89908bff-e0fe-45be-b92d-5828f5ddc763")],
+        ..CreateServer::default()
+    }
+}
+
+#[tokio::test]
+async fn a_create_is_not_repeated_after_a_500_but_is_after_a_503() {
+    let h = harness(SimConfig::fast()).await;
+    h.sim
+        .inject(fault("compute", "create_server", FaultKind::Status(500)).times(1));
+    let err = h.client.create_server(&create_request()).await.unwrap_err();
+    assert_eq!(err.category(), "CloudUnavailable");
+    assert_eq!(
+        h.calls("compute", "create_server"),
+        1,
+        "a 500 on POST may have created it: no blind retry"
+    );
+
+    h.sim
+        .inject(fault("compute", "create_server", FaultKind::Status(503)).times(1));
+    h.client.create_server(&create_request()).await.unwrap();
+    assert_eq!(
+        h.calls("compute", "create_server"),
+        3,
+        "503 means refused: retried once"
+    );
+    assert_eq!(h.sim.servers().len(), 1);
+    h.report("create_not_repeated");
+}
+
+#[tokio::test]
+async fn every_error_status_maps_to_its_class() {
+    let h = harness(SimConfig::fast()).await;
+    let cases: [(u16, &str, bool); 5] = [
+        (400, "BadRequest", true),
+        (403, "Forbidden", true),
+        (404, "NotFound", true),
+        (409, "Conflict", false),
+        (401, "Unauthorized", true),
+    ];
+    for (status, category, terminal) in cases {
+        h.sim.clear_faults();
+        h.sim
+            .inject(fault("compute", "get_flavor", FaultKind::Status(status)));
+        let err = h.client.get_flavor(&FlavorId::new("10")).await.unwrap_err();
+        assert_eq!(err.category(), category, "status {status}: {err}");
+        assert_eq!(err.is_terminal(), terminal, "status {status}");
+        assert!(
+            err.to_string().starts_with("failed to get flavor 10: "),
+            "{err}"
+        );
+    }
+    assert_eq!(
+        h.calls("compute", "get_flavor"),
+        6,
+        "each once; the 401 once more after renewing the token"
+    );
+    h.report("error_classes");
+}
+
+#[tokio::test]
+async fn concurrent_requests_are_capped_per_cloud() {
+    let options = ClientOptions {
+        retry: fast_retries(),
+        max_concurrency: 2,
+        ..ClientOptions::default()
+    };
+    let h = harness_with(SimConfig::fast(), "verda-sim", options).await;
+    h.client.list_flavors().await.unwrap();
+    h.sim.inject(fault(
+        "compute",
+        "get_flavor",
+        FaultKind::Latency(Duration::from_millis(100)),
+    ));
+    let started = Instant::now();
+    let id = FlavorId::new("10");
+    let calls = (0..8).map(|_| h.client.get_flavor(&id));
+    for r in futures::future::join_all(calls).await {
+        r.unwrap();
+    }
+    let elapsed = started.elapsed();
+    println!("8 calls of 100 ms with max_concurrency 2 took {elapsed:?}");
+    assert!(
+        elapsed >= Duration::from_millis(400),
+        "at most 2 in flight: {elapsed:?}"
+    );
+    h.report("concurrency_cap");
+}
+
+#[tokio::test]
+async fn application_credentials_authenticate() {
+    let h = harness_with(
+        SimConfig::fast(),
+        "verda-sim-appcred",
+        ClientOptions::default(),
+    )
+    .await;
+    h.client.authenticate().await.unwrap();
+    assert!(!h.client.list_flavors().await.unwrap().is_empty());
+    h.report("application_credential");
+}
+
+#[tokio::test]
+async fn another_region_is_reached_through_the_same_token_and_unknown_regions_are_named() {
+    let h = harness(SimConfig::fast()).await;
+    assert_eq!(h.client.region(), Some("RegionOne"));
+    let tokyo = h.client.with_region("tokyo1");
+    assert_eq!(tokyo.region(), Some("tokyo1"));
+    assert!(!tokyo.list_flavors().await.unwrap().is_empty());
+    h.client.list_flavors().await.unwrap();
+    assert_eq!(
+        h.calls("identity", "issue_token"),
+        1,
+        "regions share the token"
+    );
+    let err = h
+        .client
+        .with_region("osaka9")
+        .list_flavors()
+        .await
+        .unwrap_err();
+    assert_eq!(err.category(), "EndpointNotFound");
+    assert!(err.to_string().contains("region osaka9"), "{err}");
+    h.report("regions");
+}
+
+#[tokio::test]
+async fn an_unusable_cacert_is_a_configuration_error_at_construction() {
+    let h = harness(SimConfig::fast()).await;
+    let dir = cloud_support::temp_dir("cacert");
+    let yaml = format!(
+        "{}    cacert: {}\n",
+        h.sim
+            .clouds_yaml()
+            .split("  verda-sim-appcred:")
+            .next()
+            .unwrap(),
+        dir.join("missing.pem").display()
+    );
+    std::fs::write(dir.join("clouds.yaml"), yaml).unwrap();
+    let sel = verda_operator::cloud::CloudSelection {
+        cloud: Some("verda-sim".into()),
+        config_file: Some(dir.join("clouds.yaml")),
+    };
+    let verda_operator::cloud::CloudSource::Configured(config) =
+        verda_operator::cloud::resolve(&sel, &cloud_support::empty_env(&dir)).unwrap()
+    else {
+        panic!()
+    };
+    assert!(config.tls.cacert.is_some());
+    let metrics = verda_operator::metrics::Metrics::new();
+    let err = verda_operator::cloud::OpenStackClient::new(
+        config.clone(),
+        metrics.clone(),
+        ClientOptions::default(),
+    )
+    .unwrap_err();
+    assert_eq!(err.category(), "CloudConfigInvalid");
+    assert!(err.to_string().contains("missing.pem"), "{err}");
+    std::fs::write(dir.join("missing.pem"), "not a certificate").unwrap();
+    let err =
+        verda_operator::cloud::OpenStackClient::new(config, metrics, ClientOptions::default())
+            .unwrap_err();
+    assert_eq!(err.category(), "CloudConfigInvalid");
+}

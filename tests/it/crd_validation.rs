@@ -1,0 +1,361 @@
+//! Validation at apply time: the published manifests and every sample are accepted, and
+//! each rule of the schema refuses the bad input it is written for, with its message.
+
+use crate::support;
+
+use serde_json::{Value, json};
+use support::crd_schema::{documents, refusals, repo_root};
+use verda_api::v1alpha1::{LoadBalancer, VirtualMachine, VirtualMachineGroup};
+
+fn vm(spec: Value) -> Value {
+    json!({"apiVersion": "verda.linecorp.com/v1alpha1", "kind": "VirtualMachine",
+           "metadata": {"name": "vm"}, "spec": spec})
+}
+
+fn vmg(spec: Value) -> Value {
+    json!({"apiVersion": "verda.linecorp.com/v1alpha1", "kind": "VirtualMachineGroup",
+           "metadata": {"name": "vmg"}, "spec": spec})
+}
+
+fn lb(spec: Value) -> Value {
+    json!({"apiVersion": "verda.linecorp.com/v1alpha1", "kind": "LoadBalancer",
+           "metadata": {"name": "lb"}, "spec": spec})
+}
+
+fn lb_port(port: i64, real_servers: Value) -> Value {
+    json!({"port": port, "protocol": "http", "realServers": real_servers})
+}
+
+fn group_servers() -> Value {
+    json!({"protocol": "http", "port": 80, "virtualMachineGroupRef": "web"})
+}
+
+fn assert_refused(object: &Value, old: Option<&Value>, expected: &str) {
+    let why = refusals(object, old);
+    assert!(
+        why.iter().any(|line| line.contains(expected)),
+        "expected a refusal containing {expected:?}, got {why:?} for {object}"
+    );
+}
+
+fn assert_accepted(object: &Value, old: Option<&Value>) {
+    let why = refusals(object, old);
+    assert!(
+        why.is_empty(),
+        "expected {object} to be accepted, got {why:?}"
+    );
+}
+
+/// Deserializes a manifest document into our types, as the controllers would read it.
+fn deserialize_typed(doc: &Value) {
+    let kind = doc["kind"].as_str().unwrap_or_default();
+    let result = match kind {
+        "VirtualMachine" => serde_json::from_value::<VirtualMachine>(doc.clone()).map(drop),
+        "VirtualMachineGroup" => {
+            serde_json::from_value::<VirtualMachineGroup>(doc.clone()).map(drop)
+        }
+        "LoadBalancer" => serde_json::from_value::<LoadBalancer>(doc.clone()).map(drop),
+        _ => Ok(()),
+    };
+    result.unwrap_or_else(|e| panic!("{kind} does not deserialize: {e}"));
+}
+
+#[test]
+fn published_manifests_and_every_sample_deserialize_and_validate() {
+    let mut checked = 0;
+    for entry in std::fs::read_dir(repo_root().join("samples")).expect("samples/ exists") {
+        let path = entry.expect("dir entry").path();
+        let text = std::fs::read_to_string(&path).expect("readable sample");
+        for doc in documents(&text) {
+            if doc["apiVersion"] != "verda.linecorp.com/v1alpha1" {
+                continue;
+            }
+            deserialize_typed(&doc);
+            let why = refusals(&doc, None);
+            assert!(why.is_empty(), "{} is refused: {why:?}", path.display());
+            checked += 1;
+        }
+    }
+    assert!(checked >= 6, "only {checked} objects found in samples/");
+}
+
+#[test]
+fn samples_hold_the_published_manifests_unchanged() {
+    let published = repo_root().join("../shared/verda-manifests");
+    let Ok(entries) = std::fs::read_dir(&published) else {
+        // The published set lives beside the repository; without it there is nothing
+        // to compare, and the samples are still validated above.
+        eprintln!("{} not present; skipped", published.display());
+        return;
+    };
+    for entry in entries {
+        let path = entry.expect("dir entry").path();
+        let name = path.file_name().expect("file name");
+        let ours = std::fs::read(repo_root().join("samples").join(name))
+            .unwrap_or_else(|_| panic!("samples/ lacks {}", name.to_string_lossy()));
+        assert_eq!(
+            ours,
+            std::fs::read(&path).expect("readable"),
+            "{name:?} differs"
+        );
+    }
+}
+
+#[test]
+fn virtual_machine_rules_refuse_bad_input_with_their_message() {
+    let ok = json!({"image": "centos79", "flavor": "n3-1vcpu-2gb"});
+    assert_accepted(&vm(ok.clone()), None);
+    // Nova's limits exactly: 124 items (128 less the operator's 4), any allowed character.
+    let mut at_limit: serde_json::Map<String, Value> =
+        (0..123).map(|i| (format!("k{i}"), json!("v"))).collect();
+    at_limit.insert("team:app.tier -_x".into(), json!("v".repeat(255)));
+    assert_accepted(
+        &vm(json!({"image": "i", "flavor": "f", "metadata": at_limit})),
+        None,
+    );
+    let cases: Vec<(Value, &str)> = vec![
+        (json!({"image": "", "flavor": "f"}), "/spec/image"),
+        (json!({"image": "i", "flavor": ""}), "/spec/flavor"),
+        (json!({"flavor": "f"}), "\"image\" is a required property"),
+        (
+            json!({"image": "i", "flavor": "f", "initScript": {"value": "ls", "configMapKeyRef": {"name": "c", "key": "k"}}}),
+            "initScript needs exactly one of value, configMapKeyRef or secretKeyRef",
+        ),
+        (
+            json!({"image": "i", "flavor": "f", "initScript": {}}),
+            "initScript needs exactly one of value, configMapKeyRef or secretKeyRef",
+        ),
+        (
+            json!({"image": "i", "flavor": "f", "metadata": {"verda.linecorp.com:uid": "x"}}),
+            "metadata keys starting with verda.linecorp.com: are reserved",
+        ),
+        (
+            json!({"image": "i", "flavor": "f", "description": "two\nlines"}),
+            "/spec/description",
+        ),
+        (
+            json!({"image": "i", "flavor": "f", "initScript": {"value": "x".repeat(49150)}}),
+            "/spec/initScript/value",
+        ),
+        (
+            json!({"image": "i", "flavor": "f", "metadata": {"team/app": "x"}}),
+            "metadata keys must be 1-255 letters, digits",
+        ),
+        (
+            json!({"image": "i", "flavor": "f", "metadata": {"": "x"}}),
+            "metadata keys must be 1-255 letters, digits",
+        ),
+        (
+            json!({"image": "i", "flavor": "f", "metadata": {"k": "v".repeat(256)}}),
+            "/spec/metadata/k",
+        ),
+        (
+            json!({"image": "i", "flavor": "f", "metadata": (0..126).map(|i| (format!("k{i}"), json!("v"))).collect::<serde_json::Map<_, _>>()}),
+            "/spec/metadata",
+        ),
+        (
+            json!({"image": "i", "flavor": "f", "networks": []}),
+            "/spec/networks",
+        ),
+        (
+            json!({"image": "i", "flavor": "f", "import": {"id": "web-1"}}),
+            "/spec/import/id",
+        ),
+    ];
+    for (spec, expected) in cases {
+        assert_refused(&vm(spec), None, expected);
+    }
+}
+
+#[test]
+fn fields_nova_cannot_change_are_immutable_and_flavor_is_not() {
+    let old = vm(
+        json!({"image": "centos79", "flavor": "small", "keyName": "a",
+                        "initScript": {"value": "ls"}, "description": "x"}),
+    );
+    let changes: Vec<(Value, &str)> = vec![
+        (json!({"image": "ubuntu"}), "spec.image is immutable"),
+        (json!({"keyName": "b"}), "spec.keyName is immutable"),
+        (json!({"keyName": null}), "spec.keyName is immutable"),
+        (
+            json!({"initScript": {"value": "rm"}}),
+            "spec.initScript is immutable",
+        ),
+        (json!({"networks": ["other"]}), "spec.networks is immutable"),
+        (
+            json!({"securityGroups": ["web"]}),
+            "spec.securityGroups is immutable",
+        ),
+        (
+            json!({"availabilityZone": "az2"}),
+            "spec.availabilityZone is immutable",
+        ),
+    ];
+    for (patch, expected) in changes {
+        let mut new = old.clone();
+        merge(&mut new["spec"], &patch);
+        assert_refused(&new, Some(&old), expected);
+    }
+    let imported = vm(json!({"image": "i", "flavor": "f",
+        "import": {"id": "3f1c2a4e-0000-4000-8000-000000000001"}}));
+    let mut other = imported.clone();
+    merge(
+        &mut other["spec"],
+        &json!({"import": {"id": "3f1c2a4e-0000-4000-8000-000000000002"}}),
+    );
+    assert_refused(&other, Some(&imported), "spec.import is immutable");
+    let mut resized = old.clone();
+    merge(
+        &mut resized["spec"],
+        &json!({"flavor": "large", "description": "y", "metadata": {"a": "b"}}),
+    );
+    assert_accepted(&resized, Some(&old));
+}
+
+#[test]
+fn group_rules_refuse_bad_input_with_their_message() {
+    let template = json!({"image": "centos79", "flavor": "n3-1vcpu-2gb"});
+    assert_accepted(&vmg(json!({"replicas": 0, "template": template})), None);
+    let cases: Vec<(Value, &str)> = vec![
+        (
+            json!({"replicas": -1, "template": template}),
+            "/spec/replicas",
+        ),
+        (
+            json!({"replicas": 101, "template": template}),
+            "/spec/replicas",
+        ),
+        (
+            json!({"replicas": 1, "haPolicy": "medium", "template": template}),
+            "/spec/haPolicy",
+        ),
+        (
+            json!({"replicas": 1, "template": {"image": "", "flavor": "f"}}),
+            "/spec/template/image",
+        ),
+        (
+            json!({"replicas": 1, "updateStrategy": "Sometimes", "template": template}),
+            "/spec/updateStrategy",
+        ),
+    ];
+    for (spec, expected) in cases {
+        assert_refused(&vmg(spec), None, expected);
+    }
+    let old = vmg(json!({"replicas": 2, "haPolicy": "soft", "template": template}));
+    let new = vmg(json!({"replicas": 2, "haPolicy": "hard", "template": template}));
+    assert_refused(&new, Some(&old), "haPolicy is immutable");
+    // Template changes roll out; they are not refused.
+    let rolled = vmg(json!({"replicas": 3, "haPolicy": "soft",
+                            "template": {"image": "ubuntu", "flavor": "big"}}));
+    assert_accepted(&rolled, Some(&old));
+}
+
+#[test]
+fn load_balancer_rules_refuse_bad_input_with_their_message() {
+    let good = lb(json!({"ports": [lb_port(80, group_servers())]}));
+    assert_accepted(&good, None);
+    let cases: Vec<(Value, &str)> = vec![
+        (
+            json!({"ports": [lb_port(0, group_servers())]}),
+            "/spec/ports/0/port",
+        ),
+        (
+            json!({"ports": [lb_port(65536, group_servers())]}),
+            "/spec/ports/0/port",
+        ),
+        (json!({"ports": []}), "/spec/ports"),
+        (
+            json!({"ports": [lb_port(80, group_servers()), lb_port(80, group_servers())]}),
+            "each port may appear only once in spec.ports",
+        ),
+        (
+            json!({"ports": [{"port": 80, "protocol": "ftp", "realServers": group_servers()}]}),
+            "/spec/ports/0/protocol",
+        ),
+        (
+            json!({"vipType": "dmz", "ports": [lb_port(80, group_servers())]}),
+            "/spec/vipType",
+        ),
+        (
+            json!({"ports": [lb_port(80, json!({"protocol": "http", "port": 80}))]}),
+            "realServers needs exactly one of virtualMachineGroupRef, virtualMachines or addresses",
+        ),
+        (
+            json!({"ports": [lb_port(80, json!({"protocol": "http", "port": 80,
+                   "virtualMachineGroupRef": "web", "addresses": ["10.0.0.1"]}))]}),
+            "realServers needs exactly one of virtualMachineGroupRef, virtualMachines or addresses",
+        ),
+        (
+            json!({"ports": [lb_port(80, json!({"protocol": "http", "port": 0, "virtualMachineGroupRef": "web"}))]}),
+            "/spec/ports/0/realServers/port",
+        ),
+        (
+            json!({"ports": [lb_port(80, json!({"protocol": "tcp", "port": 80, "addresses": ["not-an-ip"]}))]}),
+            "addresses must be IPv4 or IPv6 addresses",
+        ),
+        (
+            json!({"ports": [{"port": 80, "protocol": "http", "realServers": group_servers(),
+                   "monitors": [{"protocol": "http", "delaySeconds": 2, "timeoutSeconds": 5}]}]}),
+            "timeoutSeconds must not exceed delaySeconds",
+        ),
+        (
+            json!({"ports": [{"port": 80, "protocol": "tcp", "realServers": group_servers(),
+                   "monitors": [{"protocol": "tcp", "endpoint": "/health"}]}]}),
+            "endpoint applies only to http and https monitors",
+        ),
+        (
+            json!({"ports": [{"port": 80, "protocol": "http", "realServers": group_servers(),
+                   "monitors": [{"protocol": "smtp"}]}]}),
+            "/spec/ports/0/monitors/0/protocol",
+        ),
+    ];
+    for (spec, expected) in cases {
+        assert_refused(&lb(spec), None, expected);
+    }
+}
+
+#[test]
+fn load_balancer_location_is_immutable() {
+    let old =
+        lb(json!({"region": "tokyo1", "zone": "dev", "ports": [lb_port(80, group_servers())]}));
+    for (patch, expected) in [
+        (json!({"region": "RegionOne"}), "spec.region is immutable"),
+        (json!({"zone": "prod"}), "spec.zone is immutable"),
+        (json!({"vipSubnet": "other"}), "spec.vipSubnet is immutable"),
+    ] {
+        let mut new = old.clone();
+        merge(&mut new["spec"], &patch);
+        assert_refused(&new, Some(&old), expected);
+    }
+    let mut more_ports = old.clone();
+    merge(
+        &mut more_ports["spec"],
+        &json!({"ports": [lb_port(80, group_servers()), lb_port(81, group_servers())]}),
+    );
+    assert_accepted(&more_ports, Some(&old));
+}
+
+/// JSON merge patch (RFC 7386): what `kubectl patch --type merge` does.
+fn merge(target: &mut Value, patch: &Value) {
+    match (target.as_object_mut(), patch.as_object()) {
+        (Some(t), Some(p)) => {
+            for (k, v) in p {
+                if v.is_null() {
+                    t.remove(k);
+                } else {
+                    merge(t.entry(k.clone()).or_insert(Value::Null), v);
+                }
+            }
+        }
+        _ => *target = patch.clone(),
+    }
+}
+
+#[test]
+fn load_balancer_service_type_is_immutable() {
+    let old = lb(json!({"serviceType": "generic", "ports": [lb_port(80, group_servers())]}));
+    let mut new = old.clone();
+    merge(&mut new["spec"], &json!({"serviceType": "premium"}));
+    assert_refused(&new, Some(&old), "spec.serviceType is immutable");
+    assert_accepted(&old, Some(&old));
+}

@@ -1,0 +1,160 @@
+//! The shared cloud view, end to end: a converged fleet costs the same few cloud calls
+//! per refresh period whatever its size, and what changes outside Kubernetes (a load
+//! balancer deleted, a pool's members edited) is still healed within a refresh.
+
+use crate::support;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use kube::api::{Patch, PatchParams};
+use serde_json::json;
+use support::e2e::{Env, calls_since, eventually, sample, test_timing};
+use verda_api::v1alpha1::{LoadBalancer, VirtualMachineGroup};
+use verda_operator::cloud::ids::{LoadBalancerId, PoolId};
+use verda_operator::controller::Timing;
+use verda_operator::controller::cloud_view::QUIET;
+use verda_operator::sim::{SimConfig, Simulator};
+
+const LIMIT: Duration = Duration::from_secs(60);
+const LB: &str = "loadbalancer-sample";
+const GROUP: &str = "virtualmachinegroup-sample";
+const PERIOD: Duration = Duration::from_secs(1);
+
+fn one_second_refresh() -> Timing {
+    Timing {
+        resync: PERIOD,
+        ..test_timing()
+    }
+}
+
+/// Every call the cloud received over `periods` refresh periods, by operation.
+async fn calls_over(sim: &Simulator, periods: u32) -> BTreeMap<String, u64> {
+    let before = sim.request_counts();
+    tokio::time::sleep(PERIOD * periods).await;
+    calls_since(sim, &before)
+}
+
+fn is_write(op: &str) -> bool {
+    let verb = op.split('/').nth(1).unwrap_or_default();
+    [
+        "create", "delete", "update", "replace", "set", "resize", "confirm",
+    ]
+    .iter()
+    .any(|w| verb.starts_with(w))
+}
+
+async fn published(env: &Env) {
+    let _: VirtualMachineGroup = env
+        .create_from_yaml(&sample("virtualmachinegroup.yaml"))
+        .await;
+    let _: LoadBalancer = env.create_from_yaml(&sample("loadbalancer.yaml")).await;
+    env.load_balancer_ready(LB, "4/4").await;
+}
+
+async fn scale(env: &Env, replicas: i32) {
+    env.api::<VirtualMachineGroup>()
+        .patch_scale(
+            GROUP,
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"spec": {"replicas": replicas}})),
+        )
+        .await
+        .expect("scale accepted");
+}
+
+/// Until nothing is read on the view's behalf any more: a load balancer that changed
+/// within `QUIET` is read from Octavia (its `updated_at` has whole seconds), and two
+/// periods more let the last status writes settle.
+async fn settle() {
+    tokio::time::sleep(QUIET + PERIOD * 2).await;
+}
+
+#[tokio::test]
+async fn idle_cloud_calls_per_refresh_do_not_grow_with_the_fleet() {
+    let env = Env::start(SimConfig::fast(), one_second_refresh()).await;
+    published(&env).await;
+    settle().await;
+    let periods = 6;
+    let small = calls_over(&env.sim, periods).await;
+    scale(&env, 6).await;
+    env.load_balancer_ready(LB, "12/12").await;
+    settle().await;
+    let large = calls_over(&env.sim, periods).await;
+    let per_period =
+        |calls: &BTreeMap<String, u64>| calls.values().sum::<u64>() as f64 / f64::from(periods);
+    println!(
+        "IDLE per {PERIOD:?} refresh: 2 VMs {:.1} calls {small:?}; 6 VMs {:.1} calls {large:?}",
+        per_period(&small),
+        per_period(&large)
+    );
+    for calls in [&small, &large] {
+        assert!(
+            !calls.keys().any(|op| is_write(op)),
+            "an idle fleet writes nothing: {calls:?}"
+        );
+        // One list of the operator's servers and one of its load balancers per
+        // refresh; a period boundary may fall either side of the window.
+        assert!(
+            per_period(calls) <= 2.0 + 2.0 / f64::from(periods),
+            "{calls:?}"
+        );
+    }
+    assert!(
+        per_period(&large) <= per_period(&small) + 2.0 / f64::from(periods),
+        "three times the VirtualMachines cost more per refresh: {small:?} then {large:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_load_balancer_deleted_outside_kubernetes_is_rebuilt_within_a_refresh() {
+    let env = Env::start(SimConfig::fast(), one_second_refresh()).await;
+    published(&env).await;
+    tokio::time::sleep(PERIOD * 2).await;
+    let first = env.sim.load_balancers().pop().expect("a load balancer").id;
+    let deleted = Instant::now();
+    env.cloud()
+        .load_balancing(None)
+        .delete_load_balancer(&LoadBalancerId::new(first.clone()))
+        .await
+        .expect("deleted as `openstack loadbalancer delete --cascade` would");
+    let api = env.api::<LoadBalancer>();
+    eventually("a new load balancer with every member", LIMIT, || async {
+        let lb = api.get(LB).await.ok()?;
+        let status = lb.status?;
+        (status.load_balancer_id.as_deref() != Some(first.as_str())
+            && status.members.as_deref() == Some("4/4"))
+        .then_some(())
+    })
+    .await;
+    println!(
+        "HEAL load balancer deleted outside: rebuilt with its members in {:.1} s (refresh every {PERIOD:?})",
+        deleted.elapsed().as_secs_f64()
+    );
+    assert_eq!(env.sim.load_balancers().len(), 1);
+}
+
+#[tokio::test]
+async fn pool_members_edited_outside_kubernetes_are_restored_within_a_refresh() {
+    let env = Env::start(SimConfig::fast(), one_second_refresh()).await;
+    published(&env).await;
+    tokio::time::sleep(PERIOD * 2).await;
+    let lb = env.sim.load_balancers().pop().expect("a load balancer");
+    let pool = lb.pools.first().expect("a pool").id.clone();
+    let edited = Instant::now();
+    env.cloud()
+        .load_balancing(None)
+        .replace_members(&PoolId::new(pool.clone()), &[])
+        .await
+        .expect("members removed as `openstack loadbalancer member delete` would");
+    eventually("the pool lists both members again", LIMIT, || async {
+        let lb = env.sim.load_balancers().pop()?;
+        let p = lb.pools.iter().find(|p| p.id == pool)?;
+        (p.members.len() == 2 && lb.provisioning_status == "ACTIVE").then_some(())
+    })
+    .await;
+    println!(
+        "HEAL pool emptied outside: both members back in {:.1} s (refresh every {PERIOD:?})",
+        edited.elapsed().as_secs_f64()
+    );
+}
