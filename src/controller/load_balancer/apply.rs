@@ -74,6 +74,8 @@ pub struct Inputs<'a> {
     pub neutron: &'a dyn Network,
     pub lb: &'a LoadBalancer,
     pub owner: &'a Owner,
+    /// Where a new load balancer goes, resolved while observing one is missing.
+    pub placement: Option<&'a resolve::Placement>,
 }
 
 /// Carries out `step`. Octavia's 409 while the load balancer is busy is not a failure:
@@ -165,11 +167,18 @@ async fn create(
     let Inputs {
         ctx,
         octavia,
-        neutron,
         lb,
         owner,
+        placement,
+        ..
     } = *inputs;
-    let placement = resolve::placement(&ctx.config, octavia, neutron, lb).await?;
+    let Some(placement) = placement else {
+        // Observed with a load balancer, yet none now: the next look resolves it.
+        return Ok(busy(
+            "looking up the VIP subnet and flavor".into(),
+            ctx.timing.poll,
+        ));
+    };
     let listeners = lb
         .spec
         .ports
@@ -181,8 +190,8 @@ async fn create(
         .create_load_balancer(&CreateLoadBalancer {
             name: desired::lb_name(owner),
             description: lb.spec.description.clone(),
-            vip_subnet_id: Some(placement.vip_subnet),
-            flavor_id: placement.flavor,
+            vip_subnet_id: Some(placement.vip_subnet.clone()),
+            flavor_id: placement.flavor.clone(),
             tags: owner.tags(),
             listeners,
             ..CreateLoadBalancer::default()

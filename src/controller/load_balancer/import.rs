@@ -69,6 +69,7 @@ async fn check(
         neutron,
         lb,
         owner,
+        placement,
     } = *inputs;
     let key = owner.key();
     let refuse = |problem, message: String| ReconcileError::Invalid {
@@ -102,8 +103,15 @@ async fn check(
             ),
         ));
     }
-    let placement = resolve::placement(&ctx.config, octavia, neutron, lb).await?;
-    same_vip_subnet(&found, &placement.vip_subnet, &key)?;
+    let vip_subnet = match placement {
+        Some(known) => known.vip_subnet.clone(),
+        None => {
+            resolve::placement(&ctx.config, octavia, neutron, lb)
+                .await?
+                .vip_subnet
+        }
+    };
+    same_vip_subnet(&found, &vip_subnet, &key)?;
     Ok(found)
 }
 

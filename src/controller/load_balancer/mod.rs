@@ -140,10 +140,12 @@ pub struct Ports {
     view: Arc<ProjectView>,
 }
 
-/// The Octavia tree and the backends the ports draw on.
+/// The Octavia tree, the backends the ports draw on, and — while the object has no
+/// load balancer — where one goes (VIP subnet, Octavia flavor).
 pub struct Observed {
     look: observe::Look,
     backends: resolve::Backends,
+    placement: Option<resolve::Placement>,
 }
 
 impl Reconciler for LoadBalancer {
@@ -198,7 +200,17 @@ impl Reconciler for LoadBalancer {
         } else {
             observe::read(&sources).await?
         };
-        Ok(Observed { look, backends })
+        let placement = match resolve::keeper(lb, &look.tree.load_balancers) {
+            Some(_) => None,
+            None => {
+                Some(resolve::placement(&ctx.config, sources.octavia, sources.neutron, lb).await?)
+            }
+        };
+        Ok(Observed {
+            look,
+            backends,
+            placement,
+        })
     }
 
     fn needs_fresh_look(observed: &Observed, step: &plan::Step) -> bool {
@@ -251,6 +263,7 @@ impl Reconciler for LoadBalancer {
             neutron: ports.neutron.as_ref(),
             lb,
             owner,
+            placement: observed.placement.as_ref(),
         };
         let mut outcome = carry_out(&inputs, step, &tenant.project, *policy).await?;
         if let (Some(note), Some(_)) = (drift, &outcome.event) {
