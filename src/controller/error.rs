@@ -11,7 +11,9 @@ use crate::cloud::CloudError;
 /// Why a reconcile step failed. Messages name the action and the object.
 #[derive(Debug, thiserror::Error)]
 pub enum ReconcileError {
-    #[error("failed to {action} for {object}: {source}")]
+    /// The cloud refused or failed a call; its message already names the action and
+    /// the cloud resource (`failed to create server verda-…: quota exceeded: …`).
+    #[error("{object}: {source}")]
     Cloud {
         action: &'static str,
         object: String,
@@ -143,6 +145,21 @@ mod tests {
         assert_eq!(
             (conflict.category(), conflict.is_terminal()),
             ("KubernetesApiError", false)
+        );
+    }
+
+    #[test]
+    fn a_cloud_failure_names_its_action_once() {
+        let source = CloudError::new(
+            "create server verda-team-web",
+            crate::cloud::ErrorKind::QuotaExceeded {
+                message: "Quota exceeded for instances".into(),
+            },
+        );
+        let error = ReconcileError::cloud("create server", "team/web")(source);
+        assert_eq!(
+            error.to_string(),
+            "team/web: failed to create server verda-team-web: quota exceeded: Quota exceeded for instances"
         );
     }
 }
