@@ -15,14 +15,7 @@ pub async fn publish<K: Resource<DynamicType = ()>>(
     note: String,
     action: &str,
 ) {
-    let event = Event {
-        type_,
-        reason: reason.to_owned(),
-        note: Some(note),
-        action: action.to_owned(),
-        secondary: None,
-    };
-    publish_event(ctx, obj, event).await;
+    publish_event(ctx, obj, event(type_, reason, note, action)).await;
 }
 
 /// Publishes `event` on `obj`; a failure to publish is logged, never fatal.
@@ -32,13 +25,18 @@ pub async fn publish_event<K: Resource<DynamicType = ()>>(ctx: &Context, obj: &K
     }
 }
 
-/// An event with the `Reconcile` action.
-pub fn reconcile_event(type_: EventType, reason: &str, note: String) -> Event {
+/// An event about `obj` itself (no secondary object).
+pub fn event(type_: EventType, reason: &str, note: String, action: &str) -> Event {
     Event {
         type_,
         reason: reason.to_owned(),
         note: Some(note),
-        action: "Reconcile".to_owned(),
+        action: action.to_owned(),
         secondary: None,
     }
+}
+
+/// An event with the `Reconcile` action.
+pub fn reconcile_event(type_: EventType, reason: &str, note: String) -> Event {
+    event(type_, reason, note, "Reconcile")
 }

@@ -7,6 +7,7 @@ use verda_api::v1alpha1::{
 
 use crate::cloud::ids::{ListenerId, LoadBalancerId, PoolId};
 use crate::cloud::model::loadbalancing as os;
+use crate::cloud::model::word;
 use crate::cloud::owner::Owner;
 
 /// Octavia's protocol for ours (`https` is passed through, not terminated).
@@ -215,10 +216,7 @@ pub fn ignored_monitors(lb: &LoadBalancer) -> Vec<String> {
             let rest: Vec<String> = p.monitors[1..]
                 .iter()
                 .map(|m| {
-                    let kind = serde_json::to_value(m.protocol)
-                        .ok()
-                        .and_then(|v| v.as_str().map(str::to_owned))
-                        .unwrap_or_default();
+                    let kind = word(m.protocol).unwrap_or_default();
                     match &m.endpoint {
                         Some(path) => format!("{kind} {path}"),
                         None => kind,

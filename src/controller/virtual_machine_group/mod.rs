@@ -28,6 +28,7 @@ use verda_api::v1alpha1::{
 };
 
 use super::driver::{error_policy, reconcile};
+use super::events::event;
 use super::lifecycle::Removal;
 use super::object::{Managed, managed_kind, object_key, object_labels};
 use super::problem::Problem;
@@ -212,13 +213,7 @@ impl Reconciler for VirtualMachineGroup {
         outcome
             .events
             .iter()
-            .map(|(reason, note)| Event {
-                type_: EventType::Normal,
-                reason: (*reason).to_owned(),
-                note: Some(note.clone()),
-                action: "Scale".to_owned(),
-                secondary: None,
-            })
+            .map(|(reason, note)| event(EventType::Normal, reason, note.clone(), "Scale"))
             .collect()
     }
 
