@@ -5,6 +5,7 @@
 use verda_api::conditions::is_true;
 use verda_api::v1alpha1::{Resolution, ResolvedReferences, VirtualMachine};
 
+use crate::cloud::ports::CloudResult;
 use crate::cloud::{Compute, Network};
 use crate::controller::progress::STALLED;
 use crate::controller::{Context, ReconcileError};
@@ -31,6 +32,26 @@ fn reuse(recorded: Option<&Resolution>, requested: &str) -> Option<Resolution> {
     recorded.filter(|r| r.requested == requested).cloned()
 }
 
+/// `recorded` when it resolved `requested`, else what `lookup` finds (ID and name; the
+/// future does nothing unless awaited).
+async fn resolve(
+    recorded: Option<&Resolution>,
+    requested: &str,
+    action: &'static str,
+    key: &str,
+    lookup: impl Future<Output = CloudResult<(String, String)>>,
+) -> Result<Resolution, ReconcileError> {
+    if let Some(known) = reuse(recorded, requested) {
+        return Ok(known);
+    }
+    let (id, name) = lookup.await.map_err(ReconcileError::cloud(action, key))?;
+    Ok(Resolution {
+        requested: requested.to_owned(),
+        id,
+        name: Some(name),
+    })
+}
+
 /// The spec's flavor, recorded or looked up.
 pub async fn flavor(
     compute: &dyn Compute,
@@ -38,18 +59,9 @@ pub async fn flavor(
     requested: &str,
     key: &str,
 ) -> Result<Resolution, ReconcileError> {
-    if let Some(known) = reuse(recorded, requested) {
-        return Ok(known);
-    }
-    let found = compute
-        .find_flavor(requested)
-        .await
-        .map_err(ReconcileError::cloud("look up the flavor", key))?;
-    Ok(Resolution {
-        requested: requested.to_owned(),
-        id: found.id.to_string(),
-        name: Some(found.name),
-    })
+    let lookup =
+        async { (compute.find_flavor(requested).await).map(|f| (f.id.to_string(), f.name)) };
+    resolve(recorded, requested, "look up the flavor", key, lookup).await
 }
 
 /// Everything a create needs resolved: image, flavor, and the spec's networks (else
@@ -63,20 +75,16 @@ pub async fn all(
 ) -> Result<ResolvedReferences, ReconcileError> {
     let recorded = recorded(vm).cloned().unwrap_or_default();
     let spec = &vm.spec;
-    let image = match reuse(recorded.image.as_ref(), &spec.image) {
-        Some(known) => known,
-        None => {
-            let found = compute
-                .find_image(&spec.image)
-                .await
-                .map_err(ReconcileError::cloud("look up the image", key))?;
-            Resolution {
-                requested: spec.image.clone(),
-                id: found.id.to_string(),
-                name: Some(found.name),
-            }
-        }
-    };
+    let lookup =
+        async { (compute.find_image(&spec.image).await).map(|i| (i.id.to_string(), i.name)) };
+    let image = resolve(
+        recorded.image.as_ref(),
+        &spec.image,
+        "look up the image",
+        key,
+        lookup,
+    )
+    .await?;
     let flavor = flavor(compute, recorded.flavor.as_ref(), &spec.flavor, key).await?;
     let names = spec
         .networks
@@ -84,21 +92,10 @@ pub async fn all(
         .unwrap_or_else(|| ctx.config.defaults.networks.clone());
     let mut networks = Vec::with_capacity(names.len());
     for (i, name) in names.iter().enumerate() {
-        let resolution = match reuse(recorded.networks.get(i), name) {
-            Some(known) => known,
-            None => {
-                let found = network
-                    .find_network(name)
-                    .await
-                    .map_err(ReconcileError::cloud("look up the network", key))?;
-                Resolution {
-                    requested: name.clone(),
-                    id: found.id.to_string(),
-                    name: Some(found.name),
-                }
-            }
-        };
-        networks.push(resolution);
+        let lookup =
+            async { (network.find_network(name).await).map(|n| (n.id.to_string(), n.name)) };
+        let known = recorded.networks.get(i);
+        networks.push(resolve(known, name, "look up the network", key, lookup).await?);
     }
     Ok(ResolvedReferences {
         image: Some(image),
