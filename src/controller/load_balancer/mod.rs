@@ -141,7 +141,7 @@ pub struct Ports {
 }
 
 /// The Octavia tree, the backends the ports draw on, and — while the object has no
-/// load balancer — where one goes (VIP subnet, Octavia flavor).
+/// load balancer and may create one — where it goes (VIP subnet, Octavia flavor).
 pub struct Observed {
     look: observe::Look,
     backends: resolve::Backends,
@@ -200,8 +200,10 @@ impl Reconciler for LoadBalancer {
         } else {
             observe::read(&sources).await?
         };
+        // Paused, nothing is created: nothing to place.
         let placement = match resolve::keeper(lb, &look.tree.load_balancers) {
             Some(_) => None,
+            None if !scope.policy.writes() => None,
             None => {
                 Some(resolve::placement(&ctx.config, sources.octavia, sources.neutron, lb).await?)
             }

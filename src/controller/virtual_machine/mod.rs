@@ -108,6 +108,7 @@ impl Reconciler for VirtualMachine {
             network: ports.network.as_ref(),
             vm: obj,
             owner,
+            creates: scope.policy.writes(),
         };
         resolve::observe(&sources, use_view).await
     }

@@ -28,7 +28,8 @@ pub struct Observed {
     pub from_view: bool,
     /// The references to record in status, when they differ from what it records.
     pub resolved: Option<ResolvedReferences>,
-    /// The finished create request, when the object has no server and imports none.
+    /// The finished create request, when the object has no server, imports none and
+    /// is not paused.
     pub create: Option<CreateServer>,
 }
 
@@ -41,12 +42,15 @@ pub struct Sources<'a> {
     pub network: &'a dyn Network,
     pub vm: &'a VirtualMachine,
     pub owner: &'a Owner,
+    /// Whether a create may follow (not while paused): only then is it prepared.
+    pub creates: bool,
 }
 
 /// The owner's servers — from the cloud view when `use_view` and it answers for them,
 /// else listed from Nova and recorded — then, when the kept server's flavor name
 /// differs from the spec, the spec's flavor (it may be an ID) to tell a real
-/// difference; when there is no server, everything a create needs.
+/// difference; when there is no server (and the object is not paused), everything a
+/// create needs.
 pub async fn observe(from: &Sources<'_>, use_view: bool) -> Result<Observed, ReconcileError> {
     let (servers, from_view) = servers(from, use_view).await?;
     let Sources {
@@ -76,7 +80,7 @@ pub async fn observe(from: &Sources<'_>, use_view: bool) -> Result<Observed, Rec
             observed.resolved = (Some(&refs) != references::written(vm)).then_some(refs);
         }
         Some(_) => {}
-        None if vm.spec.import.is_some() => {}
+        None if vm.spec.import.is_some() || !from.creates => {}
         None => {
             let refs = references::all(from.ctx, compute, from.network, vm, &key).await?;
             let user_data = user_data(from.ctx, vm).await?;
