@@ -103,7 +103,8 @@ pub async fn run(options: RunOptions) -> Result<(), RunError> {
     tracing::info!(%cluster, "cloud resources record this cluster");
     let ctx = Arc::new(
         Context::new(client.clone(), config, metrics, ports, timing, cluster)
-            .watching(options.namespace.clone()),
+            .watching(options.namespace.clone())
+            .reporting_as(&options.identity),
     );
     let elected = run_controllers(&options, client, ctx).await;
     tracing::info!("shutting down");

@@ -19,6 +19,7 @@ pub mod error;
 mod error_body;
 pub mod ids;
 pub mod model;
+pub mod orphans;
 pub mod owner;
 pub mod ports;
 mod request;

@@ -4,10 +4,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube::runtime::events::{Recorder, Reporter};
-
 use super::backoff::Backoff;
 use super::cloud_view::CloudView;
+use super::events::{Recorder, Reporter};
 use super::tenancy::Tenancy;
 use super::watch_cache::CacheSlot;
 use crate::cloud::owner::{ClusterId, Owner};
@@ -77,6 +76,9 @@ impl Timing {
     }
 }
 
+/// The controller name events are reported by.
+const CONTROLLER: &str = "verda-operator";
+
 /// Shared by every reconcile.
 pub struct Context {
     pub client: kube::Client,
@@ -107,8 +109,8 @@ impl Context {
         cluster: ClusterId,
     ) -> Self {
         let reporter = Reporter {
-            controller: "verda-operator".into(),
-            instance: std::env::var("POD_NAME").ok(),
+            controller: CONTROLLER.into(),
+            instance: std::env::var("POD_NAME").unwrap_or_else(|_| CONTROLLER.into()),
         };
         Self {
             recorder: Recorder::new(client.clone(), reporter),
@@ -133,6 +135,16 @@ impl Context {
     /// The owner record of `obj`'s cloud resources, naming this cluster.
     pub fn owner_of<K: kube::Resource>(&self, obj: &K) -> Owner {
         super::object::owner_of(obj).in_cluster(&self.cluster)
+    }
+
+    /// The same context, its events reported by the replica `identity`.
+    pub fn reporting_as(mut self, identity: &str) -> Self {
+        let reporter = Reporter {
+            controller: CONTROLLER.into(),
+            instance: identity.to_owned(),
+        };
+        self.recorder = Recorder::new(self.client.clone(), reporter);
+        self
     }
 
     /// The same context, its controllers watching only `namespace`.

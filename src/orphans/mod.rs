@@ -1,79 +1,18 @@
 //! Cloud resources of this cluster whose owner object no longer exists: left by an
 //! object deleted with `reconcile-policy: skip`, by a finalizer removed by hand, or by a
-//! cluster restored from a backup. Found by the owner records (`cloud::owner`), for the
-//! `verda-operator orphans` command and the running operator's gauge.
-//!
-//! Only resources that name this cluster are ever listed, so clusters sharing a project
-//! never see each other's resources: servers by their metadata, load balancers by their
-//! tag, server groups by the mark in their name, floating IPs by their load balancer's
-//! tag (a floating IP whose load balancer is gone too names no cluster, and is left to a
-//! person). A server group is listed only when no server outside this listing is still
-//! in it: deleting it would change nothing anybody runs.
+//! cluster restored from a backup. Listed and deleted here for the
+//! `verda-operator orphans` command; which resources are orphans is decided by
+//! `cloud::orphans`, which the running operator's gauge uses too.
 
 pub mod command;
 
-use std::collections::HashSet;
-
-use serde::Serialize;
-
 use crate::cloud::CloudError;
-use crate::cloud::model::compute::{Server, ServerGroup};
-use crate::cloud::model::loadbalancing::{LbFilter, LoadBalancer};
-use crate::cloud::model::network::{FloatingIp, FloatingIpFilter};
-use crate::cloud::owner::{ClusterId, MANAGED_TAG, Owner, server_group_uid, uid_from_tags};
+use crate::cloud::model::loadbalancing::LbFilter;
+use crate::cloud::model::network::FloatingIpFilter;
+use crate::cloud::owner::MANAGED_TAG;
 use crate::controller::CloudPorts;
 
-/// The kinds of cloud resource the inventory lists, in the order `--delete` removes
-/// them (what is under a load balancer or in a server group goes first).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ResourceKind {
-    FloatingIp,
-    LoadBalancer,
-    Server,
-    ServerGroup,
-}
-
-impl ResourceKind {
-    /// The word a table, a log line and the gauge's `resource` label use.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::FloatingIp => "floating-ip",
-            Self::LoadBalancer => "load-balancer",
-            Self::Server => "server",
-            Self::ServerGroup => "server-group",
-        }
-    }
-}
-
-impl std::fmt::Display for ResourceKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// One cloud resource without an owner.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Orphan {
-    pub kind: ResourceKind,
-    pub id: String,
-    pub name: String,
-    /// UID of the object that owned it.
-    pub owner_uid: String,
-    /// `namespace/name` of that object, where the resource records it.
-    pub owner: Option<String>,
-}
-
-/// What the operator may own in one project: its tagged servers and load balancers,
-/// every server group and floating IP.
-#[derive(Debug, Default)]
-pub struct Listing {
-    pub servers: Vec<Server>,
-    pub server_groups: Vec<ServerGroup>,
-    pub load_balancers: Vec<LoadBalancer>,
-    pub floating_ips: Vec<FloatingIp>,
-}
+pub use crate::cloud::orphans::{Listing, Orphan, ResourceKind, classify};
 
 /// Four calls: managed servers, server groups, managed load balancers, floating IPs.
 pub async fn list(ports: &dyn CloudPorts) -> Result<Listing, CloudError> {
@@ -93,94 +32,6 @@ pub async fn list(ports: &dyn CloudPorts) -> Result<Listing, CloudError> {
             .list_floating_ips(&FloatingIpFilter::default())
             .await?,
     })
-}
-
-/// The orphans of `cluster` in `listing`, given the UIDs of every object that exists
-/// (read after the listing, so an object created meanwhile cannot look orphaned).
-pub fn classify(listing: &Listing, cluster: &ClusterId, live: &HashSet<String>) -> Vec<Orphan> {
-    let mut orphans = servers(&listing.servers, cluster, live);
-    let orphan_servers: HashSet<&str> = orphans.iter().map(|o| o.id.as_str()).collect();
-    let groups = listing.server_groups.iter().filter_map(|g| {
-        let uid = server_group_uid(&g.name)?;
-        let unused = g
-            .members
-            .iter()
-            .all(|m| orphan_servers.contains(m.as_str()));
-        (cluster.marks_server_group(&g.name) && !live.contains(uid) && unused).then(|| Orphan {
-            kind: ResourceKind::ServerGroup,
-            id: g.id.to_string(),
-            name: g.name.clone(),
-            owner_uid: uid.to_owned(),
-            owner: None,
-        })
-    });
-    let groups: Vec<Orphan> = groups.collect();
-    orphans.extend(groups);
-    orphans.extend(load_balancers(&listing.load_balancers, cluster, live));
-    let ours: HashSet<&str> = listing
-        .load_balancers
-        .iter()
-        .filter(|l| cluster.in_tags(&l.tags))
-        .filter_map(|l| uid_from_tags(&l.tags))
-        .collect();
-    orphans.extend(listing.floating_ips.iter().filter_map(|f| {
-        let uid = f.description.strip_prefix("verda-uid-")?;
-        (ours.contains(uid) && !live.contains(uid)).then(|| Orphan {
-            kind: ResourceKind::FloatingIp,
-            id: f.id.to_string(),
-            name: f.floating_ip_address.clone(),
-            owner_uid: uid.to_owned(),
-            owner: None,
-        })
-    }));
-    orphans
-}
-
-/// This cluster's servers whose owner is not live.
-pub fn servers<'a>(
-    servers: impl IntoIterator<Item = &'a Server>,
-    cluster: &ClusterId,
-    live: &HashSet<String>,
-) -> Vec<Orphan> {
-    servers
-        .into_iter()
-        .filter(|s| cluster.in_metadata(&s.metadata))
-        .filter_map(|s| {
-            let owner = Owner::from_metadata(&s.metadata);
-            let uid = owner
-                .as_ref()
-                .map(|o| o.uid.clone())
-                .or_else(|| uid_from_tags(&s.tags).map(str::to_owned))?;
-            (!live.contains(&uid)).then(|| Orphan {
-                kind: ResourceKind::Server,
-                id: s.id.to_string(),
-                name: s.name.clone(),
-                owner_uid: uid,
-                owner: owner.map(|o| o.key()),
-            })
-        })
-        .collect()
-}
-
-/// This cluster's load balancers whose owner is not live.
-pub fn load_balancers<'a>(
-    lbs: impl IntoIterator<Item = &'a LoadBalancer>,
-    cluster: &ClusterId,
-    live: &HashSet<String>,
-) -> Vec<Orphan> {
-    lbs.into_iter()
-        .filter(|l| cluster.in_tags(&l.tags))
-        .filter_map(|l| {
-            let uid = uid_from_tags(&l.tags)?;
-            (!live.contains(uid)).then(|| Orphan {
-                kind: ResourceKind::LoadBalancer,
-                id: l.id.to_string(),
-                name: l.name.clone(),
-                owner_uid: uid.to_owned(),
-                owner: None,
-            })
-        })
-        .collect()
 }
 
 /// Deletes `orphans`: floating IPs, load balancers (with everything under them), servers,
@@ -210,6 +61,3 @@ pub async fn delete(
     results
 }
 
-#[cfg(test)]
-#[path = "tests.rs"]
-mod tests;

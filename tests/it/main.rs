@@ -18,6 +18,7 @@ mod crd_validation;
 mod deploy_manifests;
 mod e2e_cloud_view;
 mod e2e_crash_safety;
+mod e2e_events;
 mod e2e_faults;
 mod e2e_gitops;
 mod e2e_lifecycle;

@@ -177,6 +177,7 @@ async fn a_real_prometheus_sees_the_dashboard_series_and_the_not_ready_alert_fir
     let panels: BTreeSet<&str> = queries.iter().map(|(t, _)| t.as_str()).collect();
     let mut with_data = BTreeSet::new();
     let mut queries_with_data = 0;
+    let mut without_series = Vec::new();
     // Rates need two scrapes of a change: give the last writes a few seconds.
     tokio::time::sleep(Duration::from_secs(5)).await;
     for (panel, expr) in &queries {
@@ -187,6 +188,8 @@ async fn a_real_prometheus_sees_the_dashboard_series_and_the_not_ready_alert_fir
         if !result.is_empty() {
             with_data.insert(panel.as_str());
             queries_with_data += 1;
+        } else {
+            without_series.push(expr.as_str());
         }
     }
     let empty: Vec<_> = panels.difference(&with_data).collect();
@@ -196,6 +199,7 @@ async fn a_real_prometheus_sees_the_dashboard_series_and_the_not_ready_alert_fir
         panels.len(),
         queries.len()
     );
+    println!("REAL dashboard queries without series: {without_series:#?}");
 
     // Fixed (deleted), the alert resolves.
     real.kubectl(&[

@@ -75,6 +75,28 @@ fn octavia_pools(real: &Real, lb: &LoadBalancer) -> Vec<BTreeSet<String>> {
         .collect()
 }
 
+/// Waits until `kubectl -n NS ARGS…` prints every one of `lines`; returns its output.
+async fn told(
+    real: &Real,
+    ns: &Namespace,
+    operator: &support::real::Operator,
+    args: &[&str],
+    lines: &[&str],
+) -> String {
+    let mut full = vec!["-n", ns.name.as_str()];
+    full.extend(args);
+    until(
+        &format!("kubectl {} tells {lines:?}", args.join(" ")),
+        Duration::from_secs(30),
+        &context(operator),
+        || async {
+            let out = real.kubectl(&full);
+            lines.iter().all(|l| out.contains(l)).then_some(out)
+        },
+    )
+    .await
+}
+
 #[tokio::test]
 #[ignore = "needs the real systems: hack/real-systems.sh"]
 async fn published_manifests_converge_scale_both_ways_and_leave_nothing() {
@@ -131,6 +153,31 @@ async fn published_manifests_converge_scale_both_ways_and_leave_nothing() {
         "REAL scale 2->3 to every pool: {:.1} s",
         scale_up.as_secs_f64()
     );
+    // What `kubectl describe` and `kubectl events` tell: each scale its own event.
+    let group = format!("vmg/{GROUP}");
+    let lb_ref = format!("lb/{LB}");
+    told(
+        &real,
+        &ns,
+        &operator,
+        &["describe", &group],
+        &[
+            &format!("created VirtualMachines {GROUP}-0, {GROUP}-1"),
+            &format!("created VirtualMachines {GROUP}-2"),
+        ],
+    )
+    .await;
+    told(
+        &real,
+        &ns,
+        &operator,
+        &["events", "--for", &lb_ref],
+        &[
+            &format!("port 80: 3 members ({GROUP}-0, {GROUP}-1, {GROUP}-2)"),
+            &format!("port 443: 3 members ({GROUP}-0, {GROUP}-1, {GROUP}-2)"),
+        ],
+    )
+    .await;
 
     // Scale down: a removed VirtualMachine's server lives while any pool lists it.
     let mut leaving: Vec<(ServerId, String)> = Vec::new();
@@ -193,6 +240,37 @@ async fn published_manifests_converge_scale_both_ways_and_leave_nothing() {
         "REAL scale 3->1: {:.1} s, {samples} samples, no server deleted while a pool listed it",
         drained.elapsed().as_secs_f64()
     );
+    let described = told(
+        &real,
+        &ns,
+        &operator,
+        &["describe", &group],
+        &["Draining", "deleted VirtualMachines"],
+    )
+    .await;
+    let deleted: Vec<&str> = described
+        .lines()
+        .filter(|l| l.contains("deleted VirtualMachines"))
+        .collect();
+    assert!(
+        deleted.len() == 1
+            && !deleted[0].contains("(x")
+            && [format!("{GROUP}-1"), format!("{GROUP}-2")]
+                .iter()
+                .all(|n| deleted[0].contains(n.as_str())),
+        "the scale-down is told once, naming both VirtualMachines:\n{described}"
+    );
+    told(
+        &real,
+        &ns,
+        &operator,
+        &["events", "--for", &lb_ref],
+        &[
+            &format!("port 80: 1 member ({GROUP}-0)"),
+            &format!("port 443: 1 member ({GROUP}-0)"),
+        ],
+    )
+    .await;
 
     all_deleted(&real, &client, &ns, &operator, &files, baseline).await;
 }

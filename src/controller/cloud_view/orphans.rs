@@ -11,7 +11,7 @@ use crate::cloud::model::compute::Server;
 use crate::cloud::model::loadbalancing::LoadBalancer;
 use crate::cloud::owner::Owner;
 use crate::controller::Context;
-use crate::orphans;
+use crate::cloud::orphans;
 
 pub fn count_servers(ctx: &Context, listed: &[Server]) -> usize {
     let live = uids(&ctx.caches.current().virtual_machines.store);

@@ -358,18 +358,26 @@ async fn replace_members(
             "update the pool members",
             &inputs.owner.key(),
         ))?;
-    let names: Vec<&str> = members.iter().map(|m| m.name.as_str()).collect();
     let note = format!(
-        "port {}: {} members ({})",
+        "port {}: {}",
         inputs.lb.spec.ports[i].port,
-        members.len(),
-        names.join(", ")
+        counted_members(members)
     );
     Ok(wrote(
         note.clone(),
         Some((EventType::Normal, "MembersUpdated", note)),
         inputs.ctx.timing.poll,
     ))
+}
+
+/// "no members", "1 member (web-0)", "2 members (web-0, web-1)".
+fn counted_members(members: &[MemberSpec]) -> String {
+    let names: Vec<&str> = members.iter().map(|m| m.name.as_str()).collect();
+    match names.len() {
+        0 => "no members".to_owned(),
+        1 => format!("1 member ({})", names[0]),
+        n => format!("{n} members ({})", names.join(", ")),
+    }
 }
 
 async fn create_floating_ip(

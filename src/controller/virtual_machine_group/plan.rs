@@ -25,6 +25,8 @@ pub struct Member {
     pub ready: bool,
     /// When the VirtualMachine was marked draining, if it was.
     pub draining_since: Option<Timestamp>,
+    /// Its deletion was asked for already (it waits on its finalizer).
+    pub deleting: bool,
     /// Some load balancer pool still lists it.
     pub in_pools: bool,
     /// Some load balancer that draws on the group lists it in every pool.
@@ -105,7 +107,12 @@ pub fn plan(
     now: Timestamp,
 ) -> Plan {
     let mut plan = Plan::default();
-    for m in members.iter().filter(|m| m.draining_since.is_some()) {
+    // One deletion each: a VirtualMachine already being deleted is not deleted (or
+    // reported) again while its server goes.
+    for m in members
+        .iter()
+        .filter(|m| m.draining_since.is_some() && !m.deleting)
+    {
         let since = m.draining_since.unwrap_or(now);
         let timed_out = now.duration_since(since).as_secs_f64() >= drain_timeout.as_secs_f64();
         if !m.in_pools || timed_out {

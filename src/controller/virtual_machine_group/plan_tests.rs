@@ -21,6 +21,7 @@ pub(in crate::controller::virtual_machine_group) fn member(
         template_hash: hash.into(),
         ready,
         draining_since: None,
+        deleting: false,
         in_pools: ready,
         serving: ready,
     }
@@ -73,6 +74,18 @@ fn a_draining_member_is_deleted_only_once_no_pool_lists_it_or_the_drain_times_ou
         plan(2, "new", true, &members, true, TIMEOUT, at(1)).delete,
         vec!["web-2".to_owned()]
     );
+}
+
+#[test]
+fn a_member_whose_deletion_was_asked_for_is_neither_deleted_nor_reported_again() {
+    let mut deleting = member(2, "new", false);
+    deleting.draining_since = Some(at(0));
+    deleting.in_pools = false;
+    deleting.deleting = true;
+    let members = [member(0, "new", true), member(1, "new", true), deleting];
+    let round = plan(2, "new", true, &members, true, TIMEOUT, at(5));
+    assert_eq!(round, Plan::default());
+    assert!(round.events("web").is_empty());
 }
 
 #[test]

@@ -90,6 +90,7 @@ pub fn members(
                     .annotations()
                     .get(annotations::DRAINING)
                     .and_then(|t| t.parse::<Timestamp>().ok()),
+                deleting: vm.metadata.deletion_timestamp.is_some(),
                 in_pools: listed.iter().any(|v| v.contains_key(&name)),
                 serving: !listed.is_empty() && listed.iter().all(in_every),
                 name,

@@ -124,8 +124,27 @@ fn printer_columns(rt: &ResourceType, items: &[Value]) -> (Vec<Value>, Vec<Vec<V
     (defs, cells)
 }
 
-/// The Table of `items` (wire shape of `rt`), as the apiserver answers `includeObject=Metadata` (the default).
-pub fn render(rt: &ResourceType, items: &[Value], rv: &str) -> Value {
+/// What each row of a Table carries besides its cells (`includeObject`): nothing, the object's metadata (the
+/// default) or the whole object, which `kubectl get --sort-by` needs to sort by a field that is no column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IncludeObject {
+    None,
+    Metadata,
+    Object,
+}
+
+impl IncludeObject {
+    pub fn parse(value: Option<&str>) -> Self {
+        match value {
+            Some("None") => Self::None,
+            Some("Object") => Self::Object,
+            _ => Self::Metadata,
+        }
+    }
+}
+
+/// The Table of `items` (wire shape of `rt`); each row carries what `include` asks for.
+pub fn render(rt: &ResourceType, items: &[Value], rv: &str, include: IncludeObject) -> Value {
     let (defs, cells) = match rt.view {
         View::CoreEvent | View::EventsV1 => events::table(rt.view, items),
         View::Plain => printer_columns(rt, items),
@@ -133,8 +152,12 @@ pub fn render(rt: &ResourceType, items: &[Value], rv: &str) -> Value {
     let rows: Vec<Value> = items
         .iter()
         .zip(cells)
-        .map(|(o, cells)| {
-            json!({"cells": cells, "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": o["metadata"]}})
+        .map(|(o, cells)| match include {
+            IncludeObject::None => json!({"cells": cells}),
+            IncludeObject::Metadata => {
+                json!({"cells": cells, "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": o["metadata"]}})
+            }
+            IncludeObject::Object => json!({"cells": cells, "object": o}),
         })
         .collect();
     json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {"resourceVersion": rv}, "columnDefinitions": defs, "rows": rows})

@@ -19,6 +19,7 @@ use crate::discovery;
 use crate::error::{ApiError, json_response};
 use crate::registry::ResourceType;
 use crate::state::AppState;
+use crate::table::IncludeObject;
 use crate::validation::FieldValidation;
 use crate::watch;
 
@@ -71,14 +72,14 @@ impl Query {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Render {
     Object,
-    Table,
+    Table(IncludeObject),
     Metadata,
 }
 
 impl Render {
-    pub fn from_accept(accept: &str) -> Self {
+    pub fn from_request(accept: &str, q: &Query) -> Self {
         if accept.contains("as=Table") {
-            Self::Table
+            Self::Table(IncludeObject::parse(q.get("includeObject")))
         } else if accept.contains("as=PartialObjectMetadata") {
             Self::Metadata
         } else {
@@ -91,12 +92,12 @@ impl Render {
         match self {
             Self::Object => v,
             Self::Metadata => partial(&v),
-            Self::Table => {
+            Self::Table(include) => {
                 let rv = v["metadata"]["resourceVersion"]
                     .as_str()
                     .unwrap_or_default()
                     .to_string();
-                crate::table::render(rt, &[v], &rv)
+                crate::table::render(rt, &[v], &rv, include)
             }
         }
     }
@@ -186,7 +187,7 @@ pub async fn dispatch(
             return ApiError::page_not_found().into_response();
         }
     }
-    let render = Render::from_accept(&accept);
+    let render = Render::from_request(&accept, &q);
     let result = match (method.as_str(), t.name.is_some(), t.sub.as_deref()) {
         ("GET", false, _) if q.flag("watch") => return watch::serve(state, t, q, render).await,
         ("GET", false, _) => read::list(&state, &t, &q, render),

@@ -169,10 +169,10 @@ pub fn list(state: &AppState, t: &Target, q: &Query, render: Render) -> Result<R
     };
     let mut items: Vec<Value> = matching.into_iter().take(take).map(|(_, o)| o).collect();
     let rv_str = list_rv.to_string();
-    if render == Render::Table {
+    if let Render::Table(include) = render {
         return Ok(json_response(
             StatusCode::OK,
-            &table::render(&t.rt, &items, &rv_str),
+            &table::render(&t.rt, &items, &rv_str, include),
             &[],
         ));
     }

@@ -1,8 +1,14 @@
 //! Events on the objects, for `kubectl describe`: publishing one never fails a
-//! reconcile.
+//! reconcile. `correlator` decides whether an event is new, a repeat or part of a
+//! burst; `recorder` writes it.
+
+mod correlator;
+mod recorder;
 
 use kube::Resource;
 use kube::runtime::events::{Event, EventType};
+
+pub use recorder::{Recorder, Reporter};
 
 use super::Context;
 

@@ -1,0 +1,211 @@
+//! Which write an event becomes, decided as client-go's event recorder decides it
+//! (`tools/record`, its `EventCorrelator`), with the clock passed in:
+//!
+//! - an event identical to one seen before (same object, type, reason, action and
+//!   note) patches that event: its count goes up and its last time moves;
+//! - an event with a new note is a new event, until an object has had
+//!   [`SIMILAR_LIMIT`] different notes for one reason within [`SIMILAR_WINDOW`] of
+//!   each other; from then on they go to one aggregate event whose note is the latest,
+//!   prefixed with [`COMBINED`].
+//!
+//! kube-runtime's `Recorder` keys a series on everything but the note, so a second
+//! event with a new note only counted up the first and kept its stale text; and
+//! events.k8s.io/v1 refuses a changed note, which is why the aggregate is a core/v1
+//! Event as client-go writes it.
+//!
+//! Deliberately not here: client-go's spam filter, which drops events outright; the
+//! aggregate bounds what one object can cost instead.
+
+use std::collections::{HashMap, HashSet};
+
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+
+/// Different notes of one reason on one object before they are combined.
+pub const SIMILAR_LIMIT: usize = 10;
+/// How close together similar events must come to count towards [`SIMILAR_LIMIT`].
+pub const SIMILAR_WINDOW: SignedDuration = SignedDuration::from_mins(10);
+/// How long an event is remembered for a repeat to count it up (the API server's
+/// default event time-to-live: after it, the event is gone anyway).
+pub const REMEMBERED: SignedDuration = SignedDuration::from_hours(1);
+/// At most this many events are remembered; the least recently seen go first.
+pub const REMEMBERED_MAX: usize = 4096;
+/// How often what is too old to matter is dropped.
+const SWEEP_EVERY: SignedDuration = SignedDuration::from_mins(1);
+/// The prefix of an aggregate event's note.
+pub const COMBINED: &str = "(combined from similar events): ";
+
+/// What makes events similar: the object (by UID), the type, reason and action.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Similar {
+    pub object_uid: String,
+    pub warning: bool,
+    pub reason: String,
+    pub action: String,
+}
+
+/// One event as remembered: similar ones plus the note, or `None` for the aggregate.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Key {
+    similar: Similar,
+    note: Option<String>,
+}
+
+/// The write that records an event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Write {
+    /// A new Event object.
+    Create { note: String, at: Timestamp },
+    /// Another occurrence of the Event `name`.
+    Patch {
+        name: String,
+        note: String,
+        count: i32,
+        first: Timestamp,
+        at: Timestamp,
+    },
+}
+
+/// An event as it was written.
+#[derive(Clone, Debug)]
+struct Seen {
+    name: String,
+    count: i32,
+    first: Timestamp,
+    last: Timestamp,
+}
+
+/// The notes of one kind of event on one object, in the current window.
+#[derive(Debug)]
+struct Notes {
+    distinct: HashSet<String>,
+    last: Timestamp,
+}
+
+/// What the recorder remembers of the events it wrote.
+#[derive(Debug, Default)]
+pub struct Correlator {
+    seen: HashMap<Key, Seen>,
+    notes: HashMap<Similar, Notes>,
+    swept: Option<Timestamp>,
+}
+
+impl Correlator {
+    /// The write for an event `similar` with `note`, observed `now`, and the key to
+    /// [`Correlator::written`] once it succeeded.
+    pub fn decide(&mut self, similar: Similar, note: &str, now: Timestamp) -> (Key, Write) {
+        self.forget_old(now);
+        let key = if self.combines(&similar, note, now) {
+            Key {
+                similar,
+                note: None,
+            }
+        } else {
+            Key {
+                similar,
+                note: Some(note.to_owned()),
+            }
+        };
+        let note = match key.note {
+            Some(_) => note.to_owned(),
+            None => format!("{COMBINED}{note}"),
+        };
+        let write = match self.seen.get(&key) {
+            Some(seen) => Write::Patch {
+                name: seen.name.clone(),
+                note,
+                count: seen.count + 1,
+                first: seen.first,
+                at: now,
+            },
+            None => Write::Create { note, at: now },
+        };
+        (key, write)
+    }
+
+    /// Records that `write` for `key` reached the API server as the Event `name`.
+    pub fn written(&mut self, key: Key, name: &str, write: &Write) {
+        let seen = match write {
+            Write::Create { at, .. } => Seen {
+                name: name.to_owned(),
+                count: 1,
+                first: *at,
+                last: *at,
+            },
+            Write::Patch {
+                count, first, at, ..
+            } => Seen {
+                name: name.to_owned(),
+                count: *count,
+                first: *first,
+                last: *at,
+            },
+        };
+        self.seen.insert(key, seen);
+        if self.seen.len() > REMEMBERED_MAX {
+            self.forget_least_recent();
+        }
+    }
+
+    /// Forgets the event of `key`: it is gone from the API server, so the next
+    /// occurrence creates it again.
+    pub fn lost(&mut self, key: &Key) {
+        self.seen.remove(key);
+    }
+
+    /// Counts `note` among the similar notes and says whether the event goes to the
+    /// aggregate: it does once the window holds [`SIMILAR_LIMIT`] different notes.
+    fn combines(&mut self, similar: &Similar, note: &str, now: Timestamp) -> bool {
+        let notes = self.notes.entry(similar.clone()).or_insert_with(|| Notes {
+            distinct: HashSet::new(),
+            last: now,
+        });
+        if now.duration_since(notes.last) > SIMILAR_WINDOW {
+            notes.distinct.clear();
+        }
+        notes.last = now;
+        if notes.distinct.contains(note) {
+            return false;
+        }
+        if notes.distinct.len() + 1 < SIMILAR_LIMIT {
+            notes.distinct.insert(note.to_owned());
+            return false;
+        }
+        // Keep the set at its limit, as client-go does: drop any one of the others.
+        if let Some(other) = notes.distinct.iter().next().cloned() {
+            notes.distinct.remove(&other);
+        }
+        notes.distinct.insert(note.to_owned());
+        true
+    }
+
+    /// Drops what is too old to matter, at most once a minute (a sweep visits
+    /// everything remembered).
+    fn forget_old(&mut self, now: Timestamp) {
+        if self
+            .swept
+            .is_some_and(|at| now.duration_since(at) < SWEEP_EVERY)
+        {
+            return;
+        }
+        self.swept = Some(now);
+        self.seen
+            .retain(|_, seen| now.duration_since(seen.last) < REMEMBERED);
+        self.notes
+            .retain(|_, notes| now.duration_since(notes.last) <= SIMILAR_WINDOW);
+    }
+
+    fn forget_least_recent(&mut self) {
+        if let Some(oldest) = self
+            .seen
+            .iter()
+            .min_by_key(|(_, seen)| seen.last)
+            .map(|(key, _)| key.clone())
+        {
+            self.seen.remove(&oldest);
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "correlator_tests.rs"]
+mod tests;

@@ -1,0 +1,144 @@
+//! Events as `kubectl describe` reads them (core/v1, per object), through a scale up,
+//! a scale down and the member changes they cause: every event's note is the latest
+//! truth, an identical repeat counts up one event, and a new note is a new event.
+
+use crate::support;
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Event;
+use kube::api::{ListParams, Patch, PatchParams};
+use serde_json::json;
+use support::e2e::{Env, eventually, sample, test_timing};
+use verda_api::v1alpha1::{LoadBalancer, VirtualMachineGroup};
+use verda_operator::sim::SimConfig;
+
+const LIMIT: Duration = Duration::from_secs(60);
+const GROUP: &str = "virtualmachinegroup-sample";
+const LB: &str = "loadbalancer-sample";
+
+/// `(reason, message, count)` of every event about the object `kind/name`, oldest first.
+async fn described(env: &Env, kind: &str, name: &str) -> Vec<(String, String, i32)> {
+    let params = ListParams::default().fields(&format!(
+        "involvedObject.kind={kind},involvedObject.name={name}"
+    ));
+    let mut events = env
+        .api::<Event>()
+        .list(&params)
+        .await
+        .expect("events")
+        .items;
+    events.sort_by_key(|e| e.first_timestamp.clone().map(|t| t.0));
+    events
+        .into_iter()
+        .map(|e| {
+            (
+                e.reason.unwrap_or_default(),
+                e.message.unwrap_or_default(),
+                e.count.unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+/// Waits until the object's events include `(reason, message)`; returns them all.
+async fn until_described(
+    env: &Env,
+    kind: &str,
+    name: &str,
+    reason: &str,
+    message: &str,
+) -> Vec<(String, String, i32)> {
+    eventually(
+        &format!("{kind}/{name} has the event {reason}: {message}"),
+        LIMIT,
+        || async {
+            let events = described(env, kind, name).await;
+            events
+                .iter()
+                .any(|(r, m, _)| r == reason && m == message)
+                .then_some(events)
+        },
+    )
+    .await
+}
+
+async fn scale(env: &Env, replicas: i32) {
+    env.api::<VirtualMachineGroup>()
+        .patch_scale(
+            GROUP,
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"spec": {"replicas": replicas}})),
+        )
+        .await
+        .expect("scale accepted");
+}
+
+fn members(n: usize) -> String {
+    let names: Vec<String> = (0..n).map(|i| format!("{GROUP}-{i}")).collect();
+    let noun = if n == 1 { "member" } else { "members" };
+    format!("{n} {noun} ({})", names.join(", "))
+}
+
+#[tokio::test]
+async fn every_event_tells_the_latest_truth_through_a_scale_up_and_down() {
+    let env = Env::start(SimConfig::fast(), test_timing()).await;
+    env.create_from_yaml::<VirtualMachineGroup>(&sample("virtualmachinegroup.yaml"))
+        .await;
+    env.create_from_yaml::<LoadBalancer>(&sample("loadbalancer.yaml"))
+        .await;
+    let first = format!("created VirtualMachines {GROUP}-0, {GROUP}-1");
+    until_described(&env, "VirtualMachineGroup", GROUP, "Created", &first).await;
+    let two = format!("port 80: {}", members(2));
+    until_described(&env, "LoadBalancer", LB, "MembersUpdated", &two).await;
+
+    scale(&env, 3).await;
+    let second = format!("created VirtualMachines {GROUP}-2");
+    let group_events =
+        until_described(&env, "VirtualMachineGroup", GROUP, "Created", &second).await;
+    let created: Vec<&(String, String, i32)> =
+        group_events.iter().filter(|e| e.0 == "Created").collect();
+    assert_eq!(
+        created,
+        [
+            &("Created".to_owned(), first.clone(), 1),
+            &("Created".to_owned(), second, 1)
+        ],
+        "each scale is an event of its own, with its own note"
+    );
+    let three = format!("port 80: {}", members(3));
+    until_described(&env, "LoadBalancer", LB, "MembersUpdated", &three).await;
+
+    scale(&env, 1).await;
+    until_described(
+        &env,
+        "LoadBalancer",
+        LB,
+        "MembersUpdated",
+        &format!("port 80: {}", members(1)),
+    )
+    .await;
+    let deleted = |events: &[(String, String, i32)]| -> Vec<(String, i32)> {
+        events
+            .iter()
+            .filter(|(r, ..)| r == "Deleted")
+            .map(|(_, m, n)| (m.clone(), *n))
+            .collect()
+    };
+    eventually("the group reports the deletion", LIMIT, || async {
+        let events = described(&env, "VirtualMachineGroup", GROUP).await;
+        (!deleted(&events).is_empty()).then_some(())
+    })
+    .await;
+    // Let further reconciles of the group happen: the deletion is told once, and
+    // names both VirtualMachines.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let events = described(&env, "VirtualMachineGroup", GROUP).await;
+    let told = deleted(&events);
+    assert_eq!(told.len(), 1, "{events:#?}");
+    let (note, count) = &told[0];
+    assert_eq!(*count, 1, "{events:#?}");
+    for name in [format!("{GROUP}-1"), format!("{GROUP}-2")] {
+        assert!(note.contains(&name), "{note}");
+    }
+}
