@@ -37,8 +37,8 @@ use super::tenancy::Tenant;
 use super::{CloudPorts, Context};
 use crate::cloud::model::loadbalancing::LbFilter;
 use crate::cloud::model::network::FloatingIpFilter;
-use crate::cloud::owner::{MANAGED_TAG, Owner};
 use crate::cloud::orphans::ResourceKind;
+use crate::cloud::owner::{MANAGED_TAG, Owner};
 
 /// A refresh older than this many periods no longer vouches for anything.
 const MAX_AGE_PERIODS: u32 = 3;

@@ -9,9 +9,9 @@ use kube::runtime::reflector::Store;
 
 use crate::cloud::model::compute::Server;
 use crate::cloud::model::loadbalancing::LoadBalancer;
+use crate::cloud::orphans;
 use crate::cloud::owner::Owner;
 use crate::controller::Context;
-use crate::cloud::orphans;
 
 pub fn count_servers(ctx: &Context, listed: &[Server]) -> usize {
     let live = uids(&ctx.caches.current().virtual_machines.store);

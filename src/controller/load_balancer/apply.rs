@@ -130,6 +130,7 @@ async fn write(inputs: &Inputs<'_>, step: Step) -> Result<Outcome, ReconcileErro
             quiet(associate_floating_ip(inputs, &id, &vip_port).await?)
         }
         Step::DeleteFloatingIp(id) => delete_floating_ip(inputs, &id).await,
+        Step::RecordOwner(id, tags) => quiet(record_owner(inputs, &id, &tags).await?),
         Step::Converged => Ok(Outcome {
             recorded: None,
             ready: (
@@ -328,6 +329,22 @@ async fn delete_monitor(
         ReconcileError::cloud("delete a health monitor", &inputs.owner.key()),
     )?;
     Ok(format!("deleted health monitor {id}"))
+}
+
+async fn record_owner(
+    inputs: &Inputs<'_>,
+    id: &LoadBalancerId,
+    tags: &[String],
+) -> Result<String, ReconcileError> {
+    inputs
+        .octavia
+        .set_load_balancer_tags(id, tags)
+        .await
+        .map_err(ReconcileError::cloud(
+            "tag the load balancer with its owner",
+            &inputs.owner.key(),
+        ))?;
+    Ok(format!("recorded the owner on load balancer {id}"))
 }
 
 async fn delete_pool(inputs: &Inputs<'_>, id: &PoolId) -> Result<String, ReconcileError> {

@@ -220,14 +220,16 @@ impl Reconciler for LoadBalancer {
     }
 
     fn plan(scope: &Scope<Self>, observed: &Observed) -> plan::Step {
-        plan::plan_holding(
+        let step = plan::plan_holding(
             &scope.obj,
             &observed.look.tree,
             &observed.backends.ports,
             &observed.backends.starting,
             scope.ctx.timing.error_replace,
             scope.now,
-        )
+        );
+        let tree = &observed.look.tree;
+        plan::recording_owner(step, &scope.obj, tree, &scope.owner.tags())
     }
 
     /// Remembers what the step leaves the view vouching for, tells a correction of

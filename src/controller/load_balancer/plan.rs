@@ -51,6 +51,9 @@ pub enum Step {
     CreateFloatingIp(PortId),
     AssociateFloatingIp(FloatingIpId, PortId),
     DeleteFloatingIp(FloatingIpId),
+    /// The load balancer lacks some of the tags that record its owner (made by an
+    /// earlier version, or retagged by hand): its whole tag set becomes these.
+    RecordOwner(LoadBalancerId, Vec<String>),
     Converged,
 }
 
@@ -78,6 +81,7 @@ impl Step {
             Step::CreateFloatingIp(_) => "create the floating IP".to_owned(),
             Step::AssociateFloatingIp(id, _) => format!("associate floating IP {id}"),
             Step::DeleteFloatingIp(id) => format!("release floating IP {id}"),
+            Step::RecordOwner(id, _) => format!("tag load balancer {id} with its owner"),
             Step::ReportError { .. } | Step::Wait(_) | Step::HoldMembers(_) | Step::Converged => {
                 "change anything".to_owned()
             }
@@ -115,6 +119,30 @@ pub fn wanted_addresses(members: &[MemberSpec]) -> impl Iterator<Item = (&str, u
     members
         .iter()
         .map(|m| (m.address.as_str(), m.protocol_port))
+}
+
+/// `step`, unless the tree is otherwise converged and the kept load balancer lacks
+/// some of `owner_tags`: then adding them (to its own tags) is the next write.
+pub fn recording_owner(
+    step: Step,
+    lb: &LoadBalancer,
+    observed: &Observed,
+    owner_tags: &[String],
+) -> Step {
+    let Some(kept) = keeper(lb, &observed.load_balancers).filter(|_| step == Step::Converged)
+    else {
+        return step;
+    };
+    let missing: Vec<&String> = owner_tags
+        .iter()
+        .filter(|t| !kept.tags.contains(t))
+        .collect();
+    if missing.is_empty() {
+        return step;
+    }
+    let mut tags = kept.tags.clone();
+    tags.extend(missing.into_iter().cloned());
+    Step::RecordOwner(kept.id.clone(), tags)
 }
 
 /// Decides the next write.

@@ -326,3 +326,32 @@ fn holding_and_converged_are_settled_and_write_nothing() {
     assert!(write.writes() && !write.settled());
     assert!(!Step::Wait(ProvisioningStatus::PendingUpdate).writes());
 }
+
+#[test]
+fn a_converged_load_balancer_missing_an_owner_tag_gets_it_added_to_its_own() {
+    let lb = published();
+    let mut observed = tree(&[("web-0", "10.0.0.5")]);
+    observed.load_balancers[0].tags = vec!["verda-uid-u-1".into(), "team:web".into()];
+    let wanted = ["verda-uid-u-1".to_owned(), "verda-managed".to_owned()];
+    let step = plan_for(&lb, &observed, &[backend("web-0", "10.0.0.5")]);
+    assert_eq!(step, Step::Converged);
+    assert_eq!(
+        recording_owner(step, &lb, &observed, &wanted),
+        Step::RecordOwner(
+            "lb-1".into(),
+            vec![
+                "verda-uid-u-1".into(),
+                "team:web".into(),
+                "verda-managed".into()
+            ]
+        )
+    );
+    // Not while anything else is to be done, and not once recorded.
+    let busy = Step::Wait(ProvisioningStatus::PendingUpdate);
+    assert_eq!(recording_owner(busy.clone(), &lb, &observed, &wanted), busy);
+    observed.load_balancers[0].tags.push("verda-managed".into());
+    assert_eq!(
+        recording_owner(Step::Converged, &lb, &observed, &wanted),
+        Step::Converged
+    );
+}

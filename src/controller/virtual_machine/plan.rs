@@ -44,6 +44,9 @@ pub enum Step {
     SetMetadata(ServerId, BTreeMap<String, String>),
     /// An imported server: add these keys, keep the metadata it came with.
     MergeMetadata(ServerId, BTreeMap<String, String>),
+    /// The server lacks some of the tags that record its owner (made by an earlier
+    /// version, or tagged by hand): its whole tag set becomes these.
+    RecordOwner(ServerId, Vec<String>),
     /// ACTIVE and matching the spec.
     Converged,
 }
@@ -61,6 +64,7 @@ impl Step {
             Step::SetMetadata(id, _) | Step::MergeMetadata(id, _) => {
                 format!("restore the metadata of server {id}")
             }
+            Step::RecordOwner(id, _) => format!("tag server {id} with its owner"),
             Step::ReportError { .. } | Step::Wait | Step::Converged => "change anything".to_owned(),
         }
     }
@@ -140,6 +144,10 @@ pub fn plan(
         }
     } else if server.metadata != metadata {
         return Step::SetMetadata(server.id.clone(), metadata);
+    }
+    let tags = owner.tags_added_to(&server.tags);
+    if tags.len() != server.tags.len() {
+        return Step::RecordOwner(server.id.clone(), tags);
     }
     Step::Converged
 }

@@ -38,7 +38,7 @@ fn server(id: &str, status: ServerStatus) -> Server {
         task_state: None,
         addresses: vec![],
         metadata: desired_metadata(&vm, &owner()),
-        tags: vec![owner().tag()],
+        tags: owner().tags(),
         description: vm.spec.description.clone(),
         flavor: Some("n3-1vcpu-2gb".into()),
         image: None,
@@ -134,6 +134,24 @@ fn description_and_metadata_drift_is_corrected_in_place() {
     assert_eq!(
         metadata.get("verda.linecorp.com:uid").map(String::as_str),
         Some("u-1")
+    );
+}
+
+#[test]
+fn a_server_missing_an_owner_tag_gets_it_added_to_its_own() {
+    let vm = published();
+    let mut old = server("s1", ServerStatus::Active);
+    // As an earlier version tagged it: the owner only, plus a tag of the user's.
+    old.tags = vec![owner().tag(), "team:web".into()];
+    let Step::RecordOwner(id, tags) = plan_for(&vm, &[old]) else {
+        panic!("expected the owner's tags to be recorded");
+    };
+    assert_eq!(id, ServerId::new("s1"));
+    assert!(tags.contains(&"team:web".to_owned()), "{tags:?}");
+    assert!(owner().tags().iter().all(|t| tags.contains(t)), "{tags:?}");
+    assert_eq!(
+        plan_for(&vm, &[server("s1", ServerStatus::Active)]),
+        Step::Converged
     );
 }
 

@@ -21,6 +21,9 @@ use verda_operator::cloud::{
 };
 use verda_operator::metrics::Metrics;
 
+/// How an access log line of this build's requests ends: its user agent, quoted.
+const USER_AGENT_END: &str = concat!("\"verda-operator/", env!("CARGO_PKG_VERSION"), "\"");
+
 /// Where the real systems are.
 pub struct Real {
     pub operator_kubeconfig: PathBuf,
@@ -128,10 +131,7 @@ impl Real {
             let Ok(text) = std::fs::read_to_string(&path) else {
                 continue;
             };
-            total += text
-                .lines()
-                .filter(|l| l.ends_with("\"verda-operator/0.1.0\""))
-                .count();
+            total += text.lines().filter(|l| l.ends_with(USER_AGENT_END)).count();
         }
         total
     }
@@ -142,7 +142,7 @@ impl Real {
         std::fs::read_to_string(self.openstack_logs.join("octavia-api.log"))
             .unwrap_or_default()
             .lines()
-            .filter(|l| l.ends_with("\"verda-operator/0.1.0\"") && !l.contains("\"GET "))
+            .filter(|l| l.ends_with(USER_AGENT_END) && !l.contains("\"GET "))
             .count()
     }
 
