@@ -80,11 +80,7 @@ pub async fn run(
         Step::Resize(id, flavor) => resize(compute, vm, id, &flavor, poll).await?,
         Step::ConfirmResize(id) => confirm_resize(compute, vm, id, poll).await?,
         Step::UpdateDescription(id, description) => {
-            compute
-                .update_server(&id, description.as_deref())
-                .await
-                .map_err(ReconcileError::cloud("update the server description", &key))?;
-            provisioning(Some(id), "updating the server".into(), Duration::ZERO)
+            update_description(compute, id, description.as_deref(), &key).await?
         }
         Step::SetMetadata(id, metadata) => {
             let mode = MetadataMode::Replace;
@@ -108,6 +104,41 @@ pub async fn run(
         Step::Converged => converged(kept, ctx.timing.resync),
     };
     Ok(outcome)
+}
+
+async fn update_description(
+    compute: &dyn Compute,
+    id: ServerId,
+    description: Option<&str>,
+    key: &str,
+) -> Result<Outcome, ReconcileError> {
+    compute
+        .update_server(&id, description)
+        .await
+        .map_err(ReconcileError::cloud("update the server description", key))?;
+    Ok(provisioning(
+        Some(id),
+        "updating the server".into(),
+        Duration::ZERO,
+    ))
+}
+
+/// Adds the tags of the owner record the server lacks (to its own).
+async fn record_owner(
+    compute: &dyn Compute,
+    id: ServerId,
+    tags: &[String],
+    key: &str,
+) -> Result<Outcome, ReconcileError> {
+    compute
+        .set_server_tags(&id, tags)
+        .await
+        .map_err(ReconcileError::cloud("tag the server with its owner", key))?;
+    Ok(provisioning(
+        Some(id),
+        "recording the owner on the server".into(),
+        Duration::ZERO,
+    ))
 }
 
 /// Creates the server; the event says whether it replaces one deleted behind the
