@@ -90,17 +90,7 @@ pub async fn run(
             let mode = MetadataMode::Merge;
             set_metadata(compute, vm, observed, id, metadata, mode, &key).await?
         }
-        Step::RecordOwner(id, tags) => {
-            compute
-                .set_server_tags(&id, &tags)
-                .await
-                .map_err(ReconcileError::cloud("tag the server with its owner", &key))?;
-            provisioning(
-                Some(id),
-                "recording the owner on the server".into(),
-                Duration::ZERO,
-            )
-        }
+        Step::RecordOwner(id, tags) => record_owner(compute, id, &tags, &key).await?,
         Step::Converged => converged(kept, ctx.timing.resync),
     };
     Ok(outcome)
