@@ -1,17 +1,24 @@
 #!/usr/bin/env bash
-# The real-systems stage: a real kube-apiserver and real Keystone, Nova, Neutron and
-# Octavia from ../shared/real-systems, then
-#   1. the end-to-end suite (tests/it/e2e_*, leader_election) against the real API server;
-#   2. tests/it/real_systems.rs, real_shared_clusters.rs, real_lifecycle.rs and
-#      real_monitoring.rs, which drive the operator binary as a user does (kubectl, the
-#      openstack CLI), authenticated as the ServiceAccount config/rbac ships; the last
-#      with Debian's Prometheus scraping it.
+# The real-systems stage: a real kube-apiserver and real Keystone, Nova (three compute
+# hosts), Neutron, Octavia and Cinder from ../shared/real-systems, then
+#   e2e      the end-to-end suite (tests/it/e2e_*, leader_election) against the real API
+#            server;
+#   cloud    tests/it/real_systems.rs, real_shared_clusters.rs, real_lifecycle.rs and
+#            real_monitoring.rs, which drive the operator binary as a user does (kubectl,
+#            the openstack CLI), authenticated as the ServiceAccount config/rbac ships;
+#            the last with Debian's Prometheus scraping it;
+#   upgrade  the previous release (RELEASES) built from git and run with its own
+#            dist/install.yaml, then upgraded in place (tests/it/real_upgrade.rs);
+#   chaos    two replicas under seeded random faults (tests/it/real_chaos.rs; the seed
+#            is printed, VERDA_CHAOS_SEED replays it).
 # Installs and starts what it needs, retries a failed start once, stops what it started.
 # Exits non-zero when anything fails; never skips.
 #
 # Usage: hack/real-systems.sh            (from anywhere; needs root for the installs)
 # Env:   VERDA_REAL_SYSTEMS_DIR  where the real systems live (default ../shared/real-systems)
 #        VERDA_KEEP_REAL_SYSTEMS=1  leave them running afterwards
+#        VERDA_REAL_STAGES       the stages to run, for development (default, and in CI:
+#                                "e2e cloud upgrade chaos"); a stage left out is said so
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 RS="${VERDA_REAL_SYSTEMS_DIR:-$ROOT/../shared/real-systems}"
@@ -61,14 +68,14 @@ log "installing OpenStack (idempotent)"
 bash "$RS/openstack/install.sh" >"$WORK/install.log" 2>&1 || { tail -n 30 "$WORK/install.log" >&2; exit 1; }
 start kube /opt/kubeharness/run/logs
 # A fresh OpenStack every run (about 2 min more than a restart): state left by an
-# earlier run cannot leak into this one. Two compute hosts, not three: the third,
-# host-hierarchical, binds ports through a dynamic VLAN segment, and once such a
-# segment exists (it outlives its ports when a bind fails) Neutron's test driver fails
-# every bind on the network, so no server can be created any more.
+# earlier run cannot leak into this one. The default compute hosts (three, all binding
+# ports as OVS).
 bash "$RS/openstack/stop.sh" --wipe >"$WORK/wipe-openstack.log" 2>&1 || true
-export OSH_COMPUTE_HOSTS="host-ovs-filter-active host-ovs-no_filter"
+unset OSH_COMPUTE_HOSTS
 start openstack /opt/osharness/run/logs
-log "real systems up in $(($(date +%s) - t0)) s"
+COMPUTE_HOSTS=$(OS_CLIENT_CONFIG_FILE=$CLOUDS "$OSC" --os-cloud osh-admin compute service list \
+  --service nova-compute -f value -c Host | sort -u | wc -l)
+log "real systems up in $(($(date +%s) - t0)) s ($COMPUTE_HOSTS compute hosts)"
 # A second project (team-b) for the shared-cluster test: its user, network,
 # quotas and application credential, in a clouds.yaml of its own.
 # shellcheck source=hack/real-tenant.sh
@@ -80,10 +87,10 @@ export KUBECONFIG=$ADMIN_KUBECONFIG
 command -v kubectl >/dev/null || { log "kubectl is not on PATH"; exit 1; }
 kubectl() { command kubectl "$@" 2> >(grep -v 'version difference\|^WARNING: version' >&2); }
 
-# Install as a user would, with the one-file install: CRDs, RBAC, namespace and
-# Deployment (no kubelet runs it here).
+# Install as a user would, with the one-file install (this release's, or the file
+# given): CRDs, RBAC, namespace and Deployment (no kubelet runs it here).
 install_operator() {
-  kubectl apply -f "$ROOT/dist/install.yaml" >/dev/null
+  kubectl apply -f "${1:-$ROOT/dist/install.yaml}" >/dev/null
   kubectl wait --for condition=Established --timeout=60s \
     crd/virtualmachines.verda.linecorp.com crd/virtualmachinegroups.verda.linecorp.com \
     crd/loadbalancers.verda.linecorp.com >/dev/null
@@ -106,40 +113,111 @@ purge_project() {
   log "purged the demo project: $(echo $lbs | wc -w) load balancers, $(echo $servers | wc -w) servers, $(echo $groups | wc -w) server groups, $(echo $fips | wc -w) floating IPs"
 }
 
-install_operator
+# The previous release (RELEASES): its source from git, built in this target directory
+# (the dependencies are shared, so only the operator compiles), its binary set aside,
+# then this release's binary built again.
+build_previous() {
+  local current line
+  current=$(sed -n 's/^version = "\(.*\)"/\1/p' "$ROOT/Cargo.toml" | head -n1)
+  line=$(grep -v '^#' "$ROOT/RELEASES" | awk -v cur="$current" 'NF == 2 && $1 != cur' | tail -n1)
+  [[ -n $line ]] || { log "RELEASES names no release before $current"; return 1; }
+  PREVIOUS_VERSION=${line%% *}
+  local commit=${line##* }
+  if ! git -C "$ROOT" cat-file -e "$commit^{commit}" 2>/dev/null; then
+    log "release $PREVIOUS_VERSION was built from $commit, which this clone does not have;"
+    log "the upgrade check needs the repository's history (a full clone, not a shallow one)"
+    return 1
+  fi
+  PREVIOUS_SRC="$WORK/previous-$PREVIOUS_VERSION"
+  rm -rf "$PREVIOUS_SRC" && mkdir -p "$PREVIOUS_SRC"
+  git -C "$ROOT" archive "$commit" | tar -x -C "$PREVIOUS_SRC"
+  (cd "$PREVIOUS_SRC" && CARGO_TARGET_DIR="$ROOT/target" cargo build --quiet --locked --bin verda-operator)
+  PREVIOUS_BIN="$WORK/verda-operator-$PREVIOUS_VERSION"
+  cp "$ROOT/target/debug/verda-operator" "$PREVIOUS_BIN"
+  (cd "$ROOT" && cargo build --quiet --locked --bin verda-operator)
+  local built
+  built=$("$PREVIOUS_BIN" --version) && [[ $built == "verda-operator $PREVIOUS_VERSION" ]] ||
+    { log "the previous binary says '$built', not $PREVIOUS_VERSION"; return 1; }
+  built=$("$ROOT/target/debug/verda-operator" --version) && [[ $built == "verda-operator $current" ]] ||
+    { log "the current binary says '$built', not $current"; return 1; }
+  log "previous release $PREVIOUS_VERSION built from $commit"
+}
+
+# A fresh cluster (start.sh wipes etcd) with the install file `$1` applied, the demo
+# project purged, and a kubeconfig of the ServiceAccount config/rbac ships (the
+# operator's identity, nothing more) in $sa_kubeconfig.
+fresh_cluster() {
+  bash "$RS/kube/stop.sh" >"$WORK/stop-kube.log" 2>&1
+  start kube /opt/kubeharness/run/logs
+  install_operator "$1"
+  purge_project
+  local token
+  token=$(kubectl -n verda-system create token verda-operator --duration=2h)
+  sa_kubeconfig="$WORK/operator.kubeconfig"
+  cp "$ADMIN_KUBECONFIG" "$sa_kubeconfig"
+  KUBECONFIG=$sa_kubeconfig command kubectl config set-credentials operator --token="$token" >/dev/null
+  KUBECONFIG=$sa_kubeconfig command kubectl config set-context --current --user=operator >/dev/null
+  chmod 600 "$sa_kubeconfig"
+}
+
+# The ignored real-cloud tests named in "$@", as the operator's ServiceAccount.
+real_tests() {
+  VERDA_REAL_OPERATOR_KUBECONFIG=$sa_kubeconfig \
+  VERDA_REAL_ADMIN_KUBECONFIG=$ADMIN_KUBECONFIG \
+  VERDA_REAL_CLOUDS=$CLOUDS \
+  VERDA_REAL_OPENSTACK_CLI=$OSC \
+  VERDA_REAL_OPENSTACK_LOGS=/opt/osharness/run/logs \
+  VERDA_REAL_OPENSTACK_PIDS=/opt/osharness/run/pids \
+  VERDA_REAL_OPENSTACK_START="$RS/openstack/start.sh" \
+  VERDA_REAL_COMPUTE_HOSTS=$COMPUTE_HOSTS \
+  VERDA_REAL_TENANT_CLOUDS=$TENANT_CLOUDS \
+  VERDA_REAL_PROMETHEUS=$PROMETHEUS \
+  VERDA_REAL_PREVIOUS_OPERATOR=${PREVIOUS_BIN:-} \
+  VERDA_REAL_PREVIOUS_VERSION=${PREVIOUS_VERSION:-} \
+    cargo test --locked --test it -- --ignored --test-threads=1 --nocapture "$@"
+}
+
+STAGES=" ${VERDA_REAL_STAGES:-e2e cloud upgrade chaos} "
+stage() {
+  [[ $STAGES == *" $1 "* ]] && return 0
+  log "stage $1 left out (VERDA_REAL_STAGES=$STAGES)"
+  return 1
+}
 cd "$ROOT"
-log "end-to-end suite against the real kube-apiserver"
-t1=$(date +%s)
-VERDA_E2E_REAL_CLUSTER=1 cargo test --locked --test it -- e2e_ leader_election::
-log "end-to-end suite passed in $(($(date +%s) - t1)) s"
+
+if stage e2e; then
+  install_operator
+  log "end-to-end suite against the real kube-apiserver"
+  t1=$(date +%s)
+  VERDA_E2E_REAL_CLUSTER=1 cargo test --locked --test it -- e2e_ leader_election::
+  log "end-to-end suite passed in $(($(date +%s) - t1)) s"
+fi
 
 # The suite leaves its namespaces behind with objects in them; the operator binary,
 # watching every namespace, would reconcile them against the real cloud. A fresh
-# cluster (start.sh wipes etcd) keeps the two stages apart.
-log "fresh cluster for the operator binary"
-bash "$RS/kube/stop.sh" >"$WORK/stop-kube.log" 2>&1
-start kube /opt/kubeharness/run/logs
-install_operator
-purge_project
+# cluster keeps the stages apart.
+if stage cloud; then
+  log "operator binary against real OpenStack"
+  t2=$(date +%s)
+  fresh_cluster "$ROOT/dist/install.yaml"
+  real_tests real_systems:: real_shared_clusters:: real_lifecycle:: real_monitoring::
+  log "real-cloud suite passed in $(($(date +%s) - t2)) s"
+fi
 
-# The operator's identity: the ServiceAccount config/rbac ships, nothing more.
-token=$(kubectl -n verda-system create token verda-operator --duration=2h)
-sa_kubeconfig="$WORK/operator.kubeconfig"
-cp "$ADMIN_KUBECONFIG" "$sa_kubeconfig"
-KUBECONFIG=$sa_kubeconfig command kubectl config set-credentials operator --token="$token" >/dev/null
-KUBECONFIG=$sa_kubeconfig command kubectl config set-context --current --user=operator >/dev/null
-chmod 600 "$sa_kubeconfig"
+if stage upgrade; then
+  log "upgrade in place from the previous release"
+  t3=$(date +%s)
+  build_previous
+  fresh_cluster "$PREVIOUS_SRC/dist/install.yaml"
+  real_tests real_upgrade::
+  log "upgrade check passed in $(($(date +%s) - t3)) s"
+fi
 
-log "operator binary against real OpenStack"
-t2=$(date +%s)
-VERDA_REAL_OPERATOR_KUBECONFIG=$sa_kubeconfig \
-VERDA_REAL_ADMIN_KUBECONFIG=$ADMIN_KUBECONFIG \
-VERDA_REAL_CLOUDS=$CLOUDS \
-VERDA_REAL_OPENSTACK_CLI=$OSC \
-VERDA_REAL_OPENSTACK_LOGS=/opt/osharness/run/logs \
-VERDA_REAL_COMPUTE_HOSTS=$(wc -w <<<"$OSH_COMPUTE_HOSTS") \
-VERDA_REAL_TENANT_CLOUDS=$TENANT_CLOUDS \
-VERDA_REAL_PROMETHEUS=$PROMETHEUS \
-  cargo test --locked --test it -- --ignored --test-threads=1 --nocapture \
-    real_systems:: real_shared_clusters:: real_lifecycle:: real_monitoring::
-log "real-cloud suite passed in $(($(date +%s) - t2)) s; stage took $(($(date +%s) - t0)) s"
+if stage chaos; then
+  log "chaos: two replicas, random faults"
+  t4=$(date +%s)
+  fresh_cluster "$ROOT/dist/install.yaml"
+  real_tests real_chaos::
+  log "chaos passed in $(($(date +%s) - t4)) s"
+fi
+log "stage took $(($(date +%s) - t0)) s"

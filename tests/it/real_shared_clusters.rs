@@ -9,63 +9,21 @@
 use crate::support;
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kube::Api;
-use serde_yaml_ng::{Mapping, Value};
 use verda_api::conditions::{READY, find_condition, is_true};
 use verda_api::v1alpha1::{LoadBalancer, VirtualMachine, VirtualMachineGroup};
 
-use support::real::{Namespace, Operator, Real, context, pools_hold_the_group, published, until};
+use support::real::{
+    Namespace, Operator, Real, context, pools_hold_the_group, published, put_secret, single_cloud,
+    tenant_clouds, until,
+};
 
 const LIMIT: Duration = Duration::from_secs(180);
 const CONFIG: &str = "resyncPeriod: 20s\ncredentials: {allowOperatorCredentials: false}\n";
-
-/// The clouds.yaml of the second project (`VERDA_REAL_TENANT_CLOUDS`).
-fn tenant_clouds() -> PathBuf {
-    std::env::var_os("VERDA_REAL_TENANT_CLOUDS")
-        .map(PathBuf::from)
-        .expect("VERDA_REAL_TENANT_CLOUDS is set: run through hack/real-systems.sh")
-}
-
-/// A clouds.yaml holding only `cloud` of `file`, so a Secret needs no cloudName.
-fn single_cloud(file: &Path, cloud: &str) -> String {
-    let text = std::fs::read_to_string(file).expect("clouds.yaml");
-    let root: Value = serde_yaml_ng::from_str(&text).expect("YAML");
-    let entry = root["clouds"][cloud].clone();
-    assert!(!entry.is_null(), "{cloud} in {}", file.display());
-    let mut clouds = Mapping::new();
-    clouds.insert(Value::from(cloud), entry);
-    let mut top = Mapping::new();
-    top.insert(Value::from("clouds"), Value::Mapping(clouds));
-    serde_yaml_ng::to_string(&top).expect("YAML")
-}
-
-/// Creates or replaces the namespace's default Secret with `clouds_yaml`, as
-/// `kubectl create secret … --dry-run=client -o yaml | kubectl apply -f -` does.
-fn put_secret(real: &Real, ns: &str, clouds_yaml: &str) {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("real-systems");
-    std::fs::create_dir_all(&dir).expect("dir");
-    let path = dir.join(format!("clouds-{ns}.yaml"));
-    std::fs::write(&path, clouds_yaml).expect("write");
-    let from = format!("--from-file=clouds.yaml={}", path.display());
-    let manifest = real.kubectl(&[
-        "-n",
-        ns,
-        "create",
-        "secret",
-        "generic",
-        "verda-cloud-credentials",
-        &from,
-        "--dry-run=client",
-        "-o",
-        "yaml",
-    ]);
-    std::fs::remove_file(&path).expect("remove");
-    real.kubectl_with_input(&["-n", ns, "apply", "-f", "-"], Some(&manifest));
-}
 
 /// The names of the servers of `cloud` in `clouds`, and the number of load balancers
 /// and server groups.

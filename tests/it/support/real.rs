@@ -4,7 +4,7 @@
 //! `config/rbac` ships; the tests drive it with `kubectl` and look at (or break) the
 //! cloud with the `openstack` CLI, as a user would.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -160,12 +160,24 @@ impl Real {
 
     /// Starts the operator binary the way the README runs it outside a cluster, plus `args`.
     pub fn operator(&self, name: &str, args: &[&str], config: Option<&str>) -> Operator {
+        let binary = std::path::Path::new(env!("CARGO_BIN_EXE_verda-operator"));
+        self.operator_binary(binary, name, args, config)
+    }
+
+    /// As [`Real::operator`], running `binary` (another release of the operator).
+    pub fn operator_binary(
+        &self,
+        binary: &std::path::Path,
+        name: &str,
+        args: &[&str],
+        config: Option<&str>,
+    ) -> Operator {
         let port = free_port();
         let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("real-systems");
         std::fs::create_dir_all(&dir).expect("dir");
         let log_path = dir.join(format!("operator-{name}.log"));
         let log = std::fs::File::create(&log_path).expect("log file");
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_verda-operator"));
+        let mut cmd = Command::new(binary);
         cmd.arg("run")
             .args(args)
             .env("KUBECONFIG", &self.operator_kubeconfig)
@@ -216,6 +228,23 @@ impl Operator {
 
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log_path).unwrap_or_default()
+    }
+
+    /// The sum of the samples of `family` whose labels contain every one of `labels`
+    /// (`key="value"`) on its `/metrics`; `None` while it serves no such sample.
+    pub async fn metric(&self, family: &str, labels: &[&str]) -> Option<f64> {
+        let url = format!("http://127.0.0.1:{}/metrics", self.metrics_port);
+        let text = reqwest::get(url).await.ok()?.text().await.ok()?;
+        let samples: Vec<f64> = text
+            .lines()
+            .filter(|l| {
+                l.strip_prefix(family)
+                    .is_some_and(|rest| rest.starts_with('{') || rest.starts_with(' '))
+            })
+            .filter(|l| labels.iter().all(|want| l.contains(want)))
+            .filter_map(|l| l.rsplit(' ').next()?.parse().ok())
+            .collect();
+        (!samples.is_empty()).then(|| samples.iter().sum())
     }
 }
 
@@ -414,6 +443,51 @@ impl Drop for Namespace {
             .env("KUBECONFIG", &self.real.admin_kubeconfig)
             .output();
     }
+}
+
+/// The clouds.yaml of the second project (`VERDA_REAL_TENANT_CLOUDS`).
+pub fn tenant_clouds() -> PathBuf {
+    std::env::var_os("VERDA_REAL_TENANT_CLOUDS")
+        .map(PathBuf::from)
+        .expect("VERDA_REAL_TENANT_CLOUDS is set: run through hack/real-systems.sh")
+}
+
+/// A clouds.yaml holding only `cloud` of `file`, so a Secret needs no cloudName.
+pub fn single_cloud(file: &Path, cloud: &str) -> String {
+    use serde_yaml_ng::{Mapping, Value};
+    let text = std::fs::read_to_string(file).expect("clouds.yaml");
+    let root: Value = serde_yaml_ng::from_str(&text).expect("YAML");
+    let entry = root["clouds"][cloud].clone();
+    assert!(!entry.is_null(), "{cloud} in {}", file.display());
+    let mut clouds = Mapping::new();
+    clouds.insert(Value::from(cloud), entry);
+    let mut top = Mapping::new();
+    top.insert(Value::from("clouds"), Value::Mapping(clouds));
+    serde_yaml_ng::to_string(&top).expect("YAML")
+}
+
+/// Creates or replaces the namespace's default Secret with `clouds_yaml`, as
+/// `kubectl create secret … --dry-run=client -o yaml | kubectl apply -f -` does.
+pub fn put_secret(real: &Real, ns: &str, clouds_yaml: &str) {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("real-systems");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let path = dir.join(format!("clouds-{ns}.yaml"));
+    std::fs::write(&path, clouds_yaml).expect("write");
+    let from = format!("--from-file=clouds.yaml={}", path.display());
+    let manifest = real.kubectl(&[
+        "-n",
+        ns,
+        "create",
+        "secret",
+        "generic",
+        "verda-cloud-credentials",
+        &from,
+        "--dry-run=client",
+        "-o",
+        "yaml",
+    ]);
+    std::fs::remove_file(&path).expect("remove");
+    real.kubectl_with_input(&["-n", ns, "apply", "-f", "-"], Some(&manifest));
 }
 
 /// What the demo project holds: the IDs of its servers, server groups, load balancers
