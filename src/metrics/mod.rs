@@ -290,8 +290,9 @@ impl Metrics {
         } else {
             set.remove(&entry)
         };
+        // Every kind with an object has a series, 0 while none is paused.
+        let gauge = self.paused_objects.get_or_create(&KindLabels { kind });
         if changed {
-            let gauge = self.paused_objects.get_or_create(&KindLabels { kind });
             if paused {
                 gauge.inc()
             } else {

@@ -136,11 +136,19 @@ where
     ObjectRef::new(&owner.name).within(&owner.namespace)
 }
 
-/// Refreshes the view every resync period until the task ends.
+/// The first refresh comes this soon after the start (or a period, if shorter): the
+/// controllers' first reconciles read the cloud anyway, but the orphan gauge has no
+/// value until a refresh.
+const FIRST_REFRESH: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Refreshes the view once soon after the start, then every resync period until the
+/// task ends.
 pub async fn refresh_forever(ctx: Arc<Context>, wakers: Wakers) {
+    tokio::time::sleep(ctx.timing.resync.min(FIRST_REFRESH)).await;
+    refresh(&ctx, &wakers).await;
     let mut tick = tokio::time::interval(ctx.timing.resync);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    // The first tick is at once; the controllers' first reconciles read the cloud anyway.
+    // The interval's first tick is at once: the refresh above was that one.
     tick.tick().await;
     loop {
         tick.tick().await;
