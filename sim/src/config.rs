@@ -11,6 +11,8 @@ pub struct SimConfig {
     pub build_delay: Duration,
     /// Time an Octavia object spends in `PENDING_*` after a write.
     pub lb_delay: Duration,
+    /// Time a Cinder volume spends `creating`, `extending` or `deleting`.
+    pub volume_delay: Duration,
     /// Lifetime of a Keystone token.
     pub token_lifetime: Duration,
     /// Number of hypervisor hosts the scheduler places servers on.
@@ -28,6 +30,7 @@ impl Default for SimConfig {
         SimConfig {
             build_delay: Duration::from_millis(1500),
             lb_delay: Duration::from_millis(1500),
+            volume_delay: Duration::from_millis(1000),
             token_lifetime: Duration::from_secs(24 * 3600),
             hosts: 3,
             instance_quota: 100,
@@ -44,6 +47,7 @@ impl SimConfig {
         SimConfig {
             build_delay: Duration::from_millis(10),
             lb_delay: Duration::from_millis(10),
+            volume_delay: Duration::from_millis(10),
             ..SimConfig::default()
         }
     }

@@ -53,7 +53,7 @@ fn view(i: &Image) -> Value {
         "owner_specified.openstack.object": format!("images/{}", i.name),
         "name": i.name, "disk_format": "raw", "container_format": "bare", "visibility": "public",
         "size": i.size, "virtual_size": i.size, "status": "active",
-        "checksum": "0f343b0931126a20f133d67c2b018a3b", "protected": false, "min_ram": 0, "min_disk": 0,
+        "checksum": "0f343b0931126a20f133d67c2b018a3b", "protected": false, "min_ram": 0, "min_disk": i.min_disk,
         "owner": ADMIN_PROJECT_ID, "os_hidden": false, "os_hash_algo": "sha512", "os_hash_value": "",
         "id": i.id, "created_at": wire::ts_z(i.created), "updated_at": wire::ts_z(i.created), "tags": [],
         "self": format!("/v2/images/{}", i.id), "file": format!("/v2/images/{}/file", i.id),

@@ -259,7 +259,7 @@ fn token_body(sim: &Sim, t: &Token) -> Value {
             {"id": "d827a96a6fb946fb8f3c91960b9bf1f4", "name": "load-balancer_member"},
             {"id": "25f78737996f4797b232255102351e7b", "name": "member"}
         ]);
-        token["catalog"] = catalog(&sim.base);
+        token["catalog"] = catalog(&sim.base, &who.project_id);
     }
     if t.app_cred {
         token["application_credential"] = json!({
@@ -271,9 +271,14 @@ fn token_body(sim: &Sim, t: &Token) -> Value {
     json!({ "token": token })
 }
 
-/// The service catalog: every service in both regions, three interfaces each.
-pub(crate) fn catalog(base: &str) -> Value {
+/// The service catalog: every service in both regions, three interfaces each. Cinder
+/// is listed as `block-storage` and `volumev3` (what Nova looks up), its URL naming
+/// the token's project, as the real catalog has it.
+pub(crate) fn catalog(base: &str, project: &str) -> Value {
+    let cinder = format!("{base}/volume/v3/{project}");
     let services = [
+        ("block-storage", "cinder", cinder.clone()),
+        ("volumev3", "cinderv3", cinder),
         ("compute", "nova", format!("{base}/compute/v2.1")),
         ("image", "glance", format!("{base}/image")),
         ("network", "neutron", format!("{base}/network")),

@@ -12,6 +12,7 @@
 // built once per failed request, so boxing it would buy nothing.
 #![allow(clippy::result_large_err)]
 
+mod cinder;
 mod config;
 mod faults;
 mod gate;
@@ -39,7 +40,7 @@ pub use config::{SimConfig, SimCredentials};
 pub use faults::{Fault, FaultKind};
 pub use snapshot::{
     SimFloatingIp, SimHealthMonitor, SimListener, SimLoadBalancer, SimMember, SimPool, SimServer,
-    SimServerGroup,
+    SimServerGroup, SimVolume,
 };
 
 use faults::{Counters, FaultTable, lock};
@@ -221,5 +222,40 @@ impl Simulator {
 
     pub fn floating_ips(&self) -> Vec<SimFloatingIp> {
         snapshot::floating_ips(&self.sim.world())
+    }
+
+    /// The Cinder volumes of the default project.
+    pub fn volumes(&self) -> Vec<SimVolume> {
+        snapshot::volumes(&self.sim.world())
+    }
+
+    /// Sets the default project's Cinder quotas: `volumes` and `gigabytes`.
+    pub fn set_volume_quota(&self, volumes: usize, gigabytes: i64) {
+        let mut w = self.sim.world();
+        w.cinder.volume_quota = volumes;
+        w.cinder.gigabytes_quota = gigabytes;
+    }
+
+    /// Detaches a volume at once, as `openstack server remove volume` would.
+    pub fn detach_volume_out_of_band(&self, volume_id: &str) {
+        let mut w = self.sim.world();
+        if let Some(v) = w.cinder.volumes.get_mut(volume_id) {
+            v.attachment = None;
+            v.status = cinder::model::VolState::Available;
+        }
+    }
+
+    /// Deletes a volume at once (detached first), as an administrator could.
+    pub fn delete_volume_out_of_band(&self, volume_id: &str) {
+        self.sim.world().cinder.volumes.remove(volume_id);
+    }
+
+    /// Puts a volume in `error`, as a failed back end would.
+    pub fn set_volume_error(&self, volume_id: &str) {
+        let mut w = self.sim.world();
+        if let Some(v) = w.cinder.volumes.get_mut(volume_id) {
+            v.status = cinder::model::VolState::Error;
+            v.until = None;
+        }
     }
 }

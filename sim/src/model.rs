@@ -22,6 +22,8 @@ pub(crate) struct Image {
     pub id: String,
     pub name: String,
     pub size: u64,
+    /// GiB a disk (or boot volume) made from it needs at least.
+    pub min_disk: u64,
     pub created: DateTime<Utc>,
 }
 
@@ -80,6 +82,8 @@ pub(crate) struct Server {
     pub flavor_id: String,
     pub resize_to: Option<String>,
     pub image_id: String,
+    /// Booted from a volume made from `image_id` (Nova then shows no image).
+    pub boot_from_volume: bool,
     pub nics: Vec<Nic>,
     pub host: Option<String>,
     pub group: Option<String>,

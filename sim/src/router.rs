@@ -16,6 +16,7 @@ pub(crate) fn app(sim: Sim) -> Router {
     let r = super::glance::routes(r);
     let r = super::neutron::routes(r);
     let r = super::octavia::routes(r);
+    let r = super::cinder::routes(r);
     r.fallback(not_found).with_state(sim)
 }
 
@@ -45,6 +46,7 @@ async fn not_found(uri: Uri) -> Response {
             wire::respond(404, Some(JSON), &rid, Some(&wire::octavia_error(404, msg)))
         }
         "image" => wire::glance_error(404, msg, &rid, true),
+        "volume" => wire::respond(404, Some(JSON), &rid, Some(&wire::nova_error(404, msg))),
         _ => wire::respond(
             404,
             Some(JSON),

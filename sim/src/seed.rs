@@ -100,7 +100,7 @@ fn flavor(id: &str, name: &str, vcpus: u64, ram: u64, disk: u64) -> Flavor {
     }
 }
 
-fn image(id: &str, name: &str) -> Image {
+fn image(id: &str, name: &str, min_disk: u64) -> Image {
     let created = Utc
         .with_ymd_and_hms(2026, 11, 21, 6, 14, 24)
         .single()
@@ -109,6 +109,7 @@ fn image(id: &str, name: &str) -> Image {
         id: id.into(),
         name: name.into(),
         size: 1024,
+        min_disk,
         created,
     }
 }
@@ -142,10 +143,18 @@ fn seed(w: &mut World) {
         flavor("91", "dup-flavor", 2, 2048, 10),
     ];
     w.images = vec![
-        image(CENTOS79, "centos79"),
-        image("5b0f9c61-3f7e-4f0e-9a61-0d3c8e0b7a11", "ubuntu2204"),
-        image("a1f3c2d4-1111-4c2b-8d2e-3f4a5b6c7d01", "dup-image"),
-        image("a1f3c2d4-2222-4c2b-8d2e-3f4a5b6c7d02", "dup-image"),
+        image(CENTOS79, "centos79", 10),
+        image("5b0f9c61-3f7e-4f0e-9a61-0d3c8e0b7a11", "ubuntu2204", 0),
+        image("a1f3c2d4-1111-4c2b-8d2e-3f4a5b6c7d01", "dup-image", 0),
+        image("a1f3c2d4-2222-4c2b-8d2e-3f4a5b6c7d02", "dup-image", 0),
+    ];
+    // Cinder's default type first, as a fresh Cinder has it, and one more to choose.
+    w.cinder.types = vec![
+        (
+            "0a45ad66-5a6f-4ff1-aa4b-a032d799934f".into(),
+            "__DEFAULT__".into(),
+        ),
+        ("6c2d8e1f-3a4b-4c5d-9e6f-7a8b9c0d1e2f".into(), "ssd".into()),
     ];
     w.keypairs = vec!["verda-key".into()];
     w.security_groups = vec!["default".into(), "web".into()];

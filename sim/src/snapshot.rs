@@ -120,3 +120,39 @@ pub(crate) fn floating_ips(w: &World) -> Vec<SimFloatingIp> {
 pub(crate) fn load_balancers(w: &World) -> Vec<SimLoadBalancer> {
     super::octavia::snapshot::snapshot(w)
 }
+
+/// A Cinder volume as the simulated cloud holds it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimVolume {
+    pub id: String,
+    pub name: String,
+    /// GiB.
+    pub size: i64,
+    pub volume_type: String,
+    /// Cinder status: creating, available, in-use, extending, deleting, error.
+    pub status: String,
+    pub metadata: BTreeMap<String, String>,
+    /// The server it is attached to, and the device.
+    pub attached_to: Option<(String, String)>,
+    pub bootable: bool,
+}
+
+pub(crate) fn volumes(w: &World) -> Vec<SimVolume> {
+    let mut list: Vec<_> = w.cinder.volumes.values().collect();
+    list.sort_by_key(|v| v.seq);
+    list.into_iter()
+        .map(|v| SimVolume {
+            id: v.id.clone(),
+            name: v.name.clone(),
+            size: v.size,
+            volume_type: v.volume_type.clone(),
+            status: v.status.as_str().to_string(),
+            metadata: v.metadata.clone(),
+            attached_to: v
+                .attachment
+                .as_ref()
+                .map(|a| (a.server_id.clone(), a.device.clone())),
+            bootable: v.bootable,
+        })
+        .collect()
+}

@@ -66,6 +66,7 @@ pub(crate) struct Token {
 pub(crate) fn settle(w: &mut World, now: Instant) {
     if w.take_due(now) {
         w.settle_servers(now);
+        w.settle_volumes(now);
         super::octavia::lifecycle::settle(w, now);
     }
 }

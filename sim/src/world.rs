@@ -9,6 +9,7 @@ use chrono::Utc;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+use super::cinder::model::Cinder;
 use super::config::SimConfig;
 use super::model::{Flavor, FloatingIp, Image, Network, Port, Server, ServerGroup, Status, Subnet};
 use super::octavia::model::Octavia;
@@ -23,6 +24,7 @@ pub(crate) struct World {
     pub next_event: Option<Instant>,
     pub build_delay: std::time::Duration,
     pub lb_delay: std::time::Duration,
+    pub volume_delay: std::time::Duration,
     pub hosts: usize,
     pub instance_quota: usize,
     pub page_size_max: usize,
@@ -39,6 +41,7 @@ pub(crate) struct World {
     pub fips: BTreeMap<String, FloatingIp>,
     pub used_ips: HashMap<String, BTreeSet<Ipv4Addr>>,
     pub octavia: Octavia,
+    pub cinder: Cinder,
 }
 
 impl World {
@@ -52,6 +55,7 @@ impl World {
             next_event: None,
             build_delay: config.build_delay,
             lb_delay: config.lb_delay,
+            volume_delay: config.volume_delay,
             hosts: config.hosts.max(1),
             instance_quota: config.instance_quota,
             page_size_max: config.page_size_max.max(1),
@@ -68,6 +72,7 @@ impl World {
             fips: BTreeMap::new(),
             used_ips: HashMap::new(),
             octavia: Octavia::default(),
+            cinder: Cinder::default(),
         }
     }
 
@@ -166,11 +171,13 @@ impl World {
         }
     }
 
-    /// Removes a server at once with its ports and group membership.
+    /// Removes a server at once with its ports, group membership and boot volume; its
+    /// data volumes are detached.
     pub fn remove_server(&mut self, id: &str) {
         let Some(server) = self.servers.remove(id) else {
             return;
         };
+        self.cinder.server_gone(id);
         for nic in &server.nics {
             self.delete_port(&nic.port_id);
         }
@@ -214,6 +221,13 @@ impl World {
         }
         for id in gone {
             self.remove_server(&id);
+        }
+    }
+
+    /// Finishes the volumes' due creates, extends and deletes.
+    pub fn settle_volumes(&mut self, now: Instant) {
+        for t in self.cinder.settle(now) {
+            self.schedule(t);
         }
     }
 }

@@ -32,6 +32,7 @@ pub enum Service {
     Image,
     Network,
     LoadBalancer,
+    BlockStorage,
 }
 
 impl Service {
@@ -43,13 +44,27 @@ impl Service {
             Service::Image => "image",
             Service::Network => "network",
             Service::LoadBalancer => "load-balancer",
+            Service::BlockStorage => "block-storage",
+        }
+    }
+
+    /// Catalog types that name this service: Cinder is `block-storage` in current
+    /// catalogs, `volumev3` in older ones (and in both, where deployments keep both).
+    fn catalog_types(self) -> &'static [&'static str] {
+        match self {
+            Service::Identity => &["identity"],
+            Service::Compute => &["compute"],
+            Service::Image => &["image"],
+            Service::Network => &["network"],
+            Service::LoadBalancer => &["load-balancer"],
+            Service::BlockStorage => &["block-storage", "volumev3"],
         }
     }
 
     /// Version path clients append to the catalog URL (Nova's URL already has `/v2.1`).
     fn version_suffix(self) -> &'static [&'static str] {
         match self {
-            Service::Identity | Service::Compute => &[],
+            Service::Identity | Service::Compute | Service::BlockStorage => &[],
             Service::Image => &["/v2"],
             Service::Network => &["/v2.0"],
             Service::LoadBalancer => &["/v2", "/v2.0"],
@@ -170,7 +185,7 @@ impl Token {
         let mut candidates: Vec<&Endpoint> = self
             .catalog
             .iter()
-            .filter(|e| e.kind == service.label())
+            .filter(|e| service.catalog_types().contains(&e.kind.as_str()))
             .flat_map(|e| e.endpoints.iter())
             .filter(|e| e.interface == interface.as_str())
             .filter(|e| {

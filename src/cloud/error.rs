@@ -20,6 +20,7 @@ pub enum Resource {
     Subnet,
     LoadBalancerFlavor,
     Endpoint,
+    VolumeType,
 }
 
 impl fmt::Display for Resource {
@@ -31,6 +32,7 @@ impl fmt::Display for Resource {
             Resource::Subnet => "subnet",
             Resource::LoadBalancerFlavor => "load balancer flavor",
             Resource::Endpoint => "service endpoint",
+            Resource::VolumeType => "volume type",
         })
     }
 }
@@ -127,6 +129,7 @@ impl CloudError {
                 Resource::Subnet => "SubnetNotFound",
                 Resource::LoadBalancerFlavor => "LoadBalancerFlavorNotFound",
                 Resource::Endpoint => "EndpointNotFound",
+                Resource::VolumeType => "VolumeTypeNotFound",
             },
             ErrorKind::AmbiguousName { .. } => "AmbiguousName",
             ErrorKind::Config { .. } => "CloudConfigInvalid",

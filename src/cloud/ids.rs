@@ -82,6 +82,8 @@ id_types! {
     MemberId,
     /// An Octavia flavor (load balancer size/topology).
     LbFlavorId,
+    /// A Cinder volume.
+    VolumeId,
 }
 
 /// Whether a user-supplied reference looks like an OpenStack UUID (with or without dashes).

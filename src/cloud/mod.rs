@@ -30,6 +30,8 @@ pub use auth::Service;
 pub use client::OpenStackClient;
 pub use config::{CloudConfig, CloudSelection, CloudSource, ConfigError, Environment, resolve};
 pub use error::{CloudError, ErrorKind, Resource, ignore_not_found};
-pub use ports::{CloudFuture, CloudResult, Compute, LoadBalancing, MetadataMode, Network};
+pub use ports::{
+    BlockStorage, CloudFuture, CloudResult, Compute, LoadBalancing, MetadataMode, Network,
+};
 pub use retry::RetryPolicy;
 pub use transport::ClientOptions;

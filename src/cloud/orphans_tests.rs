@@ -31,6 +31,7 @@ fn server(id: &str, owner: &Owner) -> Server {
         image: None,
         fault: None,
         availability_zone: None,
+        volumes_attached: vec![],
     }
 }
 

@@ -22,6 +22,7 @@ use super::model::network::{
     self as net, CreateFloatingIp, FloatingIp, FloatingIpFilter, Port, PortFilter, Subnet,
     SubnetFilter,
 };
+use super::model::volume::{CreateVolume, Volume, VolumeAttachment};
 
 pub type CloudResult<T> = Result<T, CloudError>;
 pub type CloudFuture<'a, T> = BoxFuture<'a, CloudResult<T>>;
@@ -81,6 +82,41 @@ pub trait Compute: Send + Sync {
     fn list_images<'a>(&'a self, name: Option<&'a str>) -> CloudFuture<'a, Vec<Image>>;
     fn get_image<'a>(&'a self, id: &'a ImageId) -> CloudFuture<'a, Image>;
     fn find_image<'a>(&'a self, name_or_id: &'a str) -> CloudFuture<'a, Image>;
+    /// `POST .../os-volume_attachments`: the volume must be `available`; Nova picks the
+    /// device (returned).
+    fn attach_volume<'a>(
+        &'a self,
+        server: &'a ServerId,
+        volume: &'a VolumeId,
+    ) -> CloudFuture<'a, VolumeAttachment>;
+    /// `DELETE .../os-volume_attachments/{volume}`; answers once Nova accepted.
+    fn detach_volume<'a>(
+        &'a self,
+        server: &'a ServerId,
+        volume: &'a VolumeId,
+    ) -> CloudFuture<'a, ()>;
+}
+
+/// Cinder (block storage API v3, microversion 3.42: extend while attached).
+pub trait BlockStorage: Send + Sync {
+    /// Answers as soon as Cinder accepted (202): the volume is `creating`.
+    fn create_volume<'a>(&'a self, request: &'a CreateVolume) -> CloudFuture<'a, Volume>;
+    fn get_volume<'a>(&'a self, id: &'a VolumeId) -> CloudFuture<'a, Volume>;
+    /// Every volume whose metadata holds all of `metadata`, across all pages.
+    fn list_volumes<'a>(
+        &'a self,
+        metadata: &'a BTreeMap<String, String>,
+    ) -> CloudFuture<'a, Vec<Volume>>;
+    /// Only `available` or `error` volumes can be deleted.
+    fn delete_volume<'a>(&'a self, id: &'a VolumeId) -> CloudFuture<'a, ()>;
+    /// `os-extend`: to a larger size only.
+    fn extend_volume<'a>(&'a self, id: &'a VolumeId, size: i32) -> CloudFuture<'a, ()>;
+    /// `PUT .../metadata`: the given keys become the whole set.
+    fn set_volume_metadata<'a>(
+        &'a self,
+        id: &'a VolumeId,
+        metadata: &'a BTreeMap<String, String>,
+    ) -> CloudFuture<'a, BTreeMap<String, String>>;
 }
 
 /// Neutron: network and subnet lookup, ports, floating IPs.

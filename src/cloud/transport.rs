@@ -28,8 +28,10 @@ use super::retry::{Failure, RetryPolicy, is_retryable};
 use crate::metrics::{CloudOperationLabels, CloudRequestLabels, Metrics};
 
 /// Nova microversion for every compute call: tags filter (2.26), tags at create (2.52),
-/// server group `policy` (2.64), description (2.19).
-pub(crate) const NOVA_MICROVERSION: &str = "2.64";
+/// server group `policy` (2.64), description (2.19), a boot volume's type (2.67).
+pub(crate) const NOVA_MICROVERSION: &str = "2.67";
+/// Cinder microversion for every block storage call: extending an attached volume (3.42).
+pub(crate) const CINDER_MICROVERSION: &str = "3.42";
 
 /// Tuning of one cloud connection.
 #[derive(Clone, Debug)]
@@ -266,11 +268,13 @@ impl Transport {
             value.set_sensitive(true);
             builder = builder.header("X-Auth-Token", value);
         }
-        if req.service == Service::Compute {
-            builder = builder.header(
-                "OpenStack-API-Version",
-                format!("compute {NOVA_MICROVERSION}"),
-            );
+        let microversion = match req.service {
+            Service::Compute => Some(format!("compute {NOVA_MICROVERSION}")),
+            Service::BlockStorage => Some(format!("volume {CINDER_MICROVERSION}")),
+            _ => None,
+        };
+        if let Some(version) = microversion {
+            builder = builder.header("OpenStack-API-Version", version);
         }
         if let Some(body) = &req.body {
             builder = builder.json(body);

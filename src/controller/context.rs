@@ -10,7 +10,7 @@ use super::events::{Recorder, Reporter};
 use super::tenancy::Tenancy;
 use super::watch_cache::CacheSlot;
 use crate::cloud::owner::{ClusterId, Owner};
-use crate::cloud::{CloudFuture, Compute, LoadBalancing, Network, OpenStackClient};
+use crate::cloud::{BlockStorage, CloudFuture, Compute, LoadBalancing, Network, OpenStackClient};
 use crate::config::Config;
 use crate::metrics::Metrics;
 
@@ -20,6 +20,8 @@ pub trait CloudPorts: Send + Sync {
     fn compute(&self) -> Arc<dyn Compute>;
     fn network(&self, region: Option<&str>) -> Arc<dyn Network>;
     fn load_balancing(&self, region: Option<&str>) -> Arc<dyn LoadBalancing>;
+    /// Cinder, in the cloud's own region (where the VirtualMachines are).
+    fn block_storage(&self) -> Arc<dyn BlockStorage>;
     /// The ID of the project these credentials act in (from their token).
     fn project_id(&self) -> CloudFuture<'_, String>;
 }
@@ -35,6 +37,10 @@ impl CloudPorts for OpenStackClient {
 
     fn load_balancing(&self, region: Option<&str>) -> Arc<dyn LoadBalancing> {
         Arc::new(in_region(self, region))
+    }
+
+    fn block_storage(&self) -> Arc<dyn BlockStorage> {
+        Arc::new(self.clone())
     }
 
     fn project_id(&self) -> CloudFuture<'_, String> {

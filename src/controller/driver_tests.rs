@@ -12,7 +12,7 @@ use verda_api::v1alpha1::{VirtualMachine, finalizers};
 
 use super::reconcile;
 use crate::cloud::owner::ClusterId;
-use crate::cloud::{CloudFuture, Compute, LoadBalancing, Network};
+use crate::cloud::{BlockStorage, CloudFuture, Compute, LoadBalancing, Network};
 use crate::config::Config;
 use crate::controller::{CloudPorts, Context, Timing};
 use crate::metrics::Metrics;
@@ -102,6 +102,9 @@ impl CloudPorts for NoCloud {
     }
     fn load_balancing(&self, _: Option<&str>) -> Arc<dyn LoadBalancing> {
         panic!("the driver called Octavia")
+    }
+    fn block_storage(&self) -> Arc<dyn BlockStorage> {
+        panic!("the driver called Cinder")
     }
     fn project_id(&self) -> CloudFuture<'_, String> {
         panic!("the driver asked Keystone for a project")

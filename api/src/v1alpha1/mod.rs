@@ -7,6 +7,7 @@ mod load_balancer;
 mod rules;
 mod virtual_machine;
 mod virtual_machine_group;
+mod volumes;
 
 pub use credentials::CloudCredentialsRef;
 pub use init_script::{InitScript, KeySelector};
@@ -22,6 +23,10 @@ pub use virtual_machine::{
 pub use virtual_machine_group::{
     HaPolicy, UpdateStrategy, VirtualMachineGroup, VirtualMachineGroupSpec,
     VirtualMachineGroupStatus,
+};
+pub use volumes::{
+    BootVolume, DataVolume, GroupVolumeRetention, MAX_VOLUME_GIB, Retention, VolumeRetention,
+    VolumeStatus,
 };
 
 /// Finalizer names as published by the Verda Resource Operator.

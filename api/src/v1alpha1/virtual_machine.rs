@@ -10,6 +10,7 @@ use super::credentials::CloudCredentialsRef;
 use super::init_script::InitScript;
 use super::lifecycle::Import;
 use super::rules::immutable_spec_field;
+use super::volumes::{BootVolume, DataVolume, VolumeRetention, VolumeStatus};
 
 /// `spec.import.id` cannot change: what it names is the object's from then on. (CEL
 /// reserves the word `import`, so the rule sits on the field, where `self` needs no name.)
@@ -37,6 +38,7 @@ const RECREATE: &str =
     printcolumn = r#"{"name":"IP","type":"string","jsonPath":".status.primaryIP","description":"Primary fixed IP address"}"#,
     printcolumn = r#"{"name":"Flavor","type":"string","jsonPath":".spec.flavor"}"#,
     printcolumn = r#"{"name":"Image","type":"string","jsonPath":".spec.image"}"#,
+    printcolumn = r#"{"name":"Volumes","type":"string","jsonPath":".status.volumesAttached","description":"Data volumes attached / declared"}"#,
     printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].reason","priority":1}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#,
     validation = immutable_spec_field("image", RECREATE),
@@ -44,7 +46,8 @@ const RECREATE: &str =
     validation = immutable_spec_field("networks", RECREATE),
     validation = immutable_spec_field("keyName", RECREATE),
     validation = immutable_spec_field("securityGroups", RECREATE),
-    validation = immutable_spec_field("availabilityZone", RECREATE)
+    validation = immutable_spec_field("availabilityZone", RECREATE),
+    validation = immutable_spec_field("bootVolume", "a boot volume is made with its server; create a new VirtualMachine to boot another way")
 )]
 #[serde(rename_all = "camelCase")]
 pub struct VirtualMachineSpec {
@@ -103,6 +106,21 @@ pub struct VirtualMachineSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[x_kube(validation = import_once())]
     pub import: Option<Import>,
+    /// Boot from a new Cinder volume made from `image` (deleted with the server).
+    /// Immutable on a VirtualMachine; in a group's template a change rolls out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot_volume: Option<BootVolume>,
+    /// Data volumes, attached in this order (at most 16). They outlive the server: a
+    /// replacement server gets the same volumes back. A group's replica `<group>-<n>`
+    /// keeps its volumes per index, across scale-downs and template changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 16))]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"]))]
+    pub volumes: Option<Vec<DataVolume>>,
+    /// What happens to the data volumes when this VirtualMachine is deleted (default:
+    /// retained). A group sets it on its VirtualMachines; a template may not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub volume_retention: Option<VolumeRetention>,
 }
 
 /// Nova's limits on server metadata: 128 items (less the operator's 4), values of at
@@ -156,6 +174,15 @@ pub struct VirtualMachineStatus {
     /// while the spec names the same.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resolved: Option<ResolvedReferences>,
+    /// The boot volume Nova made for the server (`spec.bootVolume`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot_volume: Option<VolumeStatus>,
+    /// The data volumes, in `spec.volumes` order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub volumes: Vec<VolumeStatus>,
+    /// `attached/declared` data volumes, e.g. `2/2`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub volumes_attached: Option<String>,
 }
 
 /// References of the spec, resolved to OpenStack IDs.

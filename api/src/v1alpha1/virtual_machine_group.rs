@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::credentials::CloudCredentialsRef;
 use super::virtual_machine::VirtualMachineSpec;
+use super::volumes::GroupVolumeRetention;
 
 /// Most replicas one group may ask for: a guard against a typo that would exhaust the
 /// project's quota, not a technical limit of Nova.
@@ -33,6 +34,7 @@ pub const MAX_REPLICAS: i32 = 100;
     printcolumn = r#"{"name":"Ready","type":"integer","jsonPath":".status.readyReplicas"}"#,
     printcolumn = r#"{"name":"Up-to-date","type":"integer","jsonPath":".status.updatedReplicas"}"#,
     printcolumn = r#"{"name":"Policy","type":"string","jsonPath":".spec.haPolicy"}"#,
+    printcolumn = r#"{"name":"Retained","type":"integer","jsonPath":".status.retainedVolumes","description":"Data volumes kept for replicas that do not exist now"}"#,
     printcolumn = r#"{"name":"Server-Group","type":"string","jsonPath":".status.serverGroupID","priority":1}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
@@ -53,6 +55,7 @@ pub struct VirtualMachineGroupSpec {
     /// the template's; a template may not import a server (`spec.template.import` is
     /// reported as `TemplateImportNotAllowed`).
     #[x_kube(validation = kube::core::Rule::new("!has(self.cloudCredentialsRef)").message("set cloudCredentialsRef on the group (spec.cloudCredentialsRef), not in its template: every VirtualMachine of a group uses the group's credentials"))]
+    #[x_kube(validation = kube::core::Rule::new("!has(self.volumeRetention)").message("set volumeRetention on the group (spec.volumeRetention: whenScaled, whenDeleted), not in its template: the group decides what becomes of each replica's volumes"))]
     pub template: VirtualMachineSpec,
     /// Free text describing the group; also the server group's description.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -70,6 +73,12 @@ pub struct VirtualMachineGroupSpec {
     /// created in: credentials for another project are refused (`ProjectChanged`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cloud_credentials_ref: Option<CloudCredentialsRef>,
+    /// What becomes of a replica's data volumes (`template.volumes`) when a scale-down
+    /// removes it (`whenScaled`) and when the group is deleted (`whenDeleted`); both
+    /// default to `Retain`. Retained volumes of index `n` are attached again when a
+    /// scale-up brings `<group>-<n>` back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub volume_retention: Option<GroupVolumeRetention>,
 }
 
 /// HA policy of the group's Nova server group.
@@ -129,4 +138,12 @@ pub struct VirtualMachineGroupStatus {
     /// The `metadata.generation` this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+    /// Data volumes kept for replica indices that have no VirtualMachine now (removed by
+    /// a scale-down with `whenScaled: Retain`); a scale-up attaches them again.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub retained_volumes: i32,
+}
+
+fn is_zero(n: &i32) -> bool {
+    *n == 0
 }

@@ -13,7 +13,7 @@ use chrono::Utc;
 use rand::Rng;
 use serde_json::{Map, Value, json};
 
-use super::{Cx, body, enter, metadata, scheduler, schema};
+use super::{Cx, body, boot_volume, enter, metadata, scheduler, schema};
 use crate::model::{Nic, Server, Status};
 use crate::state::Sim;
 use crate::world::World;
@@ -26,6 +26,7 @@ struct Request {
     networks: Vec<String>,
     group: Option<String>,
     server: Map<String, Value>,
+    boot: Option<boot_volume::Boot>,
 }
 
 pub(super) async fn create(
@@ -40,8 +41,14 @@ pub(super) async fn create(
     quota(&cx, &w)?;
     // Only a create that passed validation consumes a ServerError fault.
     let doom_by_fault = sim.faults.server_error(super::SERVICE, "create_server");
-    let server = build(&mut w, request, doom_by_fault);
+    let boot = request.boot.clone();
+    let mut server = build(&mut w, request, doom_by_fault);
     let id = server.id.clone();
+    if let Some(boot) = boot
+        && server.doomed.is_none()
+    {
+        server.doomed = boot_volume::make(&mut w, &id, &boot);
+    }
     let groups: Vec<Value> = server
         .security_groups
         .iter()
@@ -71,12 +78,16 @@ fn validate(cx: &Cx, w: &World, req: &Value) -> Result<Request, Response> {
     if !w.flavors.iter().any(|f| f.id == flavor_id) {
         return Err(cx.err(400, &format!("Flavor {flavor_id} could not be found.")));
     }
-    let image_id = last_segment(
-        server
-            .get("imageRef")
-            .and_then(Value::as_str)
-            .unwrap_or_default(),
-    );
+    let boot = boot_volume::requested(cx, w, server.get("block_device_mapping_v2"))?;
+    let image_id = match &boot {
+        Some(b) => b.image_id.clone(),
+        None => last_segment(
+            server
+                .get("imageRef")
+                .and_then(Value::as_str)
+                .unwrap_or_default(),
+        ),
+    };
     if !w.images.iter().any(|i| i.id == image_id) {
         return Err(cx.err(400, "Can not find requested image"));
     }
@@ -100,6 +111,7 @@ fn validate(cx: &Cx, w: &World, req: &Value) -> Result<Request, Response> {
         networks,
         group,
         server: server.clone(),
+        boot,
     })
 }
 
@@ -236,6 +248,7 @@ fn build(w: &mut World, r: Request, doom_by_fault: bool) -> Server {
         flavor_id: r.flavor_id,
         resize_to: None,
         image_id: r.image_id,
+        boot_from_volume: r.boot.is_some(),
         nics,
         host,
         metadata: metadata

@@ -3,6 +3,8 @@
 //! Resources live in the submodules; no admin-only APIs (quotas, hypervisors).
 
 mod actions;
+mod attachments;
+mod boot_volume;
 mod create;
 mod flavors;
 mod groups;
@@ -54,6 +56,7 @@ pub(crate) fn routes(r: Router<Sim>) -> Router<Sim> {
         )
         .route(&format!("{P}/servers/{{id}}/action"), post(actions::action));
     let r = metadata::routes(r, P);
+    let r = attachments::routes(r, P);
     r.route(
         &format!("{P}/os-server-groups"),
         get(groups::list).post(groups::create),

@@ -100,6 +100,7 @@ mod tests {
             availability_zone: None,
             fault: None,
             scheduler_hints: serde_json::json!({}),
+            boot_from_volume: false,
         };
         w.servers.insert(id.clone(), server);
         g.members.push(id);

@@ -82,7 +82,10 @@ fn common(cx: &Cx, w: &World, s: &Server, full: bool) -> Map<String, Value> {
         "created": wire::ts_z(s.created),
         "hostId": host_id,
         "id": s.id,
-        "image": {"id": s.image_id, "links": cx.bookmark("images", &s.image_id)},
+        "image": match s.boot_from_volume {
+            true => json!(""),
+            false => json!({"id": s.image_id, "links": cx.bookmark("images", &s.image_id)}),
+        },
         "links": cx.link("servers", &s.id),
         "metadata": s.metadata,
         "name": s.name,
@@ -143,7 +146,11 @@ pub(super) fn server(cx: &Cx, w: &World, s: &Server) -> Value {
     );
     put(&mut m, "OS-EXT-STS:vm_state", json!(vm));
     put(&mut m, "OS-EXT-STS:power_state", json!(power));
-    put(&mut m, "os-extended-volumes:volumes_attached", json!([]));
+    put(
+        &mut m,
+        "os-extended-volumes:volumes_attached",
+        volumes_attached(w, s),
+    );
     if let Some(f) = &s.fault {
         put(
             &mut m,
@@ -153,6 +160,23 @@ pub(super) fn server(cx: &Cx, w: &World, s: &Server) -> Value {
     }
     versioned(cx, s, &mut m);
     Value::Object(m)
+}
+
+/// `os-extended-volumes:volumes_attached`: the server's volumes, boot volume first.
+fn volumes_attached(w: &World, s: &Server) -> Value {
+    let attached: Vec<Value> = w
+        .cinder
+        .attached_to(&s.id)
+        .iter()
+        .map(|v| {
+            let on_delete = v
+                .attachment
+                .as_ref()
+                .is_some_and(|a| a.delete_on_termination);
+            json!({"id": v.id, "delete_on_termination": on_delete})
+        })
+        .collect();
+    json!(attached)
 }
 
 /// `task_state` ("" = none), `vm_state` and `power_state`.

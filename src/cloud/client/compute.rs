@@ -1,4 +1,4 @@
-//! Nova verbs of [`Compute`] (image lookups are in `image.rs`). Microversion 2.64 on
+//! Nova verbs of [`Compute`] (image lookups are in `image.rs`). Microversion 2.67 on
 //! every call (set by the transport). `find_flavor` lists `flavors/detail` once and
 //! matches ID then name, falling back to a GET by ID only on a miss (private flavors).
 
@@ -11,10 +11,11 @@ use serde_json::json;
 use super::image;
 use super::{Kind, OpenStackClient, compute, pick_one};
 use crate::cloud::error::{CloudError, Resource};
-use crate::cloud::ids::{FlavorId, ImageId, ServerGroupId, ServerId};
+use crate::cloud::ids::{FlavorId, ImageId, ServerGroupId, ServerId, VolumeId};
 use crate::cloud::model::compute::{
     CreateServer, Flavor, Image, Server, ServerGroup, ServerGroupPolicy, ServerWire,
 };
+use crate::cloud::model::volume::VolumeAttachment;
 use crate::cloud::owner::{MANAGED_TAG, owner_tag};
 use crate::cloud::ports::{CloudFuture, CloudResult, Compute, MetadataMode};
 
@@ -231,6 +232,33 @@ impl Compute for OpenStackClient {
 
     fn find_image<'a>(&'a self, name_or_id: &'a str) -> CloudFuture<'a, Image> {
         Box::pin(self.remembered(Kind::Image, name_or_id, image::find(self, name_or_id)))
+    }
+
+    fn attach_volume<'a>(
+        &'a self,
+        server: &'a ServerId,
+        volume: &'a VolumeId,
+    ) -> CloudFuture<'a, VolumeAttachment> {
+        Box::pin(async move {
+            let path = format!("/servers/{server}/os-volume_attachments");
+            let req = compute("attach_volume", Method::POST, path)
+                .json(json!({"volumeAttachment": {"volumeId": volume}}));
+            let action = format!("attach volume {volume} to server {server}");
+            self.fetch(&req, "volumeAttachment", &action).await
+        })
+    }
+
+    fn detach_volume<'a>(
+        &'a self,
+        server: &'a ServerId,
+        volume: &'a VolumeId,
+    ) -> CloudFuture<'a, ()> {
+        Box::pin(async move {
+            let path = format!("/servers/{server}/os-volume_attachments/{volume}");
+            let req = compute("detach_volume", Method::DELETE, path);
+            let action = format!("detach volume {volume} from server {server}");
+            self.execute(&req, &action).await
+        })
     }
 }
 

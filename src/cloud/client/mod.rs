@@ -30,6 +30,7 @@ mod lb_pool;
 mod lookups;
 mod network;
 mod octavia;
+mod volume;
 
 use lookups::{Kind, Lookups};
 

@@ -10,7 +10,8 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::cloud::ids::{FlavorId, ImageId, NetworkId, ServerGroupId, ServerId};
+use super::volume::BootVolumeRequest;
+use crate::cloud::ids::{FlavorId, ImageId, NetworkId, ServerGroupId, ServerId, VolumeId};
 
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 pub struct Flavor {
@@ -63,13 +64,14 @@ pub struct CreateServer {
     pub description: Option<String>,
     /// The `group` scheduler hint.
     pub server_group: Option<ServerGroupId>,
+    /// Boot from a new volume made from `image` instead of the hypervisor's disk.
+    pub boot_volume: Option<BootVolumeRequest>,
 }
 
 impl CreateServer {
     pub(crate) fn to_wire(&self) -> Value {
         let mut server = serde_json::json!({
             "name": self.name,
-            "imageRef": self.image,
             "flavorRef": self.flavor,
             "networks": self.networks.iter().map(|n| serde_json::json!({"uuid": n})).collect::<Vec<_>>(),
         });
@@ -78,6 +80,15 @@ impl CreateServer {
                 obj.insert(key.to_owned(), value);
             }
         };
+        match &self.boot_volume {
+            // The image goes into the volume; Nova takes no imageRef then.
+            Some(boot) => set(
+                &mut server,
+                "block_device_mapping_v2",
+                boot_mapping(&self.image, boot),
+            ),
+            None => set(&mut server, "imageRef", serde_json::json!(self.image)),
+        }
         if let Some(ud) = &self.user_data {
             set(
                 &mut server,
@@ -117,6 +128,23 @@ impl CreateServer {
         }
         body
     }
+}
+
+/// Block device mapping v2 of a boot volume: from the image, deleted with the server
+/// (volume type at microversion 2.67).
+fn boot_mapping(image: &ImageId, boot: &BootVolumeRequest) -> Value {
+    let mut mapping = serde_json::json!({
+        "boot_index": 0,
+        "uuid": image,
+        "source_type": "image",
+        "destination_type": "volume",
+        "volume_size": boot.size,
+        "delete_on_termination": true,
+    });
+    if let (Some(t), Some(obj)) = (&boot.volume_type, mapping.as_object_mut()) {
+        obj.insert("volume_type".into(), serde_json::json!(t));
+    }
+    serde_json::json!([mapping])
 }
 
 /// Nova server `status`.
@@ -189,6 +217,9 @@ pub struct Server {
     pub image: Option<ImageId>,
     pub fault: Option<ServerFault>,
     pub availability_zone: Option<String>,
+    /// Volumes attached to it (`os-extended-volumes:volumes_attached`), boot volume
+    /// included.
+    pub volumes_attached: Vec<VolumeId>,
 }
 
 impl Server {
@@ -228,6 +259,13 @@ pub(crate) struct ServerWire {
     fault: Option<ServerFault>,
     #[serde(rename = "OS-EXT-AZ:availability_zone", default)]
     availability_zone: Option<String>,
+    #[serde(rename = "os-extended-volumes:volumes_attached", default)]
+    volumes_attached: Vec<AttachedWire>,
+}
+
+#[derive(Deserialize)]
+struct AttachedWire {
+    id: VolumeId,
 }
 
 fn unknown_status() -> ServerStatus {
@@ -279,6 +317,7 @@ impl From<ServerWire> for Server {
             image: str_field(&w.image, &["id"]).map(ImageId::new),
             fault: w.fault,
             availability_zone: w.availability_zone.filter(|az| !az.is_empty()),
+            volumes_attached: w.volumes_attached.into_iter().map(|v| v.id).collect(),
         }
     }
 }

@@ -3,6 +3,7 @@
 pub mod compute;
 pub mod loadbalancing;
 pub mod network;
+pub mod volume;
 
 /// The API's own word for a status value (`ACTIVE`, `PENDING_UPDATE`, `ONLINE`, …).
 pub fn word<T: serde::Serialize>(value: T) -> Option<String> {

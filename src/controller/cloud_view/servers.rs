@@ -135,6 +135,7 @@ mod tests {
             image: None,
             fault: None,
             availability_zone: None,
+            volumes_attached: vec![],
         }
     }
 

@@ -44,6 +44,7 @@ fn server(id: &str, status: ServerStatus) -> Server {
         image: None,
         fault: None,
         availability_zone: None,
+        volumes_attached: vec![],
     }
 }
 

@@ -13,6 +13,7 @@ use super::plan::{FlavorCheck, keeper};
 use super::references;
 use crate::cloud::ids::{FlavorId, ImageId, NetworkId, ServerGroupId};
 use crate::cloud::model::compute::{CreateServer, Server, UserData};
+use crate::cloud::model::volume::BootVolumeRequest;
 use crate::cloud::owner::Owner;
 use crate::cloud::{Compute, Network};
 use crate::controller::cloud_view::ServerView;
@@ -148,6 +149,10 @@ fn create_request(
             .annotations()
             .get(annotations::SERVER_GROUP)
             .map(|id| ServerGroupId::new(id.clone())),
+        boot_volume: spec.boot_volume.as_ref().map(|b| BootVolumeRequest {
+            size: b.size,
+            volume_type: b.type_.clone(),
+        }),
     }
 }
 

@@ -17,8 +17,9 @@ use verda_operator::cloud::model::network::{
     self as net, CreateFloatingIp, FloatingIp, FloatingIpFilter, Port, PortFilter, Subnet,
     SubnetFilter,
 };
+use verda_operator::cloud::model::volume::{CreateVolume, Volume, VolumeAttachment};
 use verda_operator::cloud::{
-    CloudFuture, Compute, LoadBalancing, MetadataMode, Network, OpenStackClient,
+    BlockStorage, CloudFuture, Compute, LoadBalancing, MetadataMode, Network, OpenStackClient,
 };
 use verda_operator::controller::CloudPorts;
 
@@ -127,6 +128,13 @@ impl CloudPorts for CrashingCloud {
         })
     }
 
+    fn block_storage(&self) -> Arc<dyn BlockStorage> {
+        Arc::new(Wired {
+            inner: self.client.block_storage(),
+            wire: self.wire.clone(),
+        })
+    }
+
     fn project_id(&self) -> CloudFuture<'_, String> {
         CloudPorts::project_id(&self.client)
     }
@@ -176,6 +184,23 @@ impl Compute for Wired<dyn Compute> {
         fn list_images<'a>(&'a self, name: Option<&'a str>) -> CloudFuture<'a, Vec<Image>>;
         fn get_image<'a>(&'a self, id: &'a ImageId) -> CloudFuture<'a, Image>;
         fn find_image<'a>(&'a self, name_or_id: &'a str) -> CloudFuture<'a, Image>;
+        fn detach_volume<'a>(&'a self, server: &'a ServerId, volume: &'a VolumeId) -> CloudFuture<'a, ()>;
+    }
+    wired! {
+        create fn attach_volume<'a>(&'a self, server: &'a ServerId, volume: &'a VolumeId) -> CloudFuture<'a, VolumeAttachment>;
+    }
+}
+
+impl BlockStorage for Wired<dyn BlockStorage> {
+    wired! {
+        create fn create_volume<'a>(&'a self, request: &'a CreateVolume) -> CloudFuture<'a, Volume>;
+    }
+    wired! {
+        fn get_volume<'a>(&'a self, id: &'a VolumeId) -> CloudFuture<'a, Volume>;
+        fn list_volumes<'a>(&'a self, metadata: &'a BTreeMap<String, String>) -> CloudFuture<'a, Vec<Volume>>;
+        fn delete_volume<'a>(&'a self, id: &'a VolumeId) -> CloudFuture<'a, ()>;
+        fn extend_volume<'a>(&'a self, id: &'a VolumeId, size: i32) -> CloudFuture<'a, ()>;
+        fn set_volume_metadata<'a>(&'a self, id: &'a VolumeId, metadata: &'a BTreeMap<String, String>) -> CloudFuture<'a, BTreeMap<String, String>>;
     }
 }
 
