@@ -17,7 +17,8 @@ use serde::Serialize;
 use super::model::compute::{Server, ServerGroup};
 use super::model::loadbalancing::LoadBalancer;
 use super::model::network::FloatingIp;
-use super::owner::{ClusterId, Owner, server_group_uid, uid_from_tags};
+use super::model::volume::Volume;
+use super::owner::{ClusterId, Owner, server_group_uid, uid_from_tags, volume_record};
 
 /// The kinds of cloud resource the inventory lists, in the order `--delete` removes
 /// them (what is under a load balancer or in a server group goes first).
@@ -27,6 +28,8 @@ pub enum ResourceKind {
     FloatingIp,
     LoadBalancer,
     Server,
+    /// After the servers: a volume is detached when its server goes.
+    Volume,
     ServerGroup,
 }
 
@@ -37,6 +40,7 @@ impl ResourceKind {
             Self::FloatingIp => "floating-ip",
             Self::LoadBalancer => "load-balancer",
             Self::Server => "server",
+            Self::Volume => "volume",
             Self::ServerGroup => "server-group",
         }
     }
@@ -69,6 +73,8 @@ pub struct Listing {
     pub server_groups: Vec<ServerGroup>,
     pub load_balancers: Vec<LoadBalancer>,
     pub floating_ips: Vec<FloatingIp>,
+    /// This cluster's data volumes (a metadata filter on the cluster).
+    pub volumes: Vec<Volume>,
 }
 
 /// The orphans of `cluster` in `listing`, given the UIDs of every object that exists
@@ -93,6 +99,7 @@ pub fn classify(listing: &Listing, cluster: &ClusterId, live: &HashSet<String>) 
     let groups: Vec<Orphan> = groups.collect();
     orphans.extend(groups);
     orphans.extend(load_balancers(&listing.load_balancers, cluster, live));
+    orphans.extend(volumes(&listing.volumes, cluster, live));
     let ours: HashSet<&str> = listing
         .load_balancers
         .iter()
@@ -133,6 +140,30 @@ pub fn servers<'a>(
                 name: s.name.clone(),
                 owner_uid: uid,
                 owner: owner.map(|o| o.key()),
+            })
+        })
+        .collect()
+}
+
+/// This cluster's data volumes whose owner is not live: a VirtualMachine's once it is
+/// gone, a group replica's only once the group is (a retained volume of a scaled-down
+/// index is the group's until then).
+pub fn volumes<'a>(
+    volumes: impl IntoIterator<Item = &'a Volume>,
+    cluster: &ClusterId,
+    live: &HashSet<String>,
+) -> Vec<Orphan> {
+    volumes
+        .into_iter()
+        .filter(|v| cluster.in_metadata(&v.metadata))
+        .filter_map(|v| {
+            let (owner, _, _) = volume_record(&v.metadata)?;
+            (!live.contains(&owner.uid)).then(|| Orphan {
+                kind: ResourceKind::Volume,
+                id: v.id.to_string(),
+                name: v.name.clone().unwrap_or_default(),
+                owner_uid: owner.uid.clone(),
+                owner: Some(owner.key()),
             })
         })
         .collect()

@@ -59,6 +59,19 @@ fn fip(id: &str, uid: &str) -> FloatingIp {
     .expect("a floating IP")
 }
 
+fn volume(id: &str, owner: &Owner, index: Option<u32>) -> crate::cloud::model::volume::Volume {
+    crate::cloud::model::volume::Volume {
+        id: id.into(),
+        name: Some(format!("web-{id}")),
+        status: crate::cloud::model::volume::VolumeState::Available,
+        size: 1,
+        volume_type: None,
+        metadata: owner.volume_metadata("data", index),
+        attachments: vec![],
+        created_at: None,
+    }
+}
+
 fn live() -> HashSet<String> {
     HashSet::from([LIVE.to_owned()])
 }
@@ -87,6 +100,12 @@ fn only_this_clusters_resources_of_gone_owners_are_orphans() {
             fip("f-gone", GONE),
             fip("f-unknown", "0b6b6f0c-0000-4000-8000-00000000beef"),
         ],
+        volumes: vec![
+            // A retained volume of a live group's scaled-down replica is the group's.
+            volume("v-live-group", &owner(LIVE, &ours), Some(3)),
+            volume("v-gone", &owner(GONE, &ours), None),
+            volume("v-theirs", &owner(GONE, &theirs), None),
+        ],
     };
     let found = classify(&listing, &ours, &live());
     let ids: Vec<(&str, &str)> = found
@@ -99,6 +118,7 @@ fn only_this_clusters_resources_of_gone_owners_are_orphans() {
             ("server", "s-gone"),
             ("server-group", "g-gone"),
             ("load-balancer", "lb-gone"),
+            ("volume", "v-gone"),
             ("floating-ip", "f-gone"),
         ]
     );

@@ -11,6 +11,10 @@
 //! - Nova server groups (no tags or metadata): the name `verda-<namespace>-<name>-<uid>`,
 //!   found again by its `-<uid>` suffix; the name part is shortened to fit Nova's 255.
 //! - Neutron floating IPs (no tags at create): the description `verda-uid-<uid>`.
+//! - Cinder data volumes: the server's metadata keys plus `verda.linecorp.com:volume`
+//!   (the name in the spec) and, for a group's replica, `verda.linecorp.com:index`;
+//!   a replica's volumes record the group, not the VirtualMachine, so a new
+//!   VirtualMachine of the same index finds them. Found by a metadata filter.
 //! - The cluster ([`ClusterId`]) the owner lives in, so clusters sharing a project tell
 //!   their resources apart: server metadata `verda.linecorp.com:cluster`, the tag
 //!   `verda-cluster-<id>` on servers and load balancers, and a mark of it in server
@@ -27,6 +31,10 @@ pub const META_UID: &str = "verda.linecorp.com:uid";
 pub const META_NAMESPACE: &str = "verda.linecorp.com:namespace";
 pub const META_NAME: &str = "verda.linecorp.com:name";
 pub const META_CLUSTER: &str = "verda.linecorp.com:cluster";
+/// A data volume's name in `spec.volumes`.
+pub const META_VOLUME: &str = "verda.linecorp.com:volume";
+/// The replica index a group's data volume belongs to.
+pub const META_INDEX: &str = "verda.linecorp.com:index";
 const CLUSTER_TAG_PREFIX: &str = "verda-cluster-";
 /// Nova's longest server group name.
 const MAX_GROUP_NAME: usize = 255;
@@ -82,6 +90,11 @@ impl ClusterId {
     /// Whether server metadata names this cluster.
     pub fn in_metadata(&self, metadata: &BTreeMap<String, String>) -> bool {
         metadata.get(META_CLUSTER) == Some(&self.0)
+    }
+
+    /// The metadata filter of this cluster's data volumes.
+    pub fn volume_filter(&self) -> BTreeMap<String, String> {
+        BTreeMap::from([(META_CLUSTER.to_owned(), self.0.clone())])
     }
 
     /// Whether a server group name carries this cluster's mark.
@@ -173,6 +186,30 @@ impl Owner {
         .collect()
     }
 
+    /// The metadata of this owner's data volume `volume` (of replica `index` when the
+    /// owner is a group).
+    pub fn volume_metadata(&self, volume: &str, index: Option<u32>) -> BTreeMap<String, String> {
+        let mut metadata = self.volume_filter(index);
+        metadata.insert(META_NAMESPACE.to_owned(), self.namespace.clone());
+        metadata.insert(META_NAME.to_owned(), self.name.clone());
+        metadata.extend(
+            self.cluster
+                .as_ref()
+                .map(|c| (META_CLUSTER.to_owned(), c.as_str().to_owned())),
+        );
+        metadata.insert(META_VOLUME.to_owned(), volume.to_owned());
+        metadata
+    }
+
+    /// The metadata filter that finds this owner's data volumes (of replica `index`).
+    pub fn volume_filter(&self, index: Option<u32>) -> BTreeMap<String, String> {
+        let mut filter = BTreeMap::from([(META_UID.to_owned(), self.uid.clone())]);
+        if let Some(i) = index {
+            filter.insert(META_INDEX.to_owned(), i.to_string());
+        }
+        filter
+    }
+
     /// The name of this owner's server group; see [`is_server_group_of`].
     pub fn server_group_name(&self) -> String {
         let suffix = format!("-{}", self.uid);
@@ -197,6 +234,14 @@ impl Owner {
                 .and_then(|c| ClusterId::new(c.clone()).ok()),
         })
     }
+}
+
+/// A data volume's record: the owner, the name in the spec, the replica index.
+pub fn volume_record(metadata: &BTreeMap<String, String>) -> Option<(Owner, String, Option<u32>)> {
+    let owner = Owner::from_metadata(metadata)?;
+    let name = metadata.get(META_VOLUME)?.clone();
+    let index = metadata.get(META_INDEX).and_then(|i| i.parse().ok());
+    Some((owner, name, index))
 }
 
 /// `verda-uid-<uid>`: the tag (Nova, Octavia) or description (floating IP) of an owner.
@@ -303,6 +348,31 @@ mod tests {
             vec!["team:web".to_owned()]
         );
         assert!(ClusterId::new("a/b").is_err() && ClusterId::new("x".repeat(47)).is_err());
+    }
+
+    #[test]
+    fn a_replicas_volume_records_the_group_and_the_index_and_is_found_by_them() {
+        let cluster = ClusterId::new("c1").expect("valid");
+        let group = owner().in_cluster(&cluster);
+        let md = group.volume_metadata("data", Some(2));
+        assert!(
+            group
+                .volume_filter(Some(2))
+                .iter()
+                .all(|(k, v)| md.get(k) == Some(v))
+        );
+        assert!(
+            group
+                .volume_filter(Some(1))
+                .iter()
+                .any(|(k, v)| md.get(k) != Some(v))
+        );
+        assert_eq!(
+            volume_record(&md),
+            Some((group, "data".to_owned(), Some(2)))
+        );
+        let allowed = |c: char| c.is_ascii_alphanumeric() || "-_:. ".contains(c);
+        assert!(md.keys().all(|k| k.chars().all(allowed)));
     }
 
     #[test]

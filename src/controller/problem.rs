@@ -45,6 +45,8 @@ problems! {
     VipSubnetNotConfigured,
     /// `spec.serviceType` is not in the operator's `loadBalancer.flavors`.
     ServiceTypeUnknown,
+    /// `spec.bootVolume.size` is less than the image's `min_disk`.
+    BootVolumeTooSmall,
 }
 
 impl Problem {

@@ -61,7 +61,7 @@ pub async fn run(options: OrphansOptions) -> Result<(), OrphansError> {
         ClientOptions::default(),
     )?);
     // The cloud first: an object created after this listing cannot look orphaned.
-    let listing = list(ports.as_ref()).await?;
+    let listing = list(ports.as_ref(), &cluster).await?;
     let live = live_uids(&client).await?;
     let orphans = classify(&listing, &cluster, &live);
     if options.json {

@@ -9,13 +9,14 @@ pub mod command;
 use crate::cloud::CloudError;
 use crate::cloud::model::loadbalancing::LbFilter;
 use crate::cloud::model::network::FloatingIpFilter;
-use crate::cloud::owner::MANAGED_TAG;
+use crate::cloud::owner::{ClusterId, MANAGED_TAG};
 use crate::controller::CloudPorts;
 
 pub use crate::cloud::orphans::{Listing, Orphan, ResourceKind, classify};
 
-/// Four calls: managed servers, server groups, managed load balancers, floating IPs.
-pub async fn list(ports: &dyn CloudPorts) -> Result<Listing, CloudError> {
+/// Five calls: managed servers, server groups, managed load balancers, floating IPs,
+/// and `cluster`'s data volumes.
+pub async fn list(ports: &dyn CloudPorts, cluster: &ClusterId) -> Result<Listing, CloudError> {
     let compute = ports.compute();
     Ok(Listing {
         servers: compute.list_managed_servers().await?,
@@ -30,6 +31,10 @@ pub async fn list(ports: &dyn CloudPorts) -> Result<Listing, CloudError> {
         floating_ips: ports
             .network(None)
             .list_floating_ips(&FloatingIpFilter::default())
+            .await?,
+        volumes: ports
+            .block_storage()
+            .list_volumes(&cluster.volume_filter())
             .await?,
     })
 }
@@ -54,6 +59,7 @@ pub async fn delete(
                     .await
             }
             ResourceKind::Server => ports.compute().delete_server(&id.into()).await,
+            ResourceKind::Volume => ports.block_storage().delete_volume(&id.into()).await,
             ResourceKind::ServerGroup => ports.compute().delete_server_group(&id.into()).await,
         };
         results.push((orphan, crate::cloud::ignore_not_found(done)));

@@ -160,7 +160,7 @@ async fn skip_pauses_cloud_writes_keeps_status_fresh_and_leaves_the_server_on_de
     assert!(env.event_reasons().await.contains(&"Abandoned".to_owned()));
 
     // The orphan inventory finds it; the running operator's gauge counts it.
-    let listing = verda_operator::orphans::list(env.cloud().as_ref())
+    let listing = verda_operator::orphans::list(env.cloud().as_ref(), &env.ctx.cluster)
         .await
         .expect("listed");
     let orphans = verda_operator::orphans::classify(&listing, &env.ctx.cluster, &HashSet::new());
@@ -225,7 +225,7 @@ async fn detach_on_delete_leaves_the_server_running_without_the_operators_record
     );
     assert!(env.event_reasons().await.contains(&"Detached".to_owned()));
     // Nothing names this cluster any more: not an orphan either.
-    let listing = verda_operator::orphans::list(env.cloud().as_ref())
+    let listing = verda_operator::orphans::list(env.cloud().as_ref(), &env.ctx.cluster)
         .await
         .expect("listed");
     assert!(

@@ -31,6 +31,7 @@ mod e2e_upgrade;
 mod e2e_virtual_machine;
 mod e2e_virtual_machine_group;
 mod e2e_virtual_machine_lifecycle;
+mod e2e_volumes;
 mod gitops_health;
 mod http_endpoints;
 mod leader_election;

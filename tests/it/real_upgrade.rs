@@ -26,6 +26,9 @@ use support::real::{
 
 const LIMIT: Duration = Duration::from_secs(300);
 const CONFIG: &str = "resyncPeriod: 20s\n";
+/// The second team's cloud: its application credential, which stays valid when the
+/// shared-clusters test (run before) changes the team's password.
+const TEAM_B: &str = "team-b-appcred";
 const CRDS: [&str; 3] = [
     "virtualmachines.verda.linecorp.com",
     "virtualmachinegroups.verda.linecorp.com",
@@ -129,7 +132,7 @@ fn cloud_ids(real: &Real) -> BTreeMap<String, Vec<String>> {
     }
     all.insert(
         "team-b servers".into(),
-        ids(&tenant, "team-b", &["server", "list"]),
+        ids(&tenant, TEAM_B, &["server", "list"]),
     );
     all
 }
@@ -161,7 +164,7 @@ fn records_complete(real: &Real) -> Result<(), String> {
         tagged(&real.clouds, "osh-demo", "loadbalancer", id)?;
     }
     for id in &ids["team-b servers"] {
-        tagged(&tenant_clouds(), "team-b", "server", id)?;
+        tagged(&tenant_clouds(), TEAM_B, "server", id)?;
     }
     Ok(())
 }
@@ -215,7 +218,7 @@ async fn the_next_release_takes_over_in_place_without_replacing_anything() {
     put_secret(
         &real,
         &team_b.name,
-        &single_cloud(&tenant_clouds(), "team-b"),
+        &single_cloud(&tenant_clouds(), TEAM_B),
     );
     real.kubectl(&[
         "-n",

@@ -34,6 +34,9 @@ pub struct Image {
     pub name: String,
     #[serde(default)]
     pub status: String,
+    /// GiB a disk or boot volume made from it needs at least.
+    #[serde(default)]
+    pub min_disk: Option<u64>,
 }
 
 /// Nova user data (cloud-init). May come from a Secret: `Debug` hides it.

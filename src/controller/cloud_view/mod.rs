@@ -18,6 +18,7 @@ mod load_balancers;
 mod members;
 mod orphans;
 mod servers;
+mod volumes;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
@@ -32,6 +33,7 @@ use verda_api::v1alpha1::{LoadBalancer, VirtualMachine, VirtualMachineGroup};
 pub use load_balancers::{Cached, LoadBalancerView, OctaviaTree, QUIET};
 pub use members::{MemberMemory, MemberSet};
 pub use servers::ServerView;
+pub use volumes::{VolumeOwner, VolumeView};
 
 use super::tenancy::Tenant;
 use super::{CloudPorts, Context};
@@ -55,6 +57,8 @@ pub struct CloudView {
 #[derive(Default)]
 pub struct ProjectView {
     pub servers: ServerView,
+    /// Data volumes; refreshed only once some object of the project has one.
+    pub volumes: VolumeView,
     pub load_balancers: LoadBalancerView,
     /// Each LoadBalancer's pool members when it last converged (drift reports).
     pub lb_members: MemberMemory,
@@ -191,6 +195,9 @@ impl Project<'_> {
         if !self.view.servers.is_empty() {
             self.refresh_servers(wakers).await;
         }
+        if !self.view.volumes.is_empty() {
+            self.refresh_volumes(wakers).await;
+        }
         for (region, with_fips) in self.view.load_balancers.regions() {
             self.refresh_load_balancers(wakers, region.as_deref(), with_fips)
                 .await;
@@ -211,6 +218,28 @@ impl Project<'_> {
             }
             Err(error) => {
                 tracing::warn!(project = self.id, %error, "could not refresh the view of servers; reconciles read Nova until the next refresh")
+            }
+        }
+    }
+
+    /// This cluster's data volumes: one paginated list filtered on the cluster key.
+    async fn refresh_volumes(&self, wakers: &Wakers) {
+        let asked = Instant::now();
+        let filter = self.ctx.cluster.volume_filter();
+        match self.ports.block_storage().list_volumes(&filter).await {
+            Ok(listed) => {
+                let orphans = orphans::count_volumes(self.ctx, &listed);
+                self.ctx
+                    .metrics
+                    .set_orphans(self.id, ResourceKind::Volume.as_str(), orphans);
+                for owner in self.view.volumes.replace(listed, asked) {
+                    let (namespace, name) = owner.virtual_machine();
+                    let vm = ObjectRef::new(&name).within(&namespace);
+                    let _ = wakers.virtual_machines.send(vm);
+                }
+            }
+            Err(error) => {
+                tracing::warn!(project = self.id, %error, "could not refresh the view of volumes; reconciles read Cinder until the next refresh")
             }
         }
     }

@@ -9,6 +9,7 @@ use kube::runtime::reflector::Store;
 
 use crate::cloud::model::compute::Server;
 use crate::cloud::model::loadbalancing::LoadBalancer;
+use crate::cloud::model::volume::Volume;
 use crate::cloud::orphans;
 use crate::cloud::owner::Owner;
 use crate::controller::Context;
@@ -29,6 +30,19 @@ pub fn count_load_balancers(ctx: &Context, listed: &[LoadBalancer]) -> usize {
         Some(ns) => l.name.starts_with(&format!("verda-{ns}-")),
     });
     orphans::load_balancers(scoped, &ctx.cluster, &live).len()
+}
+
+/// This cluster's data volumes whose owner — a VirtualMachine, or a group for its
+/// replicas' volumes — is in no watch cache.
+pub fn count_volumes(ctx: &Context, listed: &[Volume]) -> usize {
+    let caches = ctx.caches.current();
+    let mut live = uids(&caches.virtual_machines.store);
+    live.extend(uids(&caches.groups.store));
+    let scoped = listed.iter().filter(|v| match &ctx.watch_namespace {
+        None => true,
+        Some(ns) => Owner::from_metadata(&v.metadata).is_some_and(|o| &o.namespace == ns),
+    });
+    orphans::volumes(scoped, &ctx.cluster, &live).len()
 }
 
 /// The UIDs of the objects a watch cache holds.

@@ -91,6 +91,18 @@ pub async fn run(
             set_metadata(compute, vm, observed, id, metadata, mode, &key).await?
         }
         Step::RecordOwner(id, tags) => record_owner(compute, id, &tags, &key).await?,
+        Step::Volume(step) => {
+            let cinder = tenant.ports.block_storage();
+            let target = super::volumes::apply::Target {
+                cinder: cinder.as_ref(),
+                compute,
+                server: kept,
+                key: &key,
+                poll,
+                slow: ctx.timing.terminal_retry,
+            };
+            super::volumes::apply::run(&target, step).await?
+        }
         Step::Converged => converged(kept, ctx.timing.resync),
     };
     Ok(outcome)

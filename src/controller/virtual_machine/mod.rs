@@ -12,6 +12,7 @@ pub mod references;
 mod removal;
 pub mod resolve;
 pub mod status;
+pub mod volumes;
 
 use std::sync::Arc;
 
@@ -34,7 +35,7 @@ use super::tenancy::Tenant;
 use super::watch_cache::Feeds;
 use super::{Context, ReconcileError};
 use crate::cloud::ids::ServerId;
-use crate::cloud::{Compute, Network};
+use crate::cloud::{BlockStorage, Compute, Network};
 
 managed_kind!(
     VirtualMachine,
@@ -62,6 +63,7 @@ pub fn run(
 pub struct Ports {
     compute: Arc<dyn Compute>,
     network: Arc<dyn Network>,
+    cinder: Arc<dyn BlockStorage>,
     view: Arc<ProjectView>,
 }
 
@@ -76,6 +78,7 @@ impl Reconciler for VirtualMachine {
         Ports {
             compute: tenant.ports.compute(),
             network: tenant.ports.network(None),
+            cinder: tenant.ports.block_storage(),
             view: ctx.view.of(tenant),
         }
     }
@@ -110,21 +113,42 @@ impl Reconciler for VirtualMachine {
             owner,
             creates: scope.policy.writes(),
         };
-        resolve::observe(&sources, use_view).await
+        let mut observed = resolve::observe(&sources, use_view).await?;
+        if volumes::wanted(obj) {
+            let owner = volumes::owner_of(ctx, obj, owner);
+            let server = plan::keeper(obj, &observed.servers);
+            let cinder = ports.cinder.as_ref();
+            let view = &ports.view.volumes;
+            let look = volumes::observe(ctx, cinder, view, obj, owner, server, use_view).await?;
+            observed.volumes = Some(look);
+        }
+        Ok(observed)
     }
 
+    /// A create (of the server, or of a volume) is decided on the cloud itself.
     fn needs_fresh_look(observed: &resolve::Observed, step: &plan::Step) -> bool {
-        observed.from_view && *step == plan::Step::Create
+        let volumes_from_view = observed.volumes.as_ref().is_some_and(|v| v.from_view);
+        match step {
+            plan::Step::Create => observed.from_view,
+            plan::Step::Volume(volumes::plan::VolumeStep::Create { .. }) => volumes_from_view,
+            _ => false,
+        }
     }
 
     fn plan(scope: &Scope<Self>, observed: &resolve::Observed) -> plan::Step {
-        plan::plan(
+        let step = plan::plan(
             &scope.obj,
             &scope.owner,
             &observed.servers,
             &observed.flavor,
             scope.ctx.timing.error_replace,
             scope.now,
+        );
+        plan::with_volumes(
+            step,
+            &scope.obj,
+            &observed.servers,
+            observed.volumes.as_ref(),
         )
     }
 
@@ -152,9 +176,12 @@ impl Reconciler for VirtualMachine {
                 Ok(apply::paused(obj, observed, &step, ctx.timing.resync))
             }
             _ => {
-                // A create changes nothing a listing could bring back; any other write does.
-                if step.writes() && step != plan::Step::Create {
-                    ports.view.servers.forget(owner);
+                match (&step, &observed.volumes) {
+                    (plan::Step::Volume(_), Some(look)) => ports.view.volumes.forget(&look.owner),
+                    // A create changes nothing a listing could bring back; any other write does.
+                    (plan::Step::Create, _) => {}
+                    _ if step.writes() => ports.view.servers.forget(owner),
+                    _ => {}
                 }
                 apply::run(ctx, tenant, obj, owner, observed, step).await
             }
@@ -169,6 +196,10 @@ impl Reconciler for VirtualMachine {
         let mut status = status::next_status(&scope.obj, &observed.servers, outcome, scope.now);
         if let Some(resolved) = &observed.resolved {
             status.resolved = Some(resolved.clone());
+        }
+        if let Some(look) = &observed.volumes {
+            let server = outcome.server_id.as_ref();
+            volumes::status::fill(&mut status, &scope.obj, look, server);
         }
         status
     }

@@ -9,6 +9,8 @@ use std::time::Duration;
 use k8s_openapi::jiff::Timestamp;
 use verda_api::v1alpha1::VirtualMachine;
 
+use super::volumes::Look;
+use super::volumes::plan::{VolumeStep, before_server, with_server};
 use crate::cloud::ids::{FlavorId, ServerId, joined};
 use crate::cloud::model::compute::{Server, ServerStatus};
 use crate::cloud::owner::Owner;
@@ -47,6 +49,8 @@ pub enum Step {
     /// The server lacks some of the tags that record its owner (made by an earlier
     /// version, or tagged by hand): its whole tag set becomes these.
     RecordOwner(ServerId, Vec<String>),
+    /// Something about the data volumes (`volumes::plan`).
+    Volume(VolumeStep),
     /// ACTIVE and matching the spec.
     Converged,
 }
@@ -65,16 +69,20 @@ impl Step {
                 format!("restore the metadata of server {id}")
             }
             Step::RecordOwner(id, _) => format!("tag server {id} with its owner"),
+            Step::Volume(step) => step.describe(),
             Step::ReportError { .. } | Step::Wait | Step::Converged => "change anything".to_owned(),
         }
     }
 
     /// Whether carrying the step out writes to the cloud.
     pub fn writes(&self) -> bool {
-        !matches!(
-            self,
-            Step::ReportError { .. } | Step::Wait | Step::Converged
-        )
+        match self {
+            Step::Volume(step) => step.writes(),
+            _ => !matches!(
+                self,
+                Step::ReportError { .. } | Step::Wait | Step::Converged
+            ),
+        }
     }
 }
 
@@ -150,6 +158,25 @@ pub fn plan(
         return Step::RecordOwner(server.id.clone(), tags);
     }
     Step::Converged
+}
+
+/// `step`, or what the data volumes need first: before the server is created (or
+/// while it builds) the volumes it will get, once it is converged their attachment.
+pub fn with_volumes(
+    step: Step,
+    vm: &VirtualMachine,
+    servers: &[Server],
+    look: Option<&Look>,
+) -> Step {
+    let Some(look) = look else {
+        return step;
+    };
+    let volume_step = match (&step, keeper(vm, servers)) {
+        (Step::Create | Step::Wait, _) => before_server(vm, look),
+        (Step::Converged, Some(server)) => with_server(vm, look, server),
+        _ => None,
+    };
+    volume_step.map_or(step, Step::Volume)
 }
 
 /// The keys whose values differ between two metadata maps, for an event.

@@ -9,13 +9,16 @@ use kube::runtime::events::EventType;
 use verda_api::v1alpha1::VirtualMachine;
 use verda_api::v1alpha1::annotations::RECONCILE_POLICY;
 
+use super::volumes::removal::Left;
 use crate::cloud::model::compute::Server;
+use crate::cloud::owner::Owner;
 use crate::cloud::owner::{META_PREFIX, without_ownership};
 use crate::cloud::{Compute, MetadataMode};
 use crate::controller::events::publish;
 use crate::controller::lifecycle::Removal;
 use crate::controller::object::{Managed, object_key, object_labels};
 use crate::controller::reconciler::Cleanup;
+use crate::controller::tenancy::Tenant;
 use crate::controller::{Context, ReconcileError};
 
 /// Deletes every server of the owner (or, detaching, takes the owner's records off
@@ -51,12 +54,21 @@ pub async fn cleanup(
         .await
         .map_err(ReconcileError::cloud("list servers", &key))?;
     if servers.is_empty() {
+        let volumes = match volumes_left(&ctx, &vm, &tenant, &owner, detach).await? {
+            Left::Wait => return Ok(Cleanup::Wait(ctx.timing.poll)),
+            Left::Done(note) => note,
+        };
         let note = match (detach, vm.status.as_ref().and_then(|s| s.server_id.clone())) {
             (true, Some(id)) => format!(
                 "server {id} keeps running without the operator's records ({RECONCILE_POLICY} detach-on-delete)"
             ),
             (true, None) => "no server to detach".to_owned(),
             (false, _) => "server deleted".to_owned(),
+        };
+        let note = if volumes.is_empty() {
+            note
+        } else {
+            format!("{note}; {volumes}")
         };
         finished(&ctx, &vm, if detach { "Detached" } else { "Deleted" }, note).await;
         return Ok(Cleanup::Done);
@@ -77,6 +89,23 @@ pub async fn cleanup(
             .map_err(ReconcileError::cloud("delete server", &key))?;
     }
     Ok(Cleanup::Wait(ctx.timing.poll))
+}
+
+/// With the server gone: the data volumes, as the object's retention says.
+async fn volumes_left(
+    ctx: &Context,
+    vm: &VirtualMachine,
+    tenant: &Tenant,
+    owner: &Owner,
+    detach: bool,
+) -> Result<Left, ReconcileError> {
+    if !super::volumes::wanted(vm) {
+        return Ok(Left::Done(String::new()));
+    }
+    let volume_owner = super::volumes::owner_of(ctx, vm, owner);
+    let cinder = tenant.ports.block_storage();
+    let key = object_key(vm);
+    super::volumes::removal::volumes(cinder.as_ref(), vm, &volume_owner, detach, &key).await
 }
 
 /// Takes the operator's metadata, then its tags (how it is found), off a server.

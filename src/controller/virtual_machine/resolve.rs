@@ -32,6 +32,8 @@ pub struct Observed {
     /// The finished create request, when the object has no server, imports none and
     /// is not paused.
     pub create: Option<CreateServer>,
+    /// The data volumes and the boot volume, when the object has any.
+    pub volumes: Option<super::volumes::Look>,
 }
 
 /// Where a VirtualMachine looks: Nova, Neutron (networks, only to create) and the
@@ -64,6 +66,7 @@ pub async fn observe(from: &Sources<'_>, use_view: bool) -> Result<Observed, Rec
         from_view,
         resolved: None,
         create: None,
+        volumes: None,
         servers,
     };
     match keeper(vm, &observed.servers).map(|s| s.flavor.clone()) {
@@ -84,6 +87,7 @@ pub async fn observe(from: &Sources<'_>, use_view: bool) -> Result<Observed, Rec
         None if vm.spec.import.is_some() || !from.creates => {}
         None => {
             let refs = references::all(from.ctx, compute, from.network, vm, &key).await?;
+            boot_volume_fits(compute, vm, &refs, &key).await?;
             let user_data = user_data(from.ctx, vm).await?;
             observed.create = Some(create_request(vm, owner, &refs, user_data));
             observed.resolved = (Some(&refs) != references::written(vm)).then_some(refs);
@@ -118,6 +122,35 @@ async fn servers(
         view.record(owner, &servers);
     }
     Ok((servers, false))
+}
+
+/// A boot volume must hold the image: at least its `min_disk` (Nova refuses less).
+/// The image lookup is remembered, so this costs no call of its own.
+async fn boot_volume_fits(
+    compute: &dyn Compute,
+    vm: &VirtualMachine,
+    refs: &ResolvedReferences,
+    key: &str,
+) -> Result<(), ReconcileError> {
+    let (Some(boot), Some(image)) = (&vm.spec.boot_volume, &refs.image) else {
+        return Ok(());
+    };
+    let found = compute
+        .find_image(&image.id)
+        .await
+        .map_err(ReconcileError::cloud("read the image", key))?;
+    let min = found.min_disk.unwrap_or(0);
+    if u64::try_from(boot.size).unwrap_or(0) >= min {
+        return Ok(());
+    }
+    Err(ReconcileError::Invalid {
+        object: key.to_owned(),
+        problem: Problem::BootVolumeTooSmall,
+        message: format!(
+            "spec.bootVolume.size is {} GiB, but image {} needs at least {min} GiB (its min_disk): make the boot volume larger",
+            boot.size, vm.spec.image
+        ),
+    })
 }
 
 /// The `create_server` request, from resolved references.

@@ -9,7 +9,8 @@ use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Resource, ResourceExt};
 use serde_json::json;
 use verda_api::v1alpha1::{
-    VirtualMachine, VirtualMachineGroup, VirtualMachineSpec, annotations, finalizers, labels,
+    Retention, VirtualMachine, VirtualMachineGroup, VirtualMachineSpec, annotations, finalizers,
+    labels,
 };
 
 use super::plan::Plan;
@@ -155,6 +156,7 @@ pub async fn run(
     plan: &Plan,
     hash: &str,
     server_group: Option<&ServerGroupId>,
+    vms: &[VirtualMachine],
 ) -> Result<usize, ReconcileError> {
     let ns = group.namespace().unwrap_or_default();
     let key = format!("{ns}/{}", group.name_any());
@@ -178,6 +180,10 @@ pub async fn run(
         .map_err(ReconcileError::kube("mark a VirtualMachine draining", &key))?;
     }
     for name in &plan.delete {
+        if let Some(vm) = vms.iter().find(|vm| &vm.name_any() == name) {
+            let fate = super::plan::volume_fate(group, name);
+            set_volume_retention(&api, vm, fate, &key).await?;
+        }
         ignore_missing(
             api.delete(name, &DeleteParams::background())
                 .await
@@ -186,6 +192,34 @@ pub async fn run(
         .map_err(ReconcileError::kube("delete a VirtualMachine", &key))?;
     }
     Ok(plan.create.len() + plan.drain.len() + plan.delete.len())
+}
+
+/// Before a VirtualMachine of the group is deleted: what becomes of its data volumes
+/// goes into its spec, where its own controller reads it.
+pub async fn set_volume_retention(
+    api: &Api<VirtualMachine>,
+    vm: &VirtualMachine,
+    fate: Retention,
+    key: &str,
+) -> Result<(), ReconcileError> {
+    let now = vm.spec.volume_retention.unwrap_or_default().when_deleted;
+    if now == fate || vm.spec.volumes.as_ref().is_none_or(Vec::is_empty) {
+        return Ok(());
+    }
+    let patch = json!({"spec": {"volumeRetention": {"whenDeleted": fate}}});
+    ignore_missing(
+        api.patch(
+            &vm.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await
+        .map(drop),
+    )
+    .map_err(ReconcileError::kube(
+        "set what becomes of a VirtualMachine's volumes",
+        key,
+    ))
 }
 
 /// A VirtualMachine that is already gone needs nothing more.

@@ -24,9 +24,11 @@ use kube::runtime::events::{Event, EventType};
 use kube::runtime::reflector::ObjectRef;
 use verda_api::conditions::{READY, is_true};
 use verda_api::v1alpha1::{
-    UpdateStrategy, VirtualMachine, VirtualMachineGroup, VirtualMachineGroupStatus, finalizers,
+    UpdateStrategy, VirtualMachine, VirtualMachineGroup, VirtualMachineGroupStatus,
+    VolumeRetention, finalizers,
 };
 
+use super::cloud_view::{ProjectView, VolumeOwner};
 use super::driver::{error_policy, reconcile};
 use super::events::event;
 use super::lifecycle::Removal;
@@ -34,6 +36,7 @@ use super::object::{Managed, managed_kind, object_key, object_labels};
 use super::problem::Problem;
 use super::reconciler::{Cleanup, Reconciler, Scope};
 use super::tenancy::Tenant;
+use super::virtual_machine::volumes::removal as volume_removal;
 use super::watch_cache::Feeds;
 use super::{Context, ReconcileError};
 use crate::cloud::Compute;
@@ -69,9 +72,11 @@ pub fn run(
         .for_each(|_| futures::future::ready(()))
 }
 
-/// The cloud a group talks to: Nova, for its server group.
+/// The cloud a group talks to: Nova, for its server group; the project's view, for
+/// its retained volumes.
 pub struct Ports {
     compute: Arc<dyn Compute>,
+    view: Arc<ProjectView>,
 }
 
 /// The group's server group, its VirtualMachines and the LoadBalancers drawing on it.
@@ -81,6 +86,8 @@ pub struct Observed {
     members: Vec<plan::Member>,
     draws_load_balancers: bool,
     template_hash: String,
+    /// Volumes kept for indices that have no VirtualMachine (from the cloud view).
+    retained_volumes: usize,
 }
 
 /// What a round did.
@@ -98,9 +105,10 @@ impl Reconciler for VirtualMachineGroup {
     type Outcome = Outcome;
     type Status = VirtualMachineGroupStatus;
 
-    fn ports(_: &Context, tenant: &Tenant, _: &Self) -> Ports {
+    fn ports(ctx: &Context, tenant: &Tenant, _: &Self) -> Ports {
         Ports {
             compute: tenant.ports.compute(),
+            view: ctx.view.of(tenant),
         }
     }
 
@@ -124,8 +132,11 @@ impl Reconciler for VirtualMachineGroup {
         let caches = ctx.caches.current();
         let vms = resolve::owned_vms(&caches, group).await;
         let lbs = resolve::referencing_lbs(&caches, group).await;
+        let live = vms.iter().filter_map(|vm| index_of(group, vm)).collect();
+        let retained_volumes = ports.view.volumes.retained(&owner.uid, &live);
         Ok(Observed {
             server_group,
+            retained_volumes,
             members: resolve::members(group, &vms, &lbs),
             vms,
             draws_load_balancers: !lbs.is_empty(),
@@ -150,7 +161,10 @@ impl Reconciler for VirtualMachineGroup {
             scale: plan::plan(
                 group.spec.replicas.max(0) as u32,
                 &observed.template_hash,
-                group.spec.update_strategy == UpdateStrategy::RollingUpdate,
+                plan::Shape {
+                    rolling: group.spec.update_strategy == UpdateStrategy::RollingUpdate,
+                    stateful: stateful(group),
+                },
                 &observed.members,
                 observed.draws_load_balancers,
                 scope.ctx.timing.drain_timeout,
@@ -185,9 +199,12 @@ impl Reconciler for VirtualMachineGroup {
                 outcome.server_group = Some(created.await?);
             }
             let sg = outcome.server_group.as_ref();
-            outcome.writes =
-                apply::run(&ctx.client, group, &step.scale, &observed.template_hash, sg).await?;
-            outcome.events = step.scale.events(&group.name_any());
+            let (scale, hash, vms) = (&step.scale, &observed.template_hash, &observed.vms);
+            outcome.writes = apply::run(&ctx.client, group, scale, hash, sg, vms).await?;
+            outcome.events = scale.events(&group.name_any());
+            outcome
+                .events
+                .extend(plan::volume_events(group, scale, vms));
         }
         outcome.writes += apply::align_credentials(&ctx.client, group, &observed.vms).await?
             + apply::align_policy(&ctx.client, group, &observed.vms).await?;
@@ -199,14 +216,16 @@ impl Reconciler for VirtualMachineGroup {
         observed: &Observed,
         outcome: &Outcome,
     ) -> VirtualMachineGroupStatus {
-        status::next_status(
+        let mut status = status::next_status(
             &scope.obj,
             &observed.vms,
             &observed.members,
             &observed.template_hash,
             outcome.server_group.as_ref(),
             scope.now,
-        )
+        );
+        status.retained_volumes = i32::try_from(observed.retained_volumes).unwrap_or(i32::MAX);
+        status
     }
 
     fn events(_: &Scope<Self>, outcome: &Outcome, _: &VirtualMachineGroupStatus) -> Vec<Event> {
@@ -251,6 +270,56 @@ impl Reconciler for VirtualMachineGroup {
     }
 }
 
+/// The index of the group's VirtualMachine `<group>-<index>`.
+fn index_of(group: &VirtualMachineGroup, vm: &VirtualMachine) -> Option<u32> {
+    vm.name_any()
+        .strip_prefix(&format!("{}-", group.name_any()))?
+        .parse()
+        .ok()
+}
+
+/// Whether the replicas have data volumes (kept per index).
+pub fn stateful(group: &VirtualMachineGroup) -> bool {
+    group
+        .spec
+        .template
+        .volumes
+        .as_ref()
+        .is_some_and(|v| !v.is_empty())
+}
+
+/// With every VirtualMachine gone: the volumes kept for indices that had none (earlier
+/// scale-downs), deleted or detached as the group says; `Some` while deletes run.
+async fn retained_volumes(
+    group: &VirtualMachineGroup,
+    ctx: &Context,
+    removal: &Removal,
+) -> Result<Option<Cleanup>, ReconcileError> {
+    let (tenant, detach) = match removal {
+        Removal::Delete(t) => (t, false),
+        Removal::Detach(t) => (t, true),
+        Removal::Abandon => return Ok(None),
+    };
+    if !stateful(group) {
+        return Ok(None);
+    }
+    let owner = VolumeOwner {
+        owner: ctx.owner_of(group),
+        index: None,
+    };
+    let cinder = tenant.ports.block_storage();
+    let key = object_key(group);
+    // As the group's own would be deleted: a VirtualMachine carrying its retention.
+    let mut holder = VirtualMachine::new(&group.name_any(), group.spec.template.clone());
+    holder.spec.volume_retention = Some(VolumeRetention {
+        when_deleted: group.spec.volume_retention.unwrap_or_default().when_deleted,
+    });
+    match volume_removal::volumes(cinder.as_ref(), &holder, &owner, detach, &key).await? {
+        volume_removal::Left::Wait => Ok(Some(Cleanup::Wait(ctx.timing.poll))),
+        volume_removal::Left::Done(_) => Ok(None),
+    }
+}
+
 /// A template naming a server to import would have every replica take over that one
 /// server: refused, with what to do instead.
 fn refuse_template_import(group: &VirtualMachineGroup) -> Result<(), ReconcileError> {
@@ -284,10 +353,12 @@ async fn cleanup(
         }
         let api: Api<VirtualMachine> =
             Api::namespaced(ctx.client.clone(), &group.namespace().unwrap_or_default());
+        let fate = group.spec.volume_retention.unwrap_or_default().when_deleted;
         for vm in vms
             .iter()
             .filter(|vm| vm.metadata.deletion_timestamp.is_none())
         {
+            apply::set_volume_retention(&api, vm, fate, &key).await?;
             apply::ignore_missing(
                 api.delete(&vm.name_any(), &DeleteParams::background())
                     .await
@@ -296,6 +367,9 @@ async fn cleanup(
             .map_err(ReconcileError::kube("delete a VirtualMachine", &key))?;
         }
         return Ok(Cleanup::Wait(ctx.timing.poll));
+    }
+    if let Some(wait) = retained_volumes(&group, &ctx, &removal).await? {
+        return Ok(wait);
     }
     if let Removal::Delete(tenant) = removal {
         let owner = ctx.owner_of(&*group);

@@ -10,7 +10,9 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
 use verda_api::v1alpha1::HaPolicy;
+use verda_api::v1alpha1::{Retention, VirtualMachine, VirtualMachineGroup};
 
 use crate::cloud::ids::ServerGroupId;
 use crate::cloud::model::compute::ServerGroupPolicy;
@@ -95,12 +97,23 @@ impl Plan {
     }
 }
 
+/// How a group replaces and removes VirtualMachines.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Shape {
+    /// A template change replaces VirtualMachines (`RollingUpdate`).
+    pub rolling: bool,
+    /// The replicas have data volumes, which belong to their index: a template change
+    /// replaces each in place (no surge: the new VirtualMachine takes the same index
+    /// and volumes), and a scale-down removes the highest indices, as a StatefulSet's.
+    pub stateful: bool,
+}
+
 /// Decides the round. `serving_required` is whether any load balancer draws on the
 /// group (then a new VirtualMachine counts as up only when it is in the pools).
 pub fn plan(
     replicas: u32,
     template_hash: &str,
-    rolling: bool,
+    shape: Shape,
     members: &[Member],
     serving_required: bool,
     drain_timeout: Duration,
@@ -129,7 +142,8 @@ pub fn plan(
         .copied()
         .filter(|m| m.template_hash != template_hash)
         .collect();
-    let target = if rolling && !outdated.is_empty() {
+    let rolling = shape.rolling;
+    let target = if rolling && !outdated.is_empty() && !shape.stateful {
         replicas + 1
     } else {
         replicas
@@ -142,7 +156,16 @@ pub fn plan(
                 .iter()
                 .any(|m| m.template_hash == template_hash && !up(m));
         if count < replicas || !surge_blocked {
-            plan.create = free_indices(members, (target - count) as usize);
+            let n = (target - count) as usize;
+            plan.create = match shape.stateful {
+                // An index's volumes are its own: it comes back only once its last
+                // VirtualMachine is gone, and never past `replicas`.
+                true => free_indices(members, n)
+                    .into_iter()
+                    .filter(|i| *i < replicas)
+                    .collect(),
+                false => free_indices(members, n),
+            };
         }
     } else if count > target || (rolling && !outdated.is_empty() && count == target) {
         let surplus = (count - replicas) as usize;
@@ -151,19 +174,21 @@ pub fn plan(
             .filter(|m| m.template_hash == template_hash)
             .all(|m| up(m));
         if count > target || new_ones_up {
-            plan.drain = victims(&active, template_hash, surplus.max(1).min(count as usize));
+            let n = surplus.max(1).min(count as usize);
+            plan.drain = victims(&active, template_hash, n, shape.stateful && count > target);
         }
     }
     plan
 }
 
-/// Removal order: not ready first, then outdated, then the newest (highest index).
-fn victims(active: &[&Member], template_hash: &str, n: usize) -> Vec<String> {
+/// Removal order: not ready first, then outdated, then the newest (highest index);
+/// `by_index`: the highest indices only (a stateful scale-down).
+fn victims(active: &[&Member], template_hash: &str, n: usize, by_index: bool) -> Vec<String> {
     let mut order: Vec<&&Member> = active.iter().collect();
     order.sort_by_key(|m| {
         (
-            m.ready,
-            m.template_hash == template_hash,
+            !by_index && m.ready,
+            !by_index && m.template_hash == template_hash,
             std::cmp::Reverse(m.index),
         )
     });
@@ -174,6 +199,67 @@ fn victims(active: &[&Member], template_hash: &str, n: usize) -> Vec<String> {
 fn free_indices(members: &[Member], n: usize) -> Vec<u32> {
     let used: BTreeSet<u32> = members.iter().map(|m| m.index).collect();
     (0..).filter(|i| !used.contains(i)).take(n).collect()
+}
+
+/// What becomes of the data volumes of the group's VirtualMachine `name` when the
+/// group deletes it: kept for a replacement of the same index (below `replicas`), as
+/// `whenScaled` says for a scale-down (its index is past `replicas`).
+pub fn volume_fate(group: &VirtualMachineGroup, name: &str) -> Retention {
+    let index = name
+        .strip_prefix(&format!("{}-", group.name_any()))
+        .and_then(|i| i.parse::<i32>().ok());
+    match index {
+        Some(i) if i >= group.spec.replicas => {
+            group.spec.volume_retention.unwrap_or_default().when_scaled
+        }
+        _ => Retention::Retain,
+    }
+}
+
+/// The events telling what became of the volumes of the VirtualMachines this round
+/// deletes for a scale-down (a replacement keeps them, unremarkably).
+pub fn volume_events(
+    group: &VirtualMachineGroup,
+    round: &Plan,
+    vms: &[VirtualMachine],
+) -> Vec<(&'static str, String)> {
+    let scaled = group.spec.replicas;
+    round
+        .delete
+        .iter()
+        .filter_map(|name| vms.iter().find(|vm| &vm.name_any() == name))
+        .filter(|vm| vm.spec.volumes.as_ref().is_some_and(|v| !v.is_empty()))
+        .filter_map(|vm| {
+            let index = vm.name_any().rsplit('-').next()?.parse::<i32>().ok()?;
+            (index >= scaled).then_some((vm, index))
+        })
+        .map(|(vm, index)| {
+            let shown: Vec<String> = vm
+                .status
+                .iter()
+                .flat_map(|s| s.volumes.iter())
+                .map(|v| format!("{} ({})", v.name, v.id))
+                .collect();
+            match volume_fate(group, &vm.name_any()) {
+                Retention::Retain => (
+                    "VolumesRetained",
+                    format!(
+                        "{} removed by the scale-down; its volumes {} are kept for index {index} and attached again when it comes back (volumeRetention.whenScaled: Retain)",
+                        vm.name_any(),
+                        shown.join(", ")
+                    ),
+                ),
+                Retention::Delete => (
+                    "VolumesDeleted",
+                    format!(
+                        "{} removed by the scale-down; its volumes {} are deleted with it (volumeRetention.whenScaled: Delete)",
+                        vm.name_any(),
+                        shown.join(", ")
+                    ),
+                ),
+            }
+        })
+        .collect()
 }
 
 /// Stable hash of the template's JSON (FNV-1a), the `template-hash` label.

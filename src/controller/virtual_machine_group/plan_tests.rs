@@ -5,6 +5,18 @@ use k8s_openapi::jiff::Timestamp;
 use super::*;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
+const ROLLING: Shape = Shape {
+    rolling: true,
+    stateful: false,
+};
+const ON_DELETE: Shape = Shape {
+    rolling: false,
+    stateful: false,
+};
+const STATEFUL: Shape = Shape {
+    rolling: true,
+    stateful: true,
+};
 
 fn at(secs: i64) -> Timestamp {
     Timestamp::from_second(1_800_000_000 + secs).expect("valid")
@@ -28,7 +40,7 @@ pub(in crate::controller::virtual_machine_group) fn member(
 }
 
 fn run(replicas: u32, members: &[Member], lbs: bool) -> Plan {
-    plan(replicas, "new", true, members, lbs, TIMEOUT, at(0))
+    plan(replicas, "new", ROLLING, members, lbs, TIMEOUT, at(0))
 }
 
 #[test]
@@ -60,18 +72,18 @@ fn a_draining_member_is_deleted_only_once_no_pool_lists_it_or_the_drain_times_ou
         draining.clone(),
     ];
     assert!(
-        plan(2, "new", true, &members, true, TIMEOUT, at(1))
+        plan(2, "new", ROLLING, &members, true, TIMEOUT, at(1))
             .delete
             .is_empty()
     );
     assert_eq!(
-        plan(2, "new", true, &members, true, TIMEOUT, at(61)).delete,
+        plan(2, "new", ROLLING, &members, true, TIMEOUT, at(61)).delete,
         vec!["web-2".to_owned()]
     );
     draining.in_pools = false;
     let members = [member(0, "new", true), member(1, "new", true), draining];
     assert_eq!(
-        plan(2, "new", true, &members, true, TIMEOUT, at(1)).delete,
+        plan(2, "new", ROLLING, &members, true, TIMEOUT, at(1)).delete,
         vec!["web-2".to_owned()]
     );
 }
@@ -83,7 +95,7 @@ fn a_member_whose_deletion_was_asked_for_is_neither_deleted_nor_reported_again()
     deleting.in_pools = false;
     deleting.deleting = true;
     let members = [member(0, "new", true), member(1, "new", true), deleting];
-    let round = plan(2, "new", true, &members, true, TIMEOUT, at(5));
+    let round = plan(2, "new", ROLLING, &members, true, TIMEOUT, at(5));
     assert_eq!(round, Plan::default());
     assert!(round.events("web").is_empty());
 }
@@ -121,7 +133,7 @@ fn a_template_change_surges_one_then_drains_an_old_one_when_the_new_one_serves()
 fn on_delete_strategy_leaves_outdated_members_alone() {
     let old = [member(0, "old", true), member(1, "old", true)];
     assert_eq!(
-        plan(2, "new", false, &old, false, TIMEOUT, at(0)),
+        plan(2, "new", ON_DELETE, &old, false, TIMEOUT, at(0)),
         Plan::default()
     );
 }
@@ -154,4 +166,33 @@ fn a_round_is_told_as_events_naming_the_virtual_machines() {
         ]
     );
     assert!(Plan::default().events("web").is_empty());
+}
+
+#[test]
+fn a_stateful_group_replaces_in_place_and_scales_down_from_the_highest_index() {
+    // A template change: no surge; one outdated member drains, its index comes back.
+    let old = [member(0, "old", true), member(1, "old", true)];
+    let round = plan(2, "new", STATEFUL, &old, false, TIMEOUT, at(0));
+    assert!(round.create.is_empty(), "{round:?}");
+    assert_eq!(round.drain.len(), 1);
+    let gone = [member(1, "old", true)];
+    assert_eq!(
+        plan(2, "new", STATEFUL, &gone, false, TIMEOUT, at(0)).create,
+        vec![0]
+    );
+    // A scale-down removes the highest index, even when a lower one is not ready.
+    let three = [
+        member(0, "new", false),
+        member(1, "new", true),
+        member(2, "new", true),
+    ];
+    assert_eq!(
+        plan(2, "new", STATEFUL, &three, false, TIMEOUT, at(0)).drain,
+        vec!["web-2".to_owned()]
+    );
+    assert_eq!(
+        plan(2, "new", ROLLING, &three, false, TIMEOUT, at(0)).drain,
+        vec!["web-0".to_owned()],
+        "without volumes the broken one goes first"
+    );
 }
