@@ -149,7 +149,7 @@ async fn a_detached_volume_is_attached_again_and_a_deleted_one_comes_back_empty_
     env.sim.detach_volume_out_of_band(&data);
     env.sim.delete_volume_out_of_band(&logs);
     let api = env.api::<VirtualMachine>();
-    let healed = eventually("both volumes attached again", LIMIT, || async {
+    eventually("both volumes attached again", LIMIT, || async {
         let vm = api.get("drift").await.ok()?;
         let s = vm.status?;
         let ids: Vec<String> = s.volumes.iter().map(|v| v.id.clone()).collect();
@@ -157,7 +157,6 @@ async fn a_detached_volume_is_attached_again_and_a_deleted_one_comes_back_empty_
             .then_some(())
     })
     .await;
-    let _ = healed;
     let reasons = env.event_reasons().await;
     assert!(reasons.iter().any(|r| r == "DriftCorrected"), "{reasons:?}");
     assert!(

@@ -215,11 +215,7 @@ async fn the_next_release_takes_over_in_place_without_replacing_anything() {
             "apiVersion: verda.linecorp.com/v1alpha1\nkind: VirtualMachine\nmetadata: {{name: legacy}}\nspec: {{image: cirros, flavor: m1.tiny, import: {{id: {legacy}}}}}\n---\napiVersion: verda.linecorp.com/v1alpha1\nkind: VirtualMachine\nmetadata: {{name: paused}}\nspec: {{image: cirros, flavor: m1.tiny}}\n"
         ),
     );
-    put_secret(
-        &real,
-        &team_b.name,
-        &single_cloud(&tenant_clouds(), TEAM_B),
-    );
+    put_secret(&real, &team_b.name, &single_cloud(&tenant_clouds(), TEAM_B));
     real.kubectl(&[
         "-n",
         &team_b.name,

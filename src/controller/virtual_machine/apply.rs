@@ -20,25 +20,7 @@ use crate::controller::object::object_key;
 use crate::controller::tenancy::Tenant;
 use crate::controller::{Context, ReconcileError};
 
-/// What a step did.
-pub struct Outcome {
-    /// The server status should describe (a fresh create has only an ID).
-    pub server_id: Option<ServerId>,
-    pub ready: (Status, &'static str, String),
-    pub event: Option<(EventType, &'static str, String)>,
-    pub requeue: Duration,
-}
-
-pub use crate::controller::progress::PROVISIONING;
-
-fn provisioning(id: Option<ServerId>, message: String, requeue: Duration) -> Outcome {
-    Outcome {
-        server_id: id,
-        ready: (Status::False, PROVISIONING, message),
-        event: None,
-        requeue,
-    }
-}
+pub use super::outcome::{Outcome, PROVISIONING, provisioning};
 
 /// Carries out `step`.
 pub async fn run(
@@ -91,18 +73,7 @@ pub async fn run(
             set_metadata(compute, vm, observed, id, metadata, mode, &key).await?
         }
         Step::RecordOwner(id, tags) => record_owner(compute, id, &tags, &key).await?,
-        Step::Volume(step) => {
-            let cinder = tenant.ports.block_storage();
-            let target = super::volumes::apply::Target {
-                cinder: cinder.as_ref(),
-                compute,
-                server: kept,
-                key: &key,
-                poll,
-                slow: ctx.timing.terminal_retry,
-            };
-            super::volumes::apply::run(&target, step).await?
-        }
+        Step::Volume(step) => volume_step(ctx, tenant, kept, &key, step).await?,
         Step::Converged => converged(kept, ctx.timing.resync),
     };
     Ok(outcome)
@@ -141,6 +112,26 @@ async fn record_owner(
         "recording the owner on the server".into(),
         Duration::ZERO,
     ))
+}
+
+/// A data volume step, acting on the kept server.
+async fn volume_step(
+    ctx: &Context,
+    tenant: &Tenant,
+    server: Option<ServerId>,
+    key: &str,
+    step: super::volumes::plan::VolumeStep,
+) -> Result<Outcome, ReconcileError> {
+    let (cinder, compute) = (tenant.ports.block_storage(), tenant.ports.compute());
+    let target = super::volumes::apply::Target {
+        cinder: cinder.as_ref(),
+        compute: compute.as_ref(),
+        server,
+        key,
+        poll: ctx.timing.poll,
+        slow: ctx.timing.terminal_retry,
+    };
+    super::volumes::apply::run(&target, step).await
 }
 
 /// Creates the server; the event says whether it replaces one deleted behind the

@@ -7,6 +7,7 @@
 
 pub mod apply;
 pub mod import;
+pub mod outcome;
 pub mod plan;
 pub mod references;
 mod removal;

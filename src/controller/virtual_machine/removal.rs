@@ -54,24 +54,7 @@ pub async fn cleanup(
         .await
         .map_err(ReconcileError::cloud("list servers", &key))?;
     if servers.is_empty() {
-        let volumes = match volumes_left(&ctx, &vm, &tenant, &owner, detach).await? {
-            Left::Wait => return Ok(Cleanup::Wait(ctx.timing.poll)),
-            Left::Done(note) => note,
-        };
-        let note = match (detach, vm.status.as_ref().and_then(|s| s.server_id.clone())) {
-            (true, Some(id)) => format!(
-                "server {id} keeps running without the operator's records ({RECONCILE_POLICY} detach-on-delete)"
-            ),
-            (true, None) => "no server to detach".to_owned(),
-            (false, _) => "server deleted".to_owned(),
-        };
-        let note = if volumes.is_empty() {
-            note
-        } else {
-            format!("{note}; {volumes}")
-        };
-        finished(&ctx, &vm, if detach { "Detached" } else { "Deleted" }, note).await;
-        return Ok(Cleanup::Done);
+        return gone(&ctx, &vm, &tenant, &owner, detach).await;
     }
     ctx.view.of(&tenant).servers.forget(&owner);
     if detach {
@@ -89,6 +72,35 @@ pub async fn cleanup(
             .map_err(ReconcileError::cloud("delete server", &key))?;
     }
     Ok(Cleanup::Wait(ctx.timing.poll))
+}
+
+/// No server is left: the volumes go (or stay) as the retention says, then an event
+/// tells what became of everything.
+async fn gone(
+    ctx: &Context,
+    vm: &VirtualMachine,
+    tenant: &Tenant,
+    owner: &Owner,
+    detach: bool,
+) -> Result<Cleanup, ReconcileError> {
+    let volumes = match volumes_left(ctx, vm, tenant, owner, detach).await? {
+        Left::Wait => return Ok(Cleanup::Wait(ctx.timing.poll)),
+        Left::Done(note) => note,
+    };
+    let note = match (detach, vm.status.as_ref().and_then(|s| s.server_id.clone())) {
+        (true, Some(id)) => format!(
+            "server {id} keeps running without the operator's records ({RECONCILE_POLICY} detach-on-delete)"
+        ),
+        (true, None) => "no server to detach".to_owned(),
+        (false, _) => "server deleted".to_owned(),
+    };
+    let note = if volumes.is_empty() {
+        note
+    } else {
+        format!("{note}; {volumes}")
+    };
+    finished(ctx, vm, if detach { "Detached" } else { "Deleted" }, note).await;
+    Ok(Cleanup::Done)
 }
 
 /// With the server gone: the data volumes, as the object's retention says.

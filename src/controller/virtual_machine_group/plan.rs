@@ -119,19 +119,10 @@ pub fn plan(
     drain_timeout: Duration,
     now: Timestamp,
 ) -> Plan {
-    let mut plan = Plan::default();
-    // One deletion each: a VirtualMachine already being deleted is not deleted (or
-    // reported) again while its server goes.
-    for m in members
-        .iter()
-        .filter(|m| m.draining_since.is_some() && !m.deleting)
-    {
-        let since = m.draining_since.unwrap_or(now);
-        let timed_out = now.duration_since(since).as_secs_f64() >= drain_timeout.as_secs_f64();
-        if !m.in_pools || timed_out {
-            plan.delete.push(m.name.clone());
-        }
-    }
+    let mut plan = Plan {
+        delete: drained(members, drain_timeout, now),
+        ..Plan::default()
+    };
     let active: Vec<&Member> = members
         .iter()
         .filter(|m| m.draining_since.is_none())
@@ -156,16 +147,7 @@ pub fn plan(
                 .iter()
                 .any(|m| m.template_hash == template_hash && !up(m));
         if count < replicas || !surge_blocked {
-            let n = (target - count) as usize;
-            plan.create = match shape.stateful {
-                // An index's volumes are its own: it comes back only once its last
-                // VirtualMachine is gone, and never past `replicas`.
-                true => free_indices(members, n)
-                    .into_iter()
-                    .filter(|i| *i < replicas)
-                    .collect(),
-                false => free_indices(members, n),
-            };
+            plan.create = new_indices(members, (target - count) as usize, replicas, shape);
         }
     } else if count > target || (rolling && !outdated.is_empty() && count == target) {
         let surplus = (count - replicas) as usize;
@@ -181,6 +163,23 @@ pub fn plan(
     plan
 }
 
+/// The draining members to delete now: out of every pool, or drained for too long. One
+/// deletion each: a VirtualMachine already being deleted is not deleted (or reported)
+/// again while its server goes.
+fn drained(members: &[Member], drain_timeout: Duration, now: Timestamp) -> Vec<String> {
+    members
+        .iter()
+        .filter(|m| !m.deleting)
+        .filter(|m| {
+            m.draining_since.is_some_and(|since| {
+                let waited = now.duration_since(since).as_secs_f64();
+                !m.in_pools || waited >= drain_timeout.as_secs_f64()
+            })
+        })
+        .map(|m| m.name.clone())
+        .collect()
+}
+
 /// Removal order: not ready first, then outdated, then the newest (highest index);
 /// `by_index`: the highest indices only (a stateful scale-down).
 fn victims(active: &[&Member], template_hash: &str, n: usize, by_index: bool) -> Vec<String> {
@@ -193,6 +192,17 @@ fn victims(active: &[&Member], template_hash: &str, n: usize, by_index: bool) ->
         )
     });
     order.into_iter().take(n).map(|m| m.name.clone()).collect()
+}
+
+/// The indices of the VirtualMachines to create: the `n` lowest free ones; for a
+/// stateful group never past `replicas` (an index's volumes are its own: it comes
+/// back only once its last VirtualMachine is gone).
+fn new_indices(members: &[Member], n: usize, replicas: u32, shape: Shape) -> Vec<u32> {
+    let free = free_indices(members, n);
+    match shape.stateful {
+        true => free.into_iter().filter(|i| *i < replicas).collect(),
+        false => free,
+    }
 }
 
 /// The `n` lowest indices no member (draining ones included) uses.

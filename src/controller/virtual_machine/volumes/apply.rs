@@ -8,9 +8,10 @@ use verda_api::conditions::Status;
 
 use super::plan::VolumeStep;
 use crate::cloud::ids::{ServerId, VolumeId};
+use crate::cloud::model::volume::CreateVolume;
 use crate::cloud::{BlockStorage, Compute};
 use crate::controller::ReconcileError;
-use crate::controller::virtual_machine::apply::{Outcome, PROVISIONING};
+use crate::controller::virtual_machine::outcome::{Outcome, PROVISIONING};
 
 /// The Ready reason of a volume in an error state.
 pub const VOLUME_ERROR: &str = "VolumeError";
@@ -35,29 +36,7 @@ pub async fn run(t: &Target<'_>, step: VolumeStep) -> Result<Outcome, ReconcileE
     };
     Ok(match step {
         VolumeStep::Create { request, was } => {
-            let created = t
-                .cinder
-                .create_volume(&request)
-                .await
-                .map_err(ReconcileError::cloud("create volume", t.key))?;
-            let event = match was {
-                Some(old) => (
-                    EventType::Warning,
-                    "VolumeRecreated",
-                    format!(
-                        "volume {old} no longer exists (deleted outside Kubernetes?); created volume {} ({}), empty: the data of the old one is gone",
-                        created.id, request.name
-                    ),
-                ),
-                None => (
-                    EventType::Normal,
-                    "VolumeCreated",
-                    format!(
-                        "created volume {} ({}, {} GiB)",
-                        created.id, request.name, request.size
-                    ),
-                ),
-            };
+            let event = create(t, &request, was).await?;
             busy(format!("creating volume {}", request.name), Some(event))
         }
         VolumeStep::DeleteDuplicate { name, id } => {
@@ -93,6 +72,37 @@ pub async fn run(t: &Target<'_>, step: VolumeStep) -> Result<Outcome, ReconcileE
             event: Some((EventType::Warning, VOLUME_ERROR, message)),
             requeue: t.slow,
         },
+    })
+}
+
+/// Creates a volume; the event says whether it replaces one lost outside Kubernetes.
+async fn create(
+    t: &Target<'_>,
+    request: &CreateVolume,
+    was: Option<String>,
+) -> Result<(EventType, &'static str, String), ReconcileError> {
+    let created = t
+        .cinder
+        .create_volume(request)
+        .await
+        .map_err(ReconcileError::cloud("create volume", t.key))?;
+    Ok(match was {
+        Some(old) => (
+            EventType::Warning,
+            "VolumeRecreated",
+            format!(
+                "volume {old} no longer exists (deleted outside Kubernetes?); created volume {} ({}), empty: the data of the old one is gone",
+                created.id, request.name
+            ),
+        ),
+        None => (
+            EventType::Normal,
+            "VolumeCreated",
+            format!(
+                "created volume {} ({}, {} GiB)",
+                created.id, request.name, request.size
+            ),
+        ),
     })
 }
 

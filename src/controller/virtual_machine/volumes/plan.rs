@@ -121,12 +121,14 @@ pub fn before_server(vm: &VirtualMachine, look: &Look) -> Option<VolumeStep> {
 /// The next step with the server there, volume by volume in spec order: each one
 /// there, alone, large enough and attached (once the server is ACTIVE) before the next.
 pub fn with_server(vm: &VirtualMachine, look: &Look, server: &Server) -> Option<VolumeStep> {
-    vm.spec.volumes.iter().flatten().find_map(|spec| {
-        match present(vm, look, spec, Some(server)) {
+    vm.spec
+        .volumes
+        .iter()
+        .flatten()
+        .find_map(|spec| match present(vm, look, spec, Some(server)) {
             Err(step) => Some(step),
             Ok(v) => settle(spec, v, server, recorded(vm, &spec.name)),
-        }
-    })
+        })
 }
 
 /// The volume to keep for `spec`, or the step that must come first: create it, report
