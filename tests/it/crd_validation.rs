@@ -359,3 +359,76 @@ fn load_balancer_service_type_is_immutable() {
     assert_refused(&new, Some(&old), "spec.serviceType is immutable");
     assert_accepted(&old, Some(&old));
 }
+
+#[test]
+fn volumes_grow_never_shrink_keep_their_type_and_names_and_the_boot_volume_is_fixed() {
+    let base = json!({"image": "centos79", "flavor": "m1.small",
+        "bootVolume": {"size": 20},
+        "volumes": [{"name": "data", "size": 10, "type": "ssd"}, {"name": "logs", "size": 1}]});
+    let old = vm(base.clone());
+    let with = |patch: Value| {
+        let mut spec = base.clone();
+        merge(&mut spec, &patch);
+        vm(spec)
+    };
+    let grown = with(
+        json!({"volumes": [{"name": "data", "size": 12, "type": "ssd"}, {"name": "logs", "size": 1}]}),
+    );
+    assert_accepted(&grown, Some(&old));
+    let shrunk = with(
+        json!({"volumes": [{"name": "data", "size": 9, "type": "ssd"}, {"name": "logs", "size": 1}]}),
+    );
+    assert_refused(&shrunk, Some(&old), "can grow, never shrink");
+    let retyped = with(
+        json!({"volumes": [{"name": "data", "size": 10, "type": "hdd"}, {"name": "logs", "size": 1}]}),
+    );
+    assert_refused(&retyped, Some(&old), "volumes[].type is immutable");
+    let typed = with(
+        json!({"volumes": [{"name": "data", "size": 10, "type": "ssd"}, {"name": "logs", "size": 1, "type": "ssd"}]}),
+    );
+    assert_refused(&typed, Some(&old), "volumes[].type is immutable");
+    let reboot = with(json!({"bootVolume": {"size": 30}}));
+    assert_refused(&reboot, Some(&old), "spec.bootVolume is immutable");
+    assert_refused(
+        &with(json!({"volumes": [{"name": "Data_1", "size": 1}]})),
+        None,
+        "volumes/0/name",
+    );
+    assert_refused(
+        &with(json!({"volumes": [{"name": "data", "size": 0}]})),
+        None,
+        "volumes/0/size",
+    );
+    // A new volume added later, or one removed, is an ordinary edit.
+    let added = with(
+        json!({"volumes": [{"name": "data", "size": 10, "type": "ssd"}, {"name": "logs", "size": 1}, {"name": "wal", "size": 2}]}),
+    );
+    assert_accepted(&added, Some(&old));
+}
+
+#[test]
+fn a_groups_template_leaves_volume_retention_to_the_group() {
+    let template = json!({"image": "centos79", "flavor": "m1.small",
+        "volumes": [{"name": "data", "size": 10}]});
+    let ok = vmg(json!({"replicas": 3, "template": template,
+        "volumeRetention": {"whenScaled": "Delete", "whenDeleted": "Retain"}}));
+    assert_accepted(&ok, None);
+    let mut in_template = template.clone();
+    in_template["volumeRetention"] = json!({"whenDeleted": "Delete"});
+    let refused = vmg(json!({"replicas": 3, "template": in_template}));
+    assert_refused(&refused, None, "set volumeRetention on the group");
+    let unknown = vmg(
+        json!({"replicas": 3, "template": template, "volumeRetention": {"whenScaled": "Keep"}}),
+    );
+    assert_refused(&unknown, None, "whenScaled");
+    // A template change (the boot volume included) rolls out; nothing is immutable there.
+    let mut old_template = template.clone();
+    old_template["bootVolume"] = json!({"size": 20});
+    let mut new_template = template.clone();
+    new_template["bootVolume"] = json!({"size": 40});
+    let old = vmg(json!({"replicas": 3, "template": old_template}));
+    assert_accepted(
+        &vmg(json!({"replicas": 3, "template": new_template})),
+        Some(&old),
+    );
+}

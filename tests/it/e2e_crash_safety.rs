@@ -43,6 +43,22 @@ fn public_vip(manifest: String) -> String {
         .replace("zone: dev", "zone: dev\n  vipSubnet: private-subnet")
 }
 
+/// The published VirtualMachine with two data volumes, deleted with it.
+fn with_volumes(manifest: String) -> String {
+    format!(
+        "{}\n  volumes: [{{name: data, size: 1}}, {{name: logs, size: 1}}]\n  volumeRetention: {{whenDeleted: Delete}}\n",
+        manifest.trim_end()
+    )
+}
+
+/// The published group, each replica with a data volume, deleted with the group.
+fn group_with_volumes(manifest: String) -> String {
+    manifest.replace(
+        "  template:\n",
+        "  volumeRetention: {whenDeleted: Delete}\n  template:\n    volumes: [{name: data, size: 1}]\n",
+    )
+}
+
 #[tokio::test]
 async fn virtual_machine_survives_a_crash_after_every_create() {
     crash_after_every_create(Scenario {
@@ -59,6 +75,26 @@ async fn virtual_machine_group_survives_a_crash_after_every_create() {
         name: "group",
         samples: &["virtualmachinegroup.yaml"],
         edit: as_published,
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn virtual_machine_with_volumes_survives_a_crash_after_every_create_and_attach() {
+    crash_after_every_create(Scenario {
+        name: "vm-volumes",
+        samples: &["virtualmachine.yaml"],
+        edit: with_volumes,
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn group_with_volumes_survives_a_crash_after_every_create_and_attach() {
+    crash_after_every_create(Scenario {
+        name: "group-volumes",
+        samples: &["virtualmachinegroup.yaml"],
+        edit: group_with_volumes,
     })
     .await;
 }
@@ -133,7 +169,7 @@ async fn crash_after(scenario: &Scenario, k: usize) -> bool {
         counted(env.sim.server_groups().len(), "server group"),
         counted(env.sim.load_balancers().len(), "load balancer"),
         counted(env.sim.floating_ips().len(), "floating IP"),
-    );
+    ) + &format!(", {}", counted(env.sim.volumes().len(), "volume"));
     delete_all(&env, scenario).await;
     match tripped {
         Some(op) => println!(
@@ -376,6 +412,7 @@ fn inconsistencies(objects: &Objects, sim: &Simulator) -> Vec<String> {
             problems.push(format!("load balancer {} has no LoadBalancer", l.id));
         }
     }
+    problems.extend(volume_inconsistencies(objects, sim));
     let public = objects
         .lbs
         .iter()
@@ -391,13 +428,49 @@ fn inconsistencies(objects: &Objects, sim: &Simulator) -> Vec<String> {
     problems
 }
 
+/// Each declared data volume exactly once, attached to its VirtualMachine's recorded
+/// server; no volume whose owner (VirtualMachine, or group for a replica) is gone.
+fn volume_inconsistencies(objects: &Objects, sim: &Simulator) -> Vec<String> {
+    let mut problems = Vec::new();
+    let volumes: Vec<_> = sim.volumes().into_iter().filter(|v| !v.bootable).collect();
+    let mut owners: Vec<String> = objects.vms.iter().filter_map(|o| o.uid()).collect();
+    owners.extend(objects.groups.iter().filter_map(|o| o.uid()));
+    for vm in &objects.vms {
+        let server = vm.status.as_ref().and_then(|s| s.server_id.clone());
+        for spec in vm.spec.volumes.iter().flatten() {
+            let name = format!("{}-{}", vm.name_any(), spec.name);
+            let own: Vec<_> = volumes.iter().filter(|v| v.name == name).collect();
+            match own.as_slice() {
+                [one] if one.attached_to.as_ref().map(|a| &a.0) == server.as_ref() => {}
+                [one] => problems.push(format!(
+                    "volume {name} is attached to {:?}, not {server:?}",
+                    one.attached_to
+                )),
+                _ => problems.push(format!("{} volumes named {name}", own.len())),
+            }
+        }
+    }
+    for v in &volumes {
+        if !v.metadata.get(META_UID).is_some_and(|u| owners.contains(u)) {
+            problems.push(format!("volume {} ({}) has no owner", v.id, v.name));
+        }
+    }
+    problems
+}
+
 /// The create requests the cloud received for each kind of resource, checked against
 /// one per owner: a duplicate made and later removed counts too.
 fn creates_made(sim: &Simulator, objects: &Objects, run: &str) -> String {
+    let volumes: usize = objects
+        .vms
+        .iter()
+        .map(|vm| vm.spec.volumes.as_ref().map_or(0, Vec::len))
+        .sum();
     let counts = [
         ("compute", "create_server", objects.vms.len()),
         ("compute", "create_server_group", objects.groups.len()),
         ("load-balancer", "create_load_balancer", objects.lbs.len()),
+        ("block-storage", "create_volume", volumes),
     ];
     let mut made = Vec::new();
     for (service, op, owners) in counts {
@@ -453,6 +526,7 @@ async fn delete_all(env: &Env, scenario: &Scenario) {
     .await;
     eventually("the cloud is empty", LIMIT, || async {
         (env.sim.servers().is_empty()
+            && env.sim.volumes().is_empty()
             && env.sim.server_groups().is_empty()
             && env.sim.load_balancers().is_empty()
             && env.sim.floating_ips().is_empty())
