@@ -7,6 +7,8 @@
 #            real_monitoring.rs, which drive the operator binary as a user does (kubectl,
 #            the openstack CLI), authenticated as the ServiceAccount config/rbac ships;
 #            the last with Debian's Prometheus scraping it;
+#   volumes  tests/it/real_volumes.rs: boot and data volumes on the real Cinder, a
+#            group's per-replica volumes across replacement, roll-out and scaling;
 #   upgrade  the previous release (RELEASES) built from git and run with its own
 #            dist/install.yaml, then upgraded in place (tests/it/real_upgrade.rs);
 #   chaos    two replicas under seeded random faults (tests/it/real_chaos.rs; the seed
@@ -18,7 +20,8 @@
 # Env:   VERDA_REAL_SYSTEMS_DIR  where the real systems live (default ../shared/real-systems)
 #        VERDA_KEEP_REAL_SYSTEMS=1  leave them running afterwards
 #        VERDA_REAL_STAGES       the stages to run, for development (default, and in CI:
-#                                "e2e cloud upgrade chaos"); a stage left out is said so
+#                                "e2e cloud volumes upgrade chaos"); a stage left out is
+#                                said so
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 RS="${VERDA_REAL_SYSTEMS_DIR:-$ROOT/../shared/real-systems}"
@@ -177,7 +180,7 @@ real_tests() {
     cargo test --locked --test it -- --ignored --test-threads=1 --nocapture "$@"
 }
 
-STAGES=" ${VERDA_REAL_STAGES:-e2e cloud upgrade chaos} "
+STAGES=" ${VERDA_REAL_STAGES:-e2e cloud volumes upgrade chaos} "
 stage() {
   [[ $STAGES == *" $1 "* ]] && return 0
   log "stage $1 left out (VERDA_REAL_STAGES=$STAGES)"
@@ -202,6 +205,14 @@ if stage cloud; then
   fresh_cluster "$ROOT/dist/install.yaml"
   real_tests real_systems:: real_shared_clusters:: real_lifecycle:: real_monitoring::
   log "real-cloud suite passed in $(($(date +%s) - t2)) s"
+fi
+
+if stage volumes; then
+  log "volumes on the real Cinder"
+  t5=$(date +%s)
+  [[ -n ${sa_kubeconfig:-} ]] || fresh_cluster "$ROOT/dist/install.yaml"
+  real_tests real_volumes::
+  log "volumes passed in $(($(date +%s) - t5)) s"
 fi
 
 if stage upgrade; then
