@@ -158,3 +158,51 @@ async fn pool_members_edited_outside_kubernetes_are_restored_within_a_refresh() 
         edited.elapsed().as_secs_f64()
     );
 }
+
+#[tokio::test]
+async fn idle_cloud_calls_with_volumes_do_not_grow_with_the_replicas() {
+    let env = Env::start(SimConfig::fast(), one_second_refresh()).await;
+    let group = |replicas: i32| {
+        format!(
+            "apiVersion: verda.linecorp.com/v1alpha1\nkind: VirtualMachineGroup\nmetadata: {{name: {GROUP}}}\nspec:\n  replicas: {replicas}\n  template:\n    image: centos79\n    flavor: n3-1vcpu-2gb\n    volumes: [{{name: data, size: 1}}, {{name: logs, size: 1}}]\n"
+        )
+    };
+    let _: VirtualMachineGroup = env.create_from_yaml(&group(2)).await;
+    let ready = |n: i32| {
+        let api = env.api::<VirtualMachineGroup>();
+        async move {
+            eventually(
+                &format!("{n} replicas with their volumes"),
+                LIMIT,
+                || async {
+                    let s = api.get(GROUP).await.ok()?.status?;
+                    (s.ready_replicas == n && s.replicas == n).then_some(())
+                },
+            )
+            .await
+        }
+    };
+    ready(2).await;
+    settle().await;
+    let periods = 6;
+    let small = calls_over(&env.sim, periods).await;
+    scale(&env, 6).await;
+    ready(6).await;
+    settle().await;
+    let large = calls_over(&env.sim, periods).await;
+    let per_period =
+        |calls: &BTreeMap<String, u64>| calls.values().sum::<u64>() as f64 / f64::from(periods);
+    println!(
+        "IDLE with volumes per {PERIOD:?} refresh: 2 VMs {:.1} calls {small:?}; 6 VMs {:.1} calls {large:?}",
+        per_period(&small),
+        per_period(&large)
+    );
+    for calls in [&small, &large] {
+        assert!(!calls.keys().any(|op| is_write(op)), "{calls:?}");
+        // One list of the servers and one of the volumes per refresh.
+        assert!(
+            per_period(calls) <= 2.0 + 2.0 / f64::from(periods),
+            "{calls:?}"
+        );
+    }
+}

@@ -42,6 +42,7 @@ mod real_shared_clusters;
 mod real_systems;
 mod real_upgrade;
 mod real_volumes;
+mod sim_block_storage;
 mod sim_compute;
 mod sim_faults;
 mod sim_identity;

@@ -137,7 +137,7 @@ fn microversion(headers: &HeaderMap) -> Result<u32, String> {
 }
 
 /// Negotiates the microversion, passes the gate, and refuses a URL that names another
-/// project than the token's (Cinder answers that with 400).
+/// project than the token's (Cinder 29 answers `400 Malformed request url`).
 pub(crate) async fn enter(
     sim: &Sim,
     operation: &'static str,
@@ -161,10 +161,7 @@ pub(crate) async fn enter(
         .await
         .map_err(|r| cx.reject(r))?;
     if project != url_project {
-        let message = format!(
-            "Malformed request URL: URL's project_id '{url_project}' doesn't match Context's project_id '{project}'"
-        );
-        return Err(cx.err(400, &message));
+        return Err(cx.err(400, "Malformed request url"));
     }
     Ok(cx)
 }

@@ -1,0 +1,108 @@
+//! Cinder wire tests: the simulator's answers where our client never looks — the
+//! project in the URL, microversion negotiation, extend of an attached volume before
+//! 3.42 — as the real Cinder 29 gives them (`sim/cinder-wire.md`).
+#![allow(clippy::unwrap_used)]
+
+use crate::sim_support;
+
+use reqwest::Method;
+use serde_json::json;
+use sim_support::{Client, json_of};
+
+const PROJECT: &str = "4fe49c509df94ac8bb7350b83b09a91e";
+
+fn cinder(c: &Client, method: Method, path: &str, minor: u32) -> reqwest::RequestBuilder {
+    c.req(method, &format!("/volume/v3/{PROJECT}{path}"))
+        .header("openstack-api-version", format!("volume 3.{minor}"))
+}
+
+#[tokio::test]
+async fn another_projects_url_is_malformed_and_an_unknown_version_refused() {
+    let c = Client::fast().await;
+    let other = c
+        .req(
+            Method::GET,
+            "/volume/v3/00000000000000000000000000000000/volumes/detail",
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(other.status(), 400);
+    assert_eq!(
+        json_of(other).await,
+        json!({"badRequest": {"code": 400, "message": "Malformed request url"}})
+    );
+    let resp = cinder(&c, Method::GET, "/volumes/detail", 99)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 406);
+    assert_eq!(
+        json_of(resp).await,
+        json!({"computeFault": {"code": 406, "message": "Version 3.99 is not supported by the API. Minimum is 3.0 and maximum is 3.71."}})
+    );
+    let ok = cinder(&c, Method::GET, "/volumes/detail", 42)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ok.headers()["openstack-api-version"], "volume 3.42");
+}
+
+#[tokio::test]
+async fn an_attached_volume_extends_only_from_3_42() {
+    let c = Client::fast().await;
+    let server = c.create_server("web", json!({})).await;
+    c.wait_server(&server).await;
+    let created = cinder(&c, Method::POST, "/volumes", 42)
+        .json(&json!({"volume": {"size": 1, "name": "v"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 202);
+    let id = json_of(created).await["volume"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let attached = loop {
+        let resp = c
+            .nova(
+                Method::POST,
+                &format!("/servers/{server}/os-volume_attachments"),
+                67,
+            )
+            .json(&json!({"volumeAttachment": {"volumeId": id}}))
+            .send()
+            .await
+            .unwrap();
+        if resp.status() == 200 {
+            break json_of(resp).await;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    assert_eq!(attached["volumeAttachment"]["device"], "/dev/vdb");
+    assert!(
+        attached["volumeAttachment"].get("tag").is_none(),
+        "tag from 2.70 only"
+    );
+    let extend = json!({"os-extend": {"new_size": 2}});
+    let old = cinder(&c, Method::POST, &format!("/volumes/{id}/action"), 0)
+        .json(&extend)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(old.status(), 400);
+    let message = json_of(old).await["badRequest"]["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        message.ends_with("status must be '{'status': 'available'}' to extend, currently in-use."),
+        "{message}"
+    );
+    let new = cinder(&c, Method::POST, &format!("/volumes/{id}/action"), 42)
+        .json(&extend)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(new.status(), 202);
+}
