@@ -65,6 +65,7 @@ fn printer_columns_show_what_kubectl_get_users_look_for() {
             ("IP", ".status.primaryIP"),
             ("FLAVOR", ".spec.flavor"),
             ("IMAGE", ".spec.image"),
+            ("VOLUMES", ".status.volumesAttached"),
             ("AGE", ".metadata.creationTimestamp"),
         ],
     );
@@ -75,6 +76,7 @@ fn printer_columns_show_what_kubectl_get_users_look_for() {
             ("READY", ".status.readyReplicas"),
             ("UP-TO-DATE", ".status.updatedReplicas"),
             ("POLICY", ".spec.haPolicy"),
+            ("RETAINED", ".status.retainedVolumes"),
             ("AGE", ".metadata.creationTimestamp"),
         ],
     );

@@ -140,10 +140,6 @@ pub struct VirtualMachineGroupStatus {
     pub observed_generation: Option<i64>,
     /// Data volumes kept for replica indices that have no VirtualMachine now (removed by
     /// a scale-down with `whenScaled: Retain`); a scale-up attaches them again.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default)]
     pub retained_volumes: i32,
-}
-
-fn is_zero(n: &i32) -> bool {
-    *n == 0
 }
