@@ -113,7 +113,16 @@ purge_project() {
   [[ -z $groups ]] || "${os[@]}" server group delete $groups
   fips=$("${os[@]}" floating ip list -f value -c ID)
   [[ -z $fips ]] || "${os[@]}" floating ip delete $fips
-  log "purged the demo project: $(echo $lbs | wc -w) load balancers, $(echo $servers | wc -w) servers, $(echo $groups | wc -w) server groups, $(echo $fips | wc -w) floating IPs"
+  # The servers are gone, so their volumes are detached (or on their way).
+  local volumes
+  volumes=$("${os[@]}" volume list -f value -c ID)
+  for id in $volumes; do
+    for _ in 1 2 3 4 5 6 7 8 9 10; do
+      "${os[@]}" volume delete "$id" 2>/dev/null && break
+      sleep 1
+    done
+  done
+  log "purged the demo project: $(echo $lbs | wc -w) load balancers, $(echo $servers | wc -w) servers, $(echo $groups | wc -w) server groups, $(echo $fips | wc -w) floating IPs, $(echo $volumes | wc -w) volumes"
 }
 
 # The previous release (RELEASES): its source from git, built in this target directory
