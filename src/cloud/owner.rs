@@ -272,6 +272,16 @@ pub fn without_ownership(tags: &[String]) -> Vec<String> {
         .collect()
 }
 
+/// Metadata (a server's or a volume's) without the operator's keys: what a detached
+/// resource keeps.
+pub fn without_owner_metadata(metadata: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    metadata
+        .iter()
+        .filter(|(k, _)| !k.starts_with(META_PREFIX))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
 /// Whether a tag list records an owner other than `uid`.
 pub fn owned_by_another(tags: &[String], uid: &str) -> Option<String> {
     uid_from_tags(tags).filter(|u| *u != uid).map(str::to_owned)

@@ -7,8 +7,6 @@ use crate::support;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use kube::api::{Patch, PatchParams};
-use serde_json::json;
 use support::e2e::{Env, calls_since, eventually, sample, test_timing};
 use verda_api::v1alpha1::{LoadBalancer, VirtualMachineGroup};
 use verda_operator::cloud::ids::{LoadBalancerId, PoolId};
@@ -52,17 +50,6 @@ async fn published(env: &Env) {
     env.load_balancer_ready(LB, "4/4").await;
 }
 
-async fn scale(env: &Env, replicas: i32) {
-    env.api::<VirtualMachineGroup>()
-        .patch_scale(
-            GROUP,
-            &PatchParams::default(),
-            &Patch::Merge(&json!({"spec": {"replicas": replicas}})),
-        )
-        .await
-        .expect("scale accepted");
-}
-
 /// Until nothing is read on the view's behalf any more: a load balancer that changed
 /// within `QUIET` is read from Octavia (its `updated_at` has whole seconds), and two
 /// periods more let the last status writes settle.
@@ -77,7 +64,7 @@ async fn idle_cloud_calls_per_refresh_do_not_grow_with_the_fleet() {
     settle().await;
     let periods = 6;
     let small = calls_over(&env.sim, periods).await;
-    scale(&env, 6).await;
+    env.scale(GROUP, 6).await;
     env.load_balancer_ready(LB, "12/12").await;
     settle().await;
     let large = calls_over(&env.sim, periods).await;
@@ -186,7 +173,7 @@ async fn idle_cloud_calls_with_volumes_do_not_grow_with_the_replicas() {
     settle().await;
     let periods = 6;
     let small = calls_over(&env.sim, periods).await;
-    scale(&env, 6).await;
+    env.scale(GROUP, 6).await;
     ready(6).await;
     settle().await;
     let large = calls_over(&env.sim, periods).await;

@@ -7,8 +7,7 @@ use crate::support;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Event;
-use kube::api::{ListParams, Patch, PatchParams};
-use serde_json::json;
+use kube::api::ListParams;
 use support::e2e::{Env, eventually, sample, test_timing};
 use verda_api::v1alpha1::{LoadBalancer, VirtualMachineGroup};
 use verda_operator::sim::SimConfig;
@@ -63,17 +62,6 @@ async fn until_described(
     .await
 }
 
-async fn scale(env: &Env, replicas: i32) {
-    env.api::<VirtualMachineGroup>()
-        .patch_scale(
-            GROUP,
-            &PatchParams::default(),
-            &Patch::Merge(&json!({"spec": {"replicas": replicas}})),
-        )
-        .await
-        .expect("scale accepted");
-}
-
 fn members(n: usize) -> String {
     let names: Vec<String> = (0..n).map(|i| format!("{GROUP}-{i}")).collect();
     let noun = if n == 1 { "member" } else { "members" };
@@ -92,7 +80,7 @@ async fn every_event_tells_the_latest_truth_through_a_scale_up_and_down() {
     let two = format!("port 80: {}", members(2));
     until_described(&env, "LoadBalancer", LB, "MembersUpdated", &two).await;
 
-    scale(&env, 3).await;
+    env.scale(GROUP, 3).await;
     let second = format!("created VirtualMachines {GROUP}-2");
     let group_events =
         until_described(&env, "VirtualMachineGroup", GROUP, "Created", &second).await;
@@ -109,7 +97,7 @@ async fn every_event_tells_the_latest_truth_through_a_scale_up_and_down() {
     let three = format!("port 80: {}", members(3));
     until_described(&env, "LoadBalancer", LB, "MembersUpdated", &three).await;
 
-    scale(&env, 1).await;
+    env.scale(GROUP, 1).await;
     until_described(
         &env,
         "LoadBalancer",

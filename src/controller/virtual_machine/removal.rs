@@ -1,7 +1,6 @@
 //! What deleting a VirtualMachine does to its server, as its reconcile policy says:
 //! delete it, take the operator's records off it, or leave it as it is.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,7 +11,7 @@ use verda_api::v1alpha1::annotations::RECONCILE_POLICY;
 use super::volumes::removal::Left;
 use crate::cloud::model::compute::Server;
 use crate::cloud::owner::Owner;
-use crate::cloud::owner::{META_PREFIX, without_ownership};
+use crate::cloud::owner::{without_owner_metadata, without_ownership};
 use crate::cloud::{Compute, MetadataMode};
 use crate::controller::events::publish;
 use crate::controller::lifecycle::Removal;
@@ -126,12 +125,7 @@ async fn detach_server(
     server: &Server,
     key: &str,
 ) -> Result<(), ReconcileError> {
-    let metadata: BTreeMap<String, String> = server
-        .metadata
-        .iter()
-        .filter(|(k, _)| !k.starts_with(META_PREFIX))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
+    let metadata = without_owner_metadata(&server.metadata);
     crate::cloud::ignore_not_found(
         compute
             .set_server_metadata(&server.id, &metadata, MetadataMode::Replace)

@@ -14,6 +14,8 @@ use kube::ResourceExt;
 use verda_api::v1alpha1::HaPolicy;
 use verda_api::v1alpha1::{Retention, VirtualMachine, VirtualMachineGroup};
 
+use crate::controller::virtual_machine::volumes::status::reported;
+
 use crate::cloud::ids::ServerGroupId;
 use crate::cloud::model::compute::ServerGroupPolicy;
 
@@ -244,19 +246,14 @@ pub fn volume_events(
             (index >= scaled).then_some((vm, index))
         })
         .map(|(vm, index)| {
-            let shown: Vec<String> = vm
-                .status
-                .iter()
-                .flat_map(|s| s.volumes.iter())
-                .map(|v| format!("{} ({})", v.name, v.id))
-                .collect();
+            let shown = reported(vm);
             match volume_fate(group, &vm.name_any()) {
                 Retention::Retain => (
                     "VolumesRetained",
                     format!(
                         "{} removed by the scale-down; its volumes {} are kept for index {index} and attached again when it comes back (volumeRetention.whenScaled: Retain)",
                         vm.name_any(),
-                        shown.join(", ")
+                        shown
                     ),
                 ),
                 Retention::Delete => (
@@ -264,7 +261,7 @@ pub fn volume_events(
                     format!(
                         "{} removed by the scale-down; its volumes {} are deleted with it (volumeRetention.whenScaled: Delete)",
                         vm.name_any(),
-                        shown.join(", ")
+                        shown
                     ),
                 ),
             }

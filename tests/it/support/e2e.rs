@@ -148,6 +148,19 @@ impl Env {
         list.items.into_iter().filter_map(|e| e.reason).collect()
     }
 
+    /// `kubectl scale vmg/<group> --replicas=<replicas>`: a patch of the scale
+    /// subresource.
+    pub async fn scale(&self, group: &str, replicas: i32) {
+        self.api::<verda_api::v1alpha1::VirtualMachineGroup>()
+            .patch_scale(
+                group,
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(&serde_json::json!({"spec": {"replicas": replicas}})),
+            )
+            .await
+            .expect("scale accepted");
+    }
+
     /// Waits until the LoadBalancer `name` is Ready with `members` ("ready/total").
     pub async fn load_balancer_ready(
         &self,

@@ -3,13 +3,12 @@
 //! (the default) keeps them, and `detach-on-delete` takes the operator's records off
 //! them. A volume still attached somewhere is waited for, never forced off.
 
-use std::collections::BTreeMap;
-
 use verda_api::v1alpha1::{Retention, VirtualMachine};
 
+use super::status::reported;
 use crate::cloud::BlockStorage;
 use crate::cloud::model::volume::{Volume, VolumeState};
-use crate::cloud::owner::META_PREFIX;
+use crate::cloud::owner::without_owner_metadata;
 use crate::controller::ReconcileError;
 use crate::controller::cloud_view::VolumeOwner;
 
@@ -39,12 +38,7 @@ pub async fn volumes(
     let names = listed(&found);
     if detach {
         for v in &found {
-            let kept: BTreeMap<String, String> = v
-                .metadata
-                .iter()
-                .filter(|(k, _)| !k.starts_with(META_PREFIX))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect();
+            let kept = without_owner_metadata(&v.metadata);
             crate::cloud::ignore_not_found(
                 cinder.set_volume_metadata(&v.id, &kept).await.map(drop),
             )
@@ -75,14 +69,9 @@ pub async fn volumes(
 /// What the event says once no volume is left: the ones the status showed, deleted.
 fn deleted(vm: &VirtualMachine) -> String {
     let deleting = vm.spec.volume_retention.unwrap_or_default().when_deleted == Retention::Delete;
-    let shown: Vec<String> = vm
-        .status
-        .iter()
-        .flat_map(|s| s.volumes.iter())
-        .map(|v| format!("{} ({})", v.name, v.id))
-        .collect();
+    let shown = reported(vm);
     match deleting && !shown.is_empty() {
-        true => format!("volumes {} deleted", shown.join(", ")),
+        true => format!("volumes {shown} deleted"),
         false => String::new(),
     }
 }

@@ -70,3 +70,13 @@ fn shown(name: &str, v: &Volume, server: Option<&ServerId>) -> VolumeStatus {
         device,
     }
 }
+
+/// `name (id), …` of the volumes the status of `vm` reports.
+pub fn reported(vm: &VirtualMachine) -> String {
+    vm.status
+        .iter()
+        .flat_map(|s| s.volumes.iter())
+        .map(|v| format!("{} ({})", v.name, v.id))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
