@@ -135,6 +135,78 @@ async fn a_virtual_machine_boots_from_a_volume_keeps_its_data_volumes_and_grows_
         env.sim.servers().iter().all(|s| s.deleting),
         "the server is gone"
     );
+
+    // Their owner gone, the orphan inventory lists the retained volumes and deletes them.
+    let cloud = env.cloud();
+    let cluster = &env.ctx.cluster;
+    let listing = verda_operator::orphans::list(cloud.as_ref(), cluster)
+        .await
+        .expect("listed");
+    let orphans = verda_operator::orphans::classify(&listing, cluster, &Default::default());
+    let mut volumes: Vec<&str> = orphans
+        .iter()
+        .filter(|o| o.kind.as_str() == "volume")
+        .map(|o| o.name.as_str())
+        .collect();
+    volumes.sort();
+    assert_eq!(volumes, ["db-data", "db-logs"], "{orphans:?}");
+    let deleted = verda_operator::orphans::delete(cloud.as_ref(), &orphans).await;
+    assert!(deleted.iter().all(|(_, r)| r.is_ok()), "{deleted:?}");
+    eventually("the orphaned volumes are gone", LIMIT, || async {
+        data_volumes(&env).is_empty().then_some(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn detach_on_delete_leaves_the_volumes_without_the_operators_records() {
+    let env = Env::start(SimConfig::fast(), test_timing()).await;
+    let manifest = stateful_vm("kept", "").replace(
+        "metadata: {name: kept}",
+        "metadata: {name: kept, annotations: {verda.linecorp.com/reconcile-policy: detach-on-delete}}",
+    );
+    let _: VirtualMachine = env.create_from_yaml(&manifest).await;
+    ready_with_volumes(&env, "kept", "2/2").await;
+    let api = env.api::<VirtualMachine>();
+    api.delete("kept", &DeleteParams::default())
+        .await
+        .expect("deleted");
+    eventually("the VirtualMachine is gone", LIMIT, || async {
+        api.get_opt("kept").await.ok()?.is_none().then_some(())
+    })
+    .await;
+    let volumes = data_volumes(&env);
+    assert_eq!(volumes.len(), 2, "{volumes:?}");
+    for v in &volumes {
+        assert!(
+            v.metadata
+                .keys()
+                .all(|k| !k.starts_with("verda.linecorp.com:")),
+            "{v:?}"
+        );
+        assert!(
+            v.attached_to.is_some(),
+            "still attached to the running server: {v:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn cinders_quota_is_reported_with_its_words() {
+    let env = Env::start(SimConfig::fast(), test_timing()).await;
+    env.sim.set_volume_quota(1, 5);
+    let _: VirtualMachine = env.create_from_yaml(&stateful_vm("full", "")).await;
+    let api = env.api::<VirtualMachine>();
+    let message = eventually("QuotaExceeded", LIMIT, || async {
+        let vm = api.get("full").await.ok()?;
+        vm.status?
+            .conditions
+            .iter()
+            .find(|c| c.type_ == READY && c.reason == "QuotaExceeded")
+            .map(|c| c.message.clone())
+    })
+    .await;
+    assert!(message.contains("gigabytes quota"), "{message}");
 }
 
 #[tokio::test]

@@ -247,6 +247,15 @@ async fn the_next_release_takes_over_in_place_without_replacing_anything() {
         let stored = real.kubectl(&["get", "crd", crd, "-o", "jsonpath={.status.storedVersions}"]);
         assert_eq!(stored, r#"["v1alpha1"]"#, "{crd}");
     }
+    // This release's fields are served: the VirtualMachine schema knows its volumes.
+    let served = real.kubectl(&[
+        "get",
+        "crd",
+        CRDS[0],
+        "-o",
+        "jsonpath={.spec.versions[0].schema.openAPIV3Schema.properties.spec.properties.volumes.type}",
+    ]);
+    assert_eq!(served, "array", "spec.volumes is served after the upgrade");
     let calls_before = real.operator_requests();
     let started = Instant::now();
     let new = real.operator("upgraded", &[], Some(CONFIG));
