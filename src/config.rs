@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::cloud::budget::BudgetSpec;
 use crate::cloud::owner::ClusterId;
 
 /// The parsed configuration.
@@ -26,6 +27,49 @@ pub struct Config {
     /// cluster's `kube-system` namespace.
     #[serde(deserialize_with = "cluster_name")]
     pub cluster_name: Option<ClusterId>,
+    /// How many requests per second each cloud project gets from the operator.
+    pub request_budget: RequestBudget,
+}
+
+/// `requestBudget`: a token bucket per cloud project, shared by every controller.
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct RequestBudget {
+    /// Sustained requests per second (more than 0).
+    #[serde(deserialize_with = "positive")]
+    pub requests_per_second: f64,
+    /// Requests that may go at once after a quiet spell (at least 1).
+    pub burst: u32,
+}
+
+impl Default for RequestBudget {
+    fn default() -> Self {
+        let spec = BudgetSpec::default();
+        Self {
+            requests_per_second: spec.requests_per_second,
+            burst: spec.burst,
+        }
+    }
+}
+
+impl RequestBudget {
+    pub fn spec(&self) -> BudgetSpec {
+        BudgetSpec {
+            requests_per_second: self.requests_per_second,
+            burst: self.burst.max(1),
+        }
+    }
+}
+
+fn positive<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    let n = f64::deserialize(d)?;
+    if n > 0.0 && n.is_finite() {
+        Ok(n)
+    } else {
+        Err(serde::de::Error::custom(format!(
+            "requestsPerSecond must be more than 0, not {n}"
+        )))
+    }
 }
 
 fn cluster_name<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<ClusterId>, D::Error> {
@@ -104,6 +148,7 @@ impl Default for Config {
             load_balancer: LoadBalancerConfig::default(),
             credentials: CredentialsConfig::default(),
             cluster_name: None,
+            request_budget: RequestBudget::default(),
         }
     }
 }
@@ -291,5 +336,27 @@ mod tests {
             named.cluster_name.map(|c| c.to_string()).as_deref(),
             Some("prod-tokyo")
         );
+    }
+
+    #[test]
+    fn the_request_budget_defaults_to_twenty_per_second_and_refuses_zero() {
+        let config = Config::parse("").expect("empty is fine");
+        assert_eq!(
+            config.request_budget.spec(),
+            BudgetSpec {
+                requests_per_second: 20.0,
+                burst: 40
+            }
+        );
+        let set = Config::parse("requestBudget: {requestsPerSecond: 5.5}").expect("valid");
+        assert_eq!(set.request_budget.requests_per_second, 5.5);
+        assert_eq!(
+            set.request_budget.burst, 40,
+            "the key left out keeps its default"
+        );
+        let zero = Config::parse("requestBudget: {requestsPerSecond: 0}").expect_err("zero");
+        assert!(zero.to_string().contains("more than 0"), "{zero}");
+        let typo = Config::parse("requestBudget: {rate: 5}").expect_err("unknown key");
+        assert!(typo.to_string().contains("rate"), "{typo}");
     }
 }

@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use crate::cloud::budget::Budgets;
 use crate::cloud::config::{Credentials, IdOrName, Interface, Scope, Secret, Tls};
 use crate::cloud::{
     ClientOptions, CloudConfig, CloudSelection, CloudSource, Environment, OpenStackClient, resolve,
@@ -37,8 +38,12 @@ pub async fn connect(
     selection: &CloudSelection,
     simulator: &SimConfig,
     metrics: Arc<Metrics>,
+    budgets: Option<Arc<Budgets>>,
 ) -> Result<CloudConnection, CloudSetupError> {
-    let options = ClientOptions::default();
+    let options = ClientOptions {
+        budgets,
+        ..ClientOptions::default()
+    };
     match resolve(selection, &Environment::from_process())? {
         CloudSource::Configured(config) => {
             tracing::info!(cloud = %config.name, auth_url = %config.auth_url, "using OpenStack cloud");

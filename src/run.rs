@@ -13,6 +13,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use tokio::sync::watch;
 
 use crate::cloud::CloudSelection;
+use crate::cloud::budget::Budgets;
 use crate::config::{Config, ConfigError};
 use crate::controller::{self, CloudPorts, Context, Timing};
 use crate::embedded_cloud::{self, CloudSetupError};
@@ -76,10 +77,12 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 pub async fn run(options: RunOptions) -> Result<(), RunError> {
     let config = Config::load(options.config.as_deref())?;
     let metrics = Metrics::new();
+    // One budget per cloud project, for the operator's own client and every tenant's.
+    let budgets = Budgets::new(config.request_budget.spec());
     // First, so that the embedded simulator's start is the first log line.
+    let (selection, sim) = (&options.cloud, &options.embedded_simulator);
     let cloud =
-        embedded_cloud::connect(&options.cloud, &options.embedded_simulator, metrics.clone())
-            .await?;
+        embedded_cloud::connect(selection, sim, metrics.clone(), Some(budgets.clone())).await?;
     let client = connect(options.kubeconfig.as_deref(), options.context.as_deref()).await?;
     let health = Health::new(metrics.clone());
     let listener = http::bind(options.listen)
@@ -104,7 +107,8 @@ pub async fn run(options: RunOptions) -> Result<(), RunError> {
     let ctx = Arc::new(
         Context::new(client.clone(), config, metrics, ports, timing, cluster)
             .watching(options.namespace.clone())
-            .reporting_as(&options.identity),
+            .reporting_as(&options.identity)
+            .with_budgets(budgets),
     );
     let elected = run_controllers(&options, client, ctx).await;
     tracing::info!("shutting down");

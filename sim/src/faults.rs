@@ -161,11 +161,29 @@ fn fire(fault: &mut Fault, rng: &mut StdRng) -> bool {
 #[derive(Default)]
 pub(crate) struct Counters {
     inner: Mutex<HashMap<(&'static str, &'static str), u64>>,
+    /// When each request arrived (of every service and operation), in order: the
+    /// simulator's own record of the rate it was asked at.
+    arrivals: Mutex<Vec<std::time::Instant>>,
 }
 
 impl Counters {
     pub fn bump(&self, service: &'static str, operation: &'static str) {
         *lock(&self.inner).entry((service, operation)).or_default() += 1;
+        lock(&self.arrivals).push(std::time::Instant::now());
+    }
+
+    /// The most requests that arrived within any one second.
+    pub fn busiest_second(&self) -> usize {
+        let arrivals = lock(&self.arrivals);
+        let mut start = 0;
+        let mut most = 0;
+        for (end, at) in arrivals.iter().enumerate() {
+            while at.duration_since(arrivals[start]) >= std::time::Duration::from_secs(1) {
+                start += 1;
+            }
+            most = most.max(end + 1 - start);
+        }
+        most
     }
 
     pub fn get(&self, service: &str, operation: &str) -> u64 {
@@ -191,6 +209,16 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_busiest_second_counts_the_most_arrivals_within_one_second() {
+        let counters = Counters::default();
+        assert_eq!(counters.busiest_second(), 0);
+        for _ in 0..5 {
+            counters.bump("compute", "get_server");
+        }
+        assert_eq!(counters.busiest_second(), 5);
+    }
 
     #[test]
     fn count_limited_fault_fires_exactly_count_times() {

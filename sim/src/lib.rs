@@ -158,6 +158,11 @@ impl Simulator {
         self.sim.counters.snapshot()
     }
 
+    /// The most requests (of every service) that arrived within any one second.
+    pub fn busiest_second(&self) -> usize {
+        self.sim.counters.busiest_second()
+    }
+
     pub fn total_requests(&self) -> u64 {
         self.sim.counters.snapshot().values().sum()
     }

@@ -13,6 +13,7 @@
 //! concurrency cap, microversions and token renewal.
 
 mod auth;
+pub mod budget;
 pub mod client;
 pub mod config;
 pub mod error;

@@ -20,12 +20,13 @@ use tokio::sync::{Mutex, RwLock, Semaphore};
 use tracing::{debug, warn};
 
 use super::auth::{self, Service, Token};
+use super::budget::{Budget, Budgets};
 use super::config::CloudConfig;
 use super::error::ErrorKind;
 use super::error_body;
 pub(crate) use super::request::{Reply, Request};
 use super::retry::{Failure, RetryPolicy, is_retryable};
-use crate::metrics::{CloudOperationLabels, CloudRequestLabels, Metrics};
+use crate::metrics::{CloudOperationLabels, CloudRequestLabels, Metrics, ServiceLabels};
 
 /// Nova microversion for every compute call: tags filter (2.26), tags at create (2.52),
 /// server group `policy` (2.64), description (2.19), a boot volume's type (2.67).
@@ -44,6 +45,9 @@ pub struct ClientOptions {
     /// How long a name lookup (image, flavor, network, subnet, Octavia flavor) is
     /// remembered; zero asks the cloud every time.
     pub lookup_lifetime: Duration,
+    /// The request budgets of the projects, shared by every client of the operator;
+    /// `None` sends as fast as the concurrency cap allows.
+    pub budgets: Option<Arc<Budgets>>,
 }
 
 impl Default for ClientOptions {
@@ -54,6 +58,7 @@ impl Default for ClientOptions {
             request_timeout: Duration::from_secs(60),
             connect_timeout: Duration::from_secs(10),
             lookup_lifetime: Duration::from_secs(300),
+            budgets: None,
         }
     }
 }
@@ -66,6 +71,7 @@ pub(crate) struct Transport {
     /// Serializes renewals; holds the generation of the last token fetched.
     renew: Mutex<u64>,
     permits: Semaphore,
+    budgets: Option<Arc<Budgets>>,
     metrics: Arc<Metrics>,
     retry: RetryPolicy,
     /// The project of the first token: credentials never change project.
@@ -115,6 +121,7 @@ impl Transport {
             token: RwLock::new(None),
             renew: Mutex::new(0),
             permits: Semaphore::new(options.max_concurrency.max(1)),
+            budgets: options.budgets.clone(),
             metrics,
             retry: options.retry,
             project: std::sync::OnceLock::new(),
@@ -205,6 +212,12 @@ impl Transport {
             | ErrorKind::Unavailable { retry_after, .. } => *retry_after,
             _ => None,
         };
+        // The cloud said how long to hold off: the whole project holds off.
+        if let (ErrorKind::RateLimited { .. }, Some(pause), Some(budget)) =
+            (kind, retry_after, self.budget())
+        {
+            budget.pause(pause);
+        }
         let jitter: f64 = rand::random();
         let wait = self
             .retry
@@ -220,13 +233,40 @@ impl Transport {
         Some(wait)
     }
 
-    /// One HTTP exchange under a concurrency permit; counts it in the metrics.
+    /// The budget of the project this cloud connection acts in (named by the cloud
+    /// until the first token says which project it is).
+    fn budget(&self) -> Option<Arc<Budget>> {
+        let budgets = self.budgets.as_ref()?;
+        Some(match self.project.get() {
+            Some(project) => budgets.of(project),
+            None => budgets.of(&format!("cloud {}", self.config.name)),
+        })
+    }
+
+    /// Waits for the project's request budget (writes first), then counts the wait.
+    async fn spend_budget(&self, req: &Request) {
+        let Some(budget) = self.budget() else {
+            return;
+        };
+        let write = !matches!(req.method, Method::GET | Method::HEAD);
+        let waited = budget.acquire(write).await;
+        self.metrics
+            .cloud_request_wait
+            .get_or_create(&ServiceLabels {
+                service: req.service.label(),
+            })
+            .observe(waited.as_secs_f64());
+    }
+
+    /// One HTTP exchange within the project's budget, under a concurrency permit;
+    /// counts it in the metrics.
     async fn exchange(
         &self,
         req: &Request,
         url: &str,
         token: Option<&Token>,
     ) -> Result<Reply, reqwest::Error> {
+        self.spend_budget(req).await;
         // The semaphore is never closed; without a permit we would still be correct.
         let _permit = self.permits.acquire().await.ok();
         let began = Instant::now();

@@ -9,6 +9,7 @@ use super::cloud_view::CloudView;
 use super::events::{Recorder, Reporter};
 use super::tenancy::Tenancy;
 use super::watch_cache::CacheSlot;
+use crate::cloud::budget::Budgets;
 use crate::cloud::owner::{ClusterId, Owner};
 use crate::cloud::{BlockStorage, CloudFuture, Compute, LoadBalancing, Network, OpenStackClient};
 use crate::config::Config;
@@ -150,6 +151,12 @@ impl Context {
             instance: identity.to_owned(),
         };
         self.recorder = Recorder::new(self.client.clone(), reporter);
+        self
+    }
+
+    /// The same context, every tenant's client spending from `budgets`.
+    pub fn with_budgets(self, budgets: Arc<Budgets>) -> Self {
+        self.tenancy.spend_from(budgets);
         self
     }
 

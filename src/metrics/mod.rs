@@ -48,6 +48,12 @@ pub struct CloudOperationLabels {
     pub operation: &'static str,
 }
 
+/// One OpenStack service.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ServiceLabels {
+    pub service: &'static str,
+}
+
 /// Labels of one reconcile.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ReconcileLabels {
@@ -97,6 +103,8 @@ pub struct Metrics {
     pub project_cloud_requests: Family<ProjectLabels, Counter>,
     projects: Mutex<std::collections::HashSet<String>>,
     pub cloud_request_duration: Family<CloudOperationLabels, Histogram>,
+    /// Time a request waited for its project's request budget, by service.
+    pub cloud_request_wait: Family<ServiceLabels, Histogram>,
     pub reconciles: Family<ReconcileLabels, Counter>,
     pub reconcile_duration: Family<ControllerLabels, Histogram>,
     pub group_desired_replicas: Family<ObjectLabels, Gauge>,
@@ -139,6 +147,9 @@ impl Metrics {
             cloud_request_duration: Family::new_with_constructor(|| {
                 Histogram::new(exponential_buckets(0.005, 2.0, 12))
             }),
+            cloud_request_wait: Family::new_with_constructor(|| {
+                Histogram::new(exponential_buckets(0.001, 2.0, 16))
+            }),
             reconciles: Family::default(),
             reconcile_duration: Family::new_with_constructor(|| {
                 Histogram::new(exponential_buckets(0.001, 2.0, 14))
@@ -169,6 +180,11 @@ impl Metrics {
             "cloud_request_duration_seconds",
             "Duration of OpenStack API requests, retries included",
             self.cloud_request_duration.clone(),
+        );
+        registry.register(
+            "cloud_request_wait_seconds",
+            "Time OpenStack API requests waited for their project's request budget, by service",
+            self.cloud_request_wait.clone(),
         );
         registry.register(
             "reconciles",

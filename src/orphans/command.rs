@@ -10,6 +10,7 @@ use kube::{Resource, ResourceExt};
 use verda_api::v1alpha1::{LoadBalancer, VirtualMachine, VirtualMachineGroup};
 
 use super::{Orphan, classify, delete, list};
+use crate::cloud::budget::Budgets;
 use crate::cloud::{ClientOptions, CloudSelection, CloudSource, Environment, OpenStackClient};
 use crate::config::Config;
 use crate::controller::CloudPorts;
@@ -55,11 +56,12 @@ pub async fn run(options: OrphansOptions) -> Result<(), OrphansError> {
     let cluster = crate::controller::cluster::identify(&client, &config)
         .await
         .map_err(crate::run::RunError::from)?;
-    let ports: Arc<dyn CloudPorts> = Arc::new(OpenStackClient::new(
-        cloud,
-        Metrics::new(),
-        ClientOptions::default(),
-    )?);
+    let client_options = ClientOptions {
+        budgets: Some(Budgets::new(config.request_budget.spec())),
+        ..ClientOptions::default()
+    };
+    let ports: Arc<dyn CloudPorts> =
+        Arc::new(OpenStackClient::new(cloud, Metrics::new(), client_options)?);
     // The cloud first: an object created after this listing cannot look orphaned.
     let listing = list(ports.as_ref(), &cluster).await?;
     let live = live_uids(&client).await?;

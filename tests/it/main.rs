@@ -17,6 +17,7 @@ mod cloud_secrets;
 mod crd_generation;
 mod crd_validation;
 mod deploy_manifests;
+mod e2e_budget;
 mod e2e_cloud_view;
 mod e2e_crash_safety;
 mod e2e_events;

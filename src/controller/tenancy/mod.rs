@@ -21,6 +21,7 @@ pub use secrets::SecretKey;
 use secrets::{Built, SecretWatches};
 
 use super::CloudPorts;
+use crate::cloud::budget::Budgets;
 use crate::cloud::config::from_clouds_text;
 use crate::cloud::{ClientOptions, CloudError, OpenStackClient};
 use crate::config::CredentialsConfig;
@@ -125,6 +126,8 @@ pub struct Tenancy {
     operator: Arc<dyn CloudPorts>,
     secrets: SecretWatches,
     metrics: Arc<Metrics>,
+    /// The projects' request budgets the clients built here spend from.
+    budgets: std::sync::OnceLock<Arc<Budgets>>,
 }
 
 impl Tenancy {
@@ -139,7 +142,13 @@ impl Tenancy {
             operator,
             secrets: SecretWatches::new(client),
             metrics,
+            budgets: std::sync::OnceLock::new(),
         }
+    }
+
+    /// From now on, the clients built from credentials Secrets spend from `budgets`.
+    pub fn spend_from(&self, budgets: Arc<Budgets>) {
+        let _ = self.budgets.set(budgets);
     }
 
     /// Forgets every Secret and client (controllers starting again); Secret changes
@@ -232,7 +241,11 @@ impl Tenancy {
                 })
             })?;
         config.tls.ca_bundle = data.and_then(|d| d.get(CACERT_KEY)).map(|b| b.0.clone());
-        let client = OpenStackClient::new(config, self.metrics.clone(), ClientOptions::default())
+        let options = ClientOptions {
+            budgets: self.budgets.get().cloned(),
+            ..ClientOptions::default()
+        };
+        let client = OpenStackClient::new(config, self.metrics.clone(), options)
             .map_err(|e| invalid(e.to_string()))?;
         let ports: Arc<dyn CloudPorts> = Arc::new(client);
         *slot = Some(Built {

@@ -8,6 +8,7 @@ use std::time::Duration;
 use kube::Resource;
 use kube::api::{Api, PostParams};
 use serde::de::DeserializeOwned;
+use verda_operator::cloud::budget::Budgets;
 use verda_operator::cloud::{ClientOptions, OpenStackClient};
 use verda_operator::config::Config;
 use verda_operator::controller::{self, CloudPorts, Context, Timing};
@@ -50,6 +51,49 @@ impl Env {
     /// As [`Env::start`], with the operator configuration `config`.
     pub async fn start_configured(sim_config: SimConfig, timing: Timing, config: Config) -> Self {
         Self::launch(sim_config, timing, config, |client| Arc::new(client)).await
+    }
+
+    /// As [`Env::start`], the operator's requests spending from `budgets`, as the
+    /// operator binary's do.
+    pub async fn start_budgeted(
+        sim_config: SimConfig,
+        timing: Timing,
+        budgets: Arc<Budgets>,
+    ) -> Self {
+        let cluster = TestCluster::from_env_or_start().await.expect("a cluster");
+        let ns = cluster.namespace("e2e").await.expect("a namespace");
+        let sim = Simulator::start(sim_config).await.expect("simulator");
+        let options = ClientOptions {
+            budgets: Some(budgets.clone()),
+            ..ClientOptions::default()
+        };
+        let metrics = Metrics::new();
+        let client = OpenStackClient::new(simulator_cloud(&sim), metrics.clone(), options)
+            .expect("cloud client");
+        let config = Config::default();
+        let id = verda_operator::controller::cluster::identify(&cluster.client(), &config)
+            .await
+            .expect("the cluster's identity");
+        let ctx = Arc::new(
+            Context::new(
+                cluster.client(),
+                config,
+                metrics,
+                Arc::new(client),
+                timing,
+                id,
+            )
+            .watching(Some(ns.clone()))
+            .with_budgets(budgets),
+        );
+        let controllers = tokio::spawn(controller::run_all(ctx.clone()));
+        Env {
+            cluster,
+            sim,
+            ctx,
+            ns,
+            controllers,
+        }
     }
 
     /// As [`Env::start`], the controllers seeing the cloud through the ports `wrap`
