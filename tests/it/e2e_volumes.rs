@@ -376,6 +376,7 @@ async fn a_group_keeps_each_replicas_volumes_across_replacement_rollout_and_scal
     .await;
     let retained = data_volumes(&env);
     assert_eq!(retained.len(), 3);
+    assert!(env.event_reasons().await.contains(&"VolumesRetained".to_owned()));
     groups
         .patch_scale(
             "db",
@@ -401,4 +402,48 @@ async fn a_group_keeps_each_replicas_volumes_across_replacement_rollout_and_scal
         },
     )
     .await;
+}
+
+#[tokio::test]
+async fn a_scale_down_with_when_scaled_delete_deletes_the_removed_replicas_volumes_and_says_so() {
+    let env = Env::start(SimConfig::fast(), test_timing()).await;
+    let manifest = "apiVersion: verda.linecorp.com/v1alpha1\nkind: VirtualMachineGroup\nmetadata: {name: cache}\nspec:\n  replicas: 3\n  template:\n    image: centos79\n    flavor: n3-1vcpu-2gb\n    volumes: [{name: data, size: 1}]\n  volumeRetention: {whenScaled: Delete}\n";
+    let _: VirtualMachineGroup = env.create_from_yaml(manifest).await;
+    let groups = env.api::<VirtualMachineGroup>();
+    eventually("three replicas with their volumes", LIMIT, || async {
+        let s = groups.get("cache").await.ok()?.status?;
+        (s.ready_replicas == 3 && data_volumes(&env).len() == 3).then_some(())
+    })
+    .await;
+    env.scale("cache", 2).await;
+    eventually("cache-2's volume is deleted with it", LIMIT, || async {
+        let names: Vec<String> = data_volumes(&env).into_iter().map(|v| v.name).collect();
+        (names.len() == 2 && !names.contains(&"cache-2-data".to_owned())).then_some(())
+    })
+    .await;
+    assert!(
+        env.event_reasons()
+            .await
+            .contains(&"VolumesDeleted".to_owned())
+    );
+    let status = groups
+        .get("cache")
+        .await
+        .expect("group")
+        .status
+        .expect("status");
+    assert_eq!(status.retained_volumes, 0);
+
+    // Deleted with the default whenDeleted (Retain): the volumes stay, and say whose.
+    groups
+        .delete("cache", &DeleteParams::default())
+        .await
+        .expect("deleted");
+    eventually("the group is gone", LIMIT, || async {
+        groups.get_opt("cache").await.ok()?.is_none().then_some(())
+    })
+    .await;
+    let kept = data_volumes(&env);
+    assert_eq!(kept.len(), 2, "{kept:?}");
+    assert!(kept.iter().all(|v| v.status == "available"));
 }
