@@ -354,6 +354,10 @@ async fn a_group_keeps_each_replicas_volumes_across_replacement_rollout_and_scal
         || async {
             let g = groups.get("db").await.ok()?.status?;
             (g.updated_replicas == 3 && g.ready_replicas == 3).then_some(())?;
+            for i in 0..3 {
+                let s = vms.get(&format!("db-{i}")).await.ok()?.status?;
+                (s.flavor.as_deref() == Some("n3-2vcpu-4gb")).then_some(())?;
+            }
             (ids().await? == first).then_some(())
         },
     )
@@ -376,7 +380,11 @@ async fn a_group_keeps_each_replicas_volumes_across_replacement_rollout_and_scal
     .await;
     let retained = data_volumes(&env);
     assert_eq!(retained.len(), 3);
-    assert!(env.event_reasons().await.contains(&"VolumesRetained".to_owned()));
+    let reasons = env.event_reasons().await;
+    assert!(
+        reasons.contains(&"VolumesRetained".to_owned()),
+        "{reasons:?}"
+    );
     groups
         .patch_scale(
             "db",

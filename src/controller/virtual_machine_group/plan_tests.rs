@@ -196,3 +196,33 @@ fn a_stateful_group_replaces_in_place_and_scales_down_from_the_highest_index() {
         "without volumes the broken one goes first"
     );
 }
+
+#[test]
+fn a_scale_down_tells_what_becomes_of_the_removed_replicas_volumes() {
+    let group: verda_api::v1alpha1::VirtualMachineGroup = serde_yaml_ng::from_str(
+        "apiVersion: verda.linecorp.com/v1alpha1\nkind: VirtualMachineGroup\nmetadata: {name: db, namespace: team}\nspec:\n  replicas: 2\n  template: {image: centos79, flavor: m1.small, volumes: [{name: data, size: 1}]}\n",
+    )
+    .expect("a group");
+    let vm = |name: &str| -> verda_api::v1alpha1::VirtualMachine {
+        serde_yaml_ng::from_str(&format!(
+            "apiVersion: verda.linecorp.com/v1alpha1\nkind: VirtualMachine\nmetadata: {{name: {name}, namespace: team}}\nspec: {{image: centos79, flavor: m1.small, volumes: [{{name: data, size: 1}}]}}\n"
+        ))
+        .expect("a VirtualMachine")
+    };
+    let vms = [vm("db-0"), vm("db-1"), vm("db-2")];
+    let round = Plan {
+        delete: vec!["db-2".into()],
+        ..Plan::default()
+    };
+    let events = volume_events(&group, &round, &vms);
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0].0, "VolumesRetained");
+    assert_eq!(
+        volume_fate(&group, "db-2"),
+        verda_api::v1alpha1::Retention::Retain
+    );
+    assert_eq!(
+        volume_fate(&group, "db-1"),
+        verda_api::v1alpha1::Retention::Retain
+    );
+}
