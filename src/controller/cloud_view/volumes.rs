@@ -88,16 +88,21 @@ impl VolumeView {
         self.owners.lock().is_empty()
     }
 
-    /// How many volumes the view knows of owner `uid` at replica indices outside
-    /// `live`: a group's retained volumes. No call: from what reads and refreshes saw.
-    pub fn retained(&self, uid: &str, live: &std::collections::BTreeSet<u32>) -> usize {
+    /// The volumes the view knows of owner `uid` at replica indices outside `live`,
+    /// with their index: a group's retained volumes. No call: from what reads and
+    /// refreshes saw.
+    pub fn retained(
+        &self,
+        uid: &str,
+        live: &std::collections::BTreeSet<u32>,
+    ) -> Vec<(u32, Volume)> {
         self.owners
             .lock()
             .values()
             .filter(|e| e.owner.owner.uid == uid)
-            .filter(|e| e.owner.index.is_some_and(|i| !live.contains(&i)))
-            .map(|e| e.volumes.len())
-            .sum()
+            .filter_map(|e| e.owner.index.filter(|i| !live.contains(i)).map(|i| (i, e)))
+            .flat_map(|(i, e)| e.volumes.iter().map(move |v| (i, v.clone())))
+            .collect()
     }
 
     /// Takes in a full listing asked for at `asked`; the owners whose volumes changed.

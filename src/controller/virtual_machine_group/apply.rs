@@ -14,10 +14,11 @@ use verda_api::v1alpha1::{
 };
 
 use super::plan::Plan;
-use crate::cloud::Compute;
 use crate::cloud::ids::ServerGroupId;
 use crate::cloud::model::compute::ServerGroupPolicy;
+use crate::cloud::model::volume::Volume;
 use crate::cloud::owner::Owner;
+use crate::cloud::{BlockStorage, Compute};
 use crate::controller::ReconcileError;
 use crate::controller::object::object_key;
 
@@ -220,6 +221,20 @@ pub async fn set_volume_retention(
         "set what becomes of a VirtualMachine's volumes",
         key,
     ))
+}
+
+/// Deletes `volumes` (one already gone counts as deleted); returns how many.
+pub async fn delete_volumes(
+    cinder: &dyn BlockStorage,
+    volumes: &[(u32, Volume)],
+    key: &str,
+) -> Result<usize, ReconcileError> {
+    for (_, v) in volumes {
+        crate::cloud::ignore_not_found(cinder.delete_volume(&v.id).await).map_err(
+            ReconcileError::cloud("delete a volume of a removed replica", key),
+        )?;
+    }
+    Ok(volumes.len())
 }
 
 /// A VirtualMachine that is already gone needs nothing more.

@@ -39,9 +39,10 @@ use super::tenancy::Tenant;
 use super::virtual_machine::volumes::removal as volume_removal;
 use super::watch_cache::Feeds;
 use super::{Context, ReconcileError};
-use crate::cloud::Compute;
 use crate::cloud::ids::ServerGroupId;
+use crate::cloud::model::volume::Volume;
 use crate::cloud::owner::is_server_group_of;
+use crate::cloud::{BlockStorage, Compute};
 
 managed_kind!(
     VirtualMachineGroup,
@@ -76,6 +77,7 @@ pub fn run(
 /// its retained volumes.
 pub struct Ports {
     compute: Arc<dyn Compute>,
+    cinder: Arc<dyn BlockStorage>,
     view: Arc<ProjectView>,
 }
 
@@ -86,8 +88,9 @@ pub struct Observed {
     members: Vec<plan::Member>,
     draws_load_balancers: bool,
     template_hash: String,
-    /// Volumes kept for indices that have no VirtualMachine (from the cloud view).
-    retained_volumes: usize,
+    /// Volumes kept for indices that have no VirtualMachine (from the cloud view), with
+    /// their index.
+    retained_volumes: Vec<(u32, Volume)>,
 }
 
 /// What a round did.
@@ -108,6 +111,7 @@ impl Reconciler for VirtualMachineGroup {
     fn ports(ctx: &Context, tenant: &Tenant, _: &Self) -> Ports {
         Ports {
             compute: tenant.ports.compute(),
+            cinder: tenant.ports.block_storage(),
             view: ctx.view.of(tenant),
         }
     }
@@ -205,6 +209,19 @@ impl Reconciler for VirtualMachineGroup {
             outcome
                 .events
                 .extend(plan::volume_events(group, scale, vms));
+            let scaled_away = plan::scaled_away(group, &observed.retained_volumes);
+            if !scaled_away.is_empty() {
+                let cinder = ports.cinder.as_ref();
+                outcome.writes += apply::delete_volumes(cinder, &scaled_away, &owner.key()).await?;
+                for (index, _) in &scaled_away {
+                    let gone = VolumeOwner {
+                        owner: owner.clone(),
+                        index: Some(*index),
+                    };
+                    ports.view.volumes.forget(&gone);
+                }
+                outcome.events.push(plan::scaled_away_event(&scaled_away));
+            }
         }
         outcome.writes += apply::align_credentials(&ctx.client, group, &observed.vms).await?
             + apply::align_policy(&ctx.client, group, &observed.vms).await?;
@@ -224,7 +241,8 @@ impl Reconciler for VirtualMachineGroup {
             outcome.server_group.as_ref(),
             scope.now,
         );
-        status.retained_volumes = i32::try_from(observed.retained_volumes).unwrap_or(i32::MAX);
+        let retained = observed.retained_volumes.len();
+        status.retained_volumes = i32::try_from(retained).unwrap_or(i32::MAX);
         status
     }
 

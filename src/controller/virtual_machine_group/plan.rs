@@ -14,6 +14,7 @@ use kube::ResourceExt;
 use verda_api::v1alpha1::HaPolicy;
 use verda_api::v1alpha1::{Retention, VirtualMachine, VirtualMachineGroup};
 
+use crate::cloud::model::volume::{Volume, VolumeState};
 use crate::controller::virtual_machine::volumes::status::reported;
 
 use crate::cloud::ids::ServerGroupId;
@@ -267,6 +268,34 @@ pub fn volume_events(
             }
         })
         .collect()
+}
+
+/// Retained volumes a scale-down left behind that `whenScaled: Delete` says must go:
+/// at an index past `replicas`, detached. (A VirtualMachine deleted as a replacement
+/// keeps its volumes for its index; a scale-down that came after makes them these.)
+pub fn scaled_away(group: &VirtualMachineGroup, retained: &[(u32, Volume)]) -> Vec<(u32, Volume)> {
+    let deleting = group.spec.volume_retention.unwrap_or_default().when_scaled == Retention::Delete;
+    let replicas = u32::try_from(group.spec.replicas).unwrap_or(0);
+    retained
+        .iter()
+        .filter(|(index, v)| deleting && *index >= replicas && v.status == VolumeState::Available)
+        .cloned()
+        .collect()
+}
+
+/// The event of [`scaled_away`]'s deletes.
+pub fn scaled_away_event(volumes: &[(u32, Volume)]) -> (&'static str, String) {
+    let named: Vec<String> = volumes
+        .iter()
+        .map(|(_, v)| format!("{} ({})", v.name.as_deref().unwrap_or("?"), v.id))
+        .collect();
+    (
+        "VolumesDeleted",
+        format!(
+            "deleted volumes {} of replicas removed by a scale-down (volumeRetention.whenScaled: Delete)",
+            named.join(", ")
+        ),
+    )
 }
 
 /// Stable hash of the template's JSON (FNV-1a), the `template-hash` label.

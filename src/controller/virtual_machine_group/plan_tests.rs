@@ -226,3 +226,34 @@ fn a_scale_down_tells_what_becomes_of_the_removed_replicas_volumes() {
         verda_api::v1alpha1::Retention::Retain
     );
 }
+
+#[test]
+fn retained_volumes_past_replicas_go_when_scaled_says_delete() {
+    let group = |retention: &str| -> verda_api::v1alpha1::VirtualMachineGroup {
+        serde_yaml_ng::from_str(&format!(
+            "apiVersion: verda.linecorp.com/v1alpha1\nkind: VirtualMachineGroup\nmetadata: {{name: db, namespace: team}}\nspec:\n  replicas: 2\n  template: {{image: centos79, flavor: m1.small, volumes: [{{name: data, size: 1}}]}}\n  volumeRetention: {{whenScaled: {retention}}}\n"
+        ))
+        .expect("a group")
+    };
+    let volume = |id: &str, state: VolumeState| Volume {
+        id: id.into(),
+        name: Some(format!("db-{id}")),
+        status: state,
+        size: 1,
+        volume_type: None,
+        metadata: Default::default(),
+        attachments: vec![],
+        created_at: None,
+    };
+    let retained = [
+        (1, volume("v1", VolumeState::Available)),
+        (2, volume("v2", VolumeState::Available)),
+        (3, volume("v3", VolumeState::Creating)),
+    ];
+    let gone = scaled_away(&group("Delete"), &retained);
+    assert_eq!(gone.iter().map(|(i, _)| *i).collect::<Vec<_>>(), [2]);
+    assert!(scaled_away(&group("Retain"), &retained).is_empty());
+    let (reason, note) = scaled_away_event(&gone);
+    assert_eq!(reason, "VolumesDeleted");
+    assert!(note.contains("db-v2 (v2)"), "{note}");
+}
