@@ -41,9 +41,12 @@ async fn a_budgeted_operator_never_exceeds_rate_and_burst_and_still_converges() 
         "BUDGET 10/s burst 10: {calls} calls, converged in {took:.1} s (the budget's floor {floor:.1} s), busiest second {busiest} requests"
     );
     assert!(busiest <= 20, "{busiest} requests in one second");
+    // The calls are counted a moment after convergence was seen: allow half a
+    // second's worth more than the budget gives in `took`.
+    let allowed = f64::from(spec.burst) + spec.requests_per_second * (took + 0.5);
     assert!(
-        took >= floor,
-        "faster than the budget allows: {took} s for {calls} calls"
+        calls as f64 <= allowed,
+        "{calls} calls in {took} s exceed the budget"
     );
     let metrics = env.ctx.metrics.encode();
     assert!(
