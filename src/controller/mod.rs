@@ -12,6 +12,7 @@ pub mod error;
 pub mod events;
 pub mod keeper;
 pub mod lifecycle;
+pub mod lock;
 pub mod load_balancer;
 pub mod object;
 pub mod problem;

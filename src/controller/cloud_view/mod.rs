@@ -21,7 +21,7 @@ mod servers;
 mod volumes;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
@@ -35,6 +35,7 @@ pub use members::{MemberMemory, MemberSet};
 pub use servers::ServerView;
 pub use volumes::{VolumeOwner, VolumeView};
 
+pub use super::lock::Lock;
 use super::tenancy::Tenant;
 use super::{CloudPorts, Context};
 use crate::cloud::model::loadbalancing::LbFilter;
@@ -295,17 +296,3 @@ impl Project<'_> {
     }
 }
 
-/// A mutex whose poisoning (a panic elsewhere while holding it) does not matter: the
-/// view is a cache, and every entry is whole.
-#[derive(Default)]
-pub struct Lock<T>(Mutex<T>);
-
-impl<T> Lock<T> {
-    pub fn new(value: T) -> Self {
-        Self(Mutex::new(value))
-    }
-
-    pub fn lock(&self) -> MutexGuard<'_, T> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}

@@ -16,7 +16,7 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use tokio::sync::{mpsc, watch};
 
-use super::super::cloud_view::Lock;
+use crate::controller::lock::Lock;
 use super::CredentialsError;
 use crate::controller::CloudPorts;
 
