@@ -193,3 +193,50 @@ async fn idle_cloud_calls_with_volumes_do_not_grow_with_the_replicas() {
         );
     }
 }
+
+/// The published two-port LoadBalancer converges in a handful of calls — one create,
+/// its member batches, and one status-tree read after each write plus one `QUIET` later
+/// — and the periods right after are as idle as any later one.
+#[tokio::test]
+async fn a_load_balancer_converges_in_a_few_calls_and_is_idle_from_the_first_period() {
+    let env = Env::start(SimConfig::fast(), one_second_refresh()).await;
+    let before = env.sim.request_counts();
+    published(&env).await;
+    // Each LoadBalancer reads its tree once more QUIET after its last write.
+    tokio::time::sleep(QUIET + PERIOD).await;
+    let converge = calls_since(&env.sim, &before);
+    let octavia: BTreeMap<&String, &u64> = converge
+        .iter()
+        .filter(|(op, _)| op.starts_with("load-balancer/"))
+        .collect();
+    let periods: Vec<BTreeMap<String, u64>> = {
+        let mut periods = Vec::new();
+        for _ in 0..3 {
+            periods.push(calls_over(&env.sim, 1).await);
+        }
+        periods
+    };
+    println!("CONVERGE load balancer: {octavia:?}; then per {PERIOD:?} period: {periods:?}");
+    // Every refresh lists the load balancers once for all of them; the owner's own
+    // list before its create is one of the eight.
+    let own: u64 = octavia
+        .iter()
+        .filter(|(op, _)| !op.ends_with("/list_load_balancers"))
+        .map(|(_, n)| **n)
+        .sum();
+    assert!(
+        own < 8,
+        "a two-port LoadBalancer took {own} calls besides listings: {octavia:?}"
+    );
+    for calls in &periods {
+        assert!(!calls.keys().any(|op| is_write(op)), "{calls:?}");
+        // A server list and a load balancer list per refresh; a boundary may fall inside.
+        assert!(calls.values().sum::<u64>() <= 4, "{periods:?}");
+        assert!(
+            !calls
+                .keys()
+                .any(|op| op.ends_with("get_status_tree") || op.ends_with("list_members")),
+            "a converged LoadBalancer read its tree again: {periods:?}"
+        );
+    }
+}

@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 use super::Lock;
 use crate::cloud::ids::PoolId;
 use crate::cloud::model::loadbalancing::{
-    HealthMonitor, Listener, LoadBalancer, Member, OperatingStatus, Pool, ProvisioningStatus,
+    HealthMonitor, Listener, ListenerTree, LoadBalancer, Member, OperatingStatus, Pool,
+    ProvisioningStatus,
 };
 use crate::cloud::model::network::FloatingIp;
 use crate::cloud::owner::{Owner, uid_from_tags};
@@ -44,20 +45,38 @@ pub struct OctaviaTree {
 /// period); `QUIET` also absorbs two seconds of clock difference.
 pub const QUIET: Duration = Duration::from_secs(3);
 
+type WallClock = chrono::DateTime<chrono::Utc>;
+
+/// Octavia's `updated_at` (UTC, no zone), when it reads.
+fn updated_at(l: &LoadBalancer) -> Option<WallClock> {
+    let at = l.updated_at.as_deref()?;
+    chrono::NaiveDateTime::parse_from_str(at.trim_end_matches('Z'), "%Y-%m-%dT%H:%M:%S%.f")
+        .ok()
+        .map(|t| t.and_utc())
+}
+
+fn quiet() -> chrono::Duration {
+    chrono::Duration::from_std(QUIET).unwrap_or_default()
+}
+
 /// Whether a load balancer of `tree` changed less than [`QUIET`] before `now` (or in
 /// the future, by our clock).
-fn changed_lately(tree: &OctaviaTree, now: chrono::DateTime<chrono::Utc>) -> bool {
-    tree.load_balancers.iter().any(|l| {
-        let Some(at) = l.updated_at.as_deref() else {
-            return false;
-        };
-        chrono::NaiveDateTime::parse_from_str(at.trim_end_matches('Z'), "%Y-%m-%dT%H:%M:%S%.f")
-            .map(|t| {
-                let age = now.signed_duration_since(t.and_utc());
-                age < chrono::Duration::from_std(QUIET).unwrap_or_default()
-            })
-            .unwrap_or(false)
-    })
+fn changed_lately(tree: &OctaviaTree, now: WallClock) -> bool {
+    tree.load_balancers
+        .iter()
+        .filter_map(updated_at)
+        .any(|t| now.signed_duration_since(t) < quiet())
+}
+
+/// A tree confirmed by Octavia's status tree, which has no `updated_at`: the first
+/// listing whose load balancer last changed at least [`QUIET`] before the confirming
+/// read supplies the mark.
+#[derive(Clone, Copy)]
+struct Unmarked {
+    read_at: WallClock,
+    /// The read came right after the owner's own write; the owner reads once more
+    /// `QUIET` later, and listings before that neither vouch nor wake it.
+    quiet_read_due: bool,
 }
 
 /// What a load balancer listing says of one load balancer.
@@ -104,15 +123,23 @@ struct Entry {
     /// a listing asked for after this instant does not vouch for it, but sends the owner
     /// to Octavia once more.
     recheck_after: Option<Instant>,
+    /// The load balancer the owner just created and the tree it asked for.
+    created: Option<(LoadBalancer, Vec<ListenerTree>)>,
+    unmarked: Option<Unmarked>,
 }
 
 /// What the view holds for an owner.
 pub enum Cached {
     /// The tree as the cloud last showed it, with nothing under way.
     Settled(OctaviaTree),
-    /// The tree after the owner's own member batches to these pools: reading the load
-    /// balancer and those pools' members brings it up to date.
+    /// The tree after the owner's own member batches to these pools (their members as
+    /// written): Octavia's status tree confirms it.
     MembersWritten(OctaviaTree, Vec<PoolId>),
+    /// The load balancer just created and the tree asked for: Octavia's status tree
+    /// gives the IDs of its listeners, pools and monitors.
+    Created(LoadBalancer, Vec<ListenerTree>),
+    /// A tree confirmed right after the owner's write, due for its read [`QUIET`] later.
+    Unconfirmed(OctaviaTree),
 }
 
 #[derive(Default)]
@@ -125,15 +152,65 @@ impl LoadBalancerView {
     pub fn cached(&self, uid: &str, max_age: Duration) -> Option<Cached> {
         let owners = self.owners.lock();
         let entry = owners.get(uid)?;
-        if entry.confirmed.elapsed() > max_age {
+        // A tree awaiting its owner's quiet read is as fresh as that read makes it.
+        let awaiting_quiet_read = entry.unmarked.is_some_and(|u| u.quiet_read_due);
+        if entry.confirmed.elapsed() > max_age && !awaiting_quiet_read {
             return None;
         }
+        if let Some((lb, trees)) = &entry.created {
+            return Some(Cached::Created(lb.clone(), trees.clone()));
+        }
         let tree = entry.tree.clone()?;
-        Some(if entry.written_pools.is_empty() {
-            Cached::Settled(tree)
-        } else {
+        let quiet_read_due = entry
+            .unmarked
+            .is_some_and(|u| u.quiet_read_due && chrono::Utc::now() >= u.read_at + quiet());
+        Some(if !entry.written_pools.is_empty() {
             Cached::MembersWritten(tree, entry.written_pools.clone())
+        } else if quiet_read_due {
+            Cached::Unconfirmed(tree)
+        } else {
+            Cached::Settled(tree)
         })
+    }
+
+    /// How long until the owner's read `QUIET` after its write is due, while one is.
+    pub fn quiet_read_in(&self, uid: &str) -> Option<Duration> {
+        let owners = self.owners.lock();
+        let unmarked = owners.get(uid)?.unmarked.filter(|u| u.quiet_read_due)?;
+        let due = unmarked.read_at + quiet() - chrono::Utc::now();
+        Some(due.to_std().unwrap_or_default())
+    }
+
+    /// The owner created `lb` asking for `trees`.
+    pub fn record_created(
+        &self,
+        owner: &Owner,
+        region: Option<&str>,
+        lb: LoadBalancer,
+        trees: Vec<ListenerTree>,
+    ) {
+        self.insert(owner, region, None, Vec::new());
+        if let Some(entry) = self.owners.lock().get_mut(&owner.uid) {
+            entry.created = Some((lb, trees));
+        }
+    }
+
+    /// A tree confirmed by Octavia's status tree with nothing left to do; `after_write`
+    /// when the owner's own write came just before.
+    pub fn record_confirmed(
+        &self,
+        owner: &Owner,
+        region: Option<&str>,
+        tree: &OctaviaTree,
+        after_write: bool,
+    ) {
+        self.insert(owner, region, Some(tree.clone()), Vec::new());
+        if let Some(entry) = self.owners.lock().get_mut(&owner.uid) {
+            entry.unmarked = Some(Unmarked {
+                read_at: chrono::Utc::now(),
+                quiet_read_due: after_write,
+            });
+        }
     }
 
     /// A tree read from the cloud with nothing left to do.
@@ -179,6 +256,8 @@ impl LoadBalancerView {
                 written_pools,
                 confirmed: Instant::now(),
                 recheck_after: None,
+                created: None,
+                unmarked: None,
             },
         );
     }
@@ -210,23 +289,19 @@ impl LoadBalancerView {
         fips: Option<&[FloatingIp]>,
         asked: Instant,
     ) -> Vec<Owner> {
-        let mut by_owner: HashMap<&str, Vec<&LoadBalancer>> = HashMap::new();
-        for lb in listed {
-            if let Some(uid) = uid_from_tags(&lb.tags) {
-                by_owner.entry(uid).or_default().push(lb);
-            }
-        }
+        let by_owner = by_owner(listed);
         let mut owners = self.owners.lock();
         let mut changed = Vec::new();
         owners.retain(|uid, entry| {
             if entry.region.as_deref() != region || entry.confirmed > asked {
                 return true;
             }
-            let Some(tree) = entry
-                .tree
-                .as_ref()
-                .filter(|_| entry.written_pools.is_empty())
-            else {
+            // The owner's own write under way: its next look confirms the tree from the
+            // status tree (and reads it whole if the load balancer is gone).
+            if entry.created.is_some() || !entry.written_pools.is_empty() {
+                return true;
+            }
+            let Some(tree) = entry.tree.as_ref() else {
                 // A write older than the listing: the owner's reconcile reads anyway.
                 return false;
             };
@@ -234,6 +309,18 @@ impl LoadBalancerView {
                 .get(uid.as_str())
                 .map(Vec::as_slice)
                 .unwrap_or_default();
+            if let Some(unmarked) = entry.unmarked {
+                let adoption = adopt(tree, now, unmarked);
+                let keep = !matches!(adoption, Adopt::Changed);
+                if let Adopt::Marked(marked) = adoption {
+                    entry.tree = Some(marked);
+                    entry.unmarked = None;
+                    entry.confirmed = asked;
+                } else if !keep {
+                    changed.push(entry.owner.clone());
+                }
+                return keep;
+            }
             let same_lbs = marks(now.iter().copied()) == marks(tree.load_balancers.iter());
             let tag = entry.owner.tag();
             let same_fips = fips.is_none_or(|fips| {
@@ -250,6 +337,57 @@ impl LoadBalancerView {
             }
         });
         changed
+    }
+}
+
+/// A listing's load balancers by the owner their tags record.
+fn by_owner(listed: &[LoadBalancer]) -> HashMap<&str, Vec<&LoadBalancer>> {
+    let mut by_owner: HashMap<&str, Vec<&LoadBalancer>> = HashMap::new();
+    for lb in listed {
+        if let Some(uid) = uid_from_tags(&lb.tags) {
+            by_owner.entry(uid).or_default().push(lb);
+        }
+    }
+    by_owner
+}
+
+/// What a listing makes of a tree without `updated_at`.
+enum Adopt {
+    /// The same load balancer and state, last changed well before the confirming read:
+    /// the tree, with the listing's `updated_at`, is vouched for from now on.
+    Marked(OctaviaTree),
+    /// The owner's own read `QUIET` after its write is still to come.
+    NotYet,
+    Changed,
+}
+
+fn adopt(tree: &OctaviaTree, listed: &[&LoadBalancer], unmarked: Unmarked) -> Adopt {
+    let state = |l: &LoadBalancer| (l.id.clone(), l.provisioning_status, l.operating_status);
+    let mut was: Vec<_> = tree.load_balancers.iter().map(state).collect();
+    let mut now: Vec<_> = listed.iter().map(|l| state(l)).collect();
+    was.sort_by(|a, b| a.0.cmp(&b.0));
+    now.sort_by(|a, b| a.0.cmp(&b.0));
+    if was != now {
+        return Adopt::Changed;
+    }
+    let settled_before_read = !listed.is_empty()
+        && listed
+            .iter()
+            .all(|l| updated_at(l).is_some_and(|t| t + quiet() <= unmarked.read_at));
+    if settled_before_read {
+        let mut marked = tree.clone();
+        for l in &mut marked.load_balancers {
+            l.updated_at = listed
+                .iter()
+                .find(|n| n.id == l.id)
+                .and_then(|n| n.updated_at.clone());
+        }
+        return Adopt::Marked(marked);
+    }
+    if unmarked.quiet_read_due {
+        Adopt::NotYet
+    } else {
+        Adopt::Changed
     }
 }
 
@@ -342,6 +480,87 @@ mod tests {
         ));
     }
 
+    /// A tree confirmed by the status tree at `read_ago` seconds ago (no `updated_at`).
+    fn unmarked(view: &LoadBalancerView, a: &Owner, read_ago: i64, after_write: bool) {
+        let mut confirmed = lb(a, "");
+        confirmed.updated_at = None;
+        view.record_confirmed(a, None, &tree(vec![confirmed]), after_write);
+        let mut owners = view.owners.lock();
+        let entry = owners.get_mut(&a.uid).expect("recorded");
+        let u = entry.unmarked.as_mut().expect("unmarked");
+        u.read_at -= chrono::Duration::seconds(read_ago);
+    }
+
+    fn stamp(ago: i64) -> String {
+        (chrono::Utc::now() - chrono::Duration::seconds(ago))
+            .format("%Y-%m-%dT%H:%M:%S")
+            .to_string()
+    }
+
+    #[test]
+    fn a_tree_confirmed_right_after_a_write_waits_for_its_own_quiet_read() {
+        let view = LoadBalancerView::default();
+        let a = owner("a");
+        unmarked(&view, &a, 0, true);
+        assert!(view.quiet_read_in("uid-a").is_some_and(|d| d <= QUIET));
+        // Changed in the second of the read: a listing neither vouches nor wakes it.
+        let asked = Instant::now() + Duration::from_millis(10);
+        assert!(
+            view.confirm(None, &[lb(&a, &stamp(0))], None, asked)
+                .is_empty()
+        );
+        assert!(matches!(
+            view.cached("uid-a", AGE),
+            Some(Cached::Settled(_))
+        ));
+        // Its quiet read is due once QUIET has passed since the read.
+        unmarked(&view, &a, 4, true);
+        assert!(matches!(
+            view.cached("uid-a", AGE),
+            Some(Cached::Unconfirmed(_))
+        ));
+    }
+
+    #[test]
+    fn a_listing_marks_a_tree_read_well_after_its_last_change_and_vouches_from_then_on() {
+        let view = LoadBalancerView::default();
+        let a = owner("a");
+        unmarked(&view, &a, 0, false);
+        let listed = [lb(&a, &stamp(10))];
+        let asked = Instant::now() + Duration::from_millis(10);
+        assert!(view.confirm(None, &listed, None, asked).is_empty());
+        assert_eq!(view.quiet_read_in("uid-a"), None);
+        match view.cached("uid-a", AGE) {
+            Some(Cached::Settled(t)) => {
+                assert_eq!(
+                    t.load_balancers[0].updated_at.as_deref(),
+                    Some(stamp(10).as_str())
+                );
+            }
+            _ => panic!("a settled tree"),
+        }
+        // From then on it is compared as any other: a later change wakes the owner.
+        let later = asked + Duration::from_millis(10);
+        assert_eq!(
+            view.confirm(None, &[lb(&a, &stamp(0))], None, later),
+            vec![a]
+        );
+    }
+
+    #[test]
+    fn an_unmarked_tree_changed_after_its_read_or_in_another_state_wakes_its_owner() {
+        let view = LoadBalancerView::default();
+        let (a, b) = (owner("a"), owner("b"));
+        unmarked(&view, &a, 0, false);
+        unmarked(&view, &b, 0, true);
+        let mut degraded = lb(&b, &stamp(0));
+        degraded.operating_status = OperatingStatus::Degraded;
+        let asked = Instant::now() + Duration::from_millis(10);
+        let changed = view.confirm(None, &[lb(&a, &stamp(0)), degraded], None, asked);
+        assert_eq!(changed.len(), 2, "{changed:?}");
+        assert!(view.cached("uid-a", AGE).is_none() && view.cached("uid-b", AGE).is_none());
+    }
+
     #[test]
     fn a_load_balancer_deleted_outside_wakes_its_owner() {
         let view = LoadBalancerView::default();
@@ -372,13 +591,17 @@ mod tests {
             Some(Cached::MembersWritten(_, pools)) => assert_eq!(pools, vec![pool]),
             _ => panic!("expected the written pools"),
         }
-        // A refresh does not vouch for a tree with a write under way.
+        // A refresh neither vouches for a tree with a write under way nor drops it: the
+        // owner's next look confirms it.
         let later = Instant::now() + Duration::from_secs(1);
         assert_eq!(
             view.confirm(None, &[lb(&a, "t1")], None, later),
             Vec::<Owner>::new()
         );
-        assert!(view.cached("uid-a", AGE).is_none());
+        assert!(matches!(
+            view.cached("uid-a", AGE),
+            Some(Cached::MembersWritten(..))
+        ));
     }
 
     #[test]

@@ -13,7 +13,9 @@ use super::resolve;
 use crate::cloud::ids::{
     FloatingIpId, HealthMonitorId, ListenerId, LoadBalancerId, PoolId, PortId,
 };
-use crate::cloud::model::loadbalancing::{CreateLoadBalancer, MemberSpec};
+use crate::cloud::model::loadbalancing::{
+    CreateLoadBalancer, ListenerTree, LoadBalancer as OctaviaLoadBalancer, MemberSpec,
+};
 use crate::cloud::model::network::CreateFloatingIp;
 use crate::cloud::owner::Owner;
 use crate::cloud::{LoadBalancing, Network, ignore_not_found};
@@ -31,6 +33,8 @@ pub struct Outcome {
     pub ready: (Status, &'static str, String),
     pub event: Option<(EventType, &'static str, String)>,
     pub requeue: Duration,
+    /// The load balancer a create made and the tree it asked for.
+    pub created: Option<(OctaviaLoadBalancer, Vec<ListenerTree>)>,
 }
 
 fn busy(message: String, poll: Duration) -> Outcome {
@@ -39,6 +43,7 @@ fn busy(message: String, poll: Duration) -> Outcome {
         ready: (Status::False, PROVISIONING, message),
         event: None,
         requeue: poll,
+        created: None,
     }
 }
 
@@ -64,6 +69,7 @@ pub fn paused(step: &Step, resync: Duration) -> Outcome {
         ),
         event: None,
         requeue: resync,
+        created: None,
     }
 }
 
@@ -140,6 +146,7 @@ async fn write(inputs: &Inputs<'_>, step: Step) -> Result<Outcome, ReconcileErro
             ),
             event: None,
             requeue: inputs.ctx.timing.resync,
+            created: None,
         }),
     }
 }
@@ -156,6 +163,7 @@ fn in_error(first: bool, retry_in: Duration, poll: Duration) -> Outcome {
         ready: (Status::False, LOAD_BALANCER_ERROR, message.clone()),
         event: first.then_some((EventType::Warning, LOAD_BALANCER_ERROR, message)),
         requeue: retry_in.max(poll),
+        created: None,
     }
 }
 
@@ -180,7 +188,7 @@ async fn create(
             ctx.timing.poll,
         ));
     };
-    let listeners = lb
+    let listeners: Vec<ListenerTree> = lb
         .spec
         .ports
         .iter()
@@ -194,7 +202,7 @@ async fn create(
             vip_subnet_id: Some(placement.vip_subnet.clone()),
             flavor_id: placement.flavor.clone(),
             tags: owner.tags(),
-            listeners,
+            listeners: listeners.clone(),
             ..CreateLoadBalancer::default()
         })
         .await
@@ -204,7 +212,8 @@ async fn create(
         ))?;
     let note = format!("created load balancer {}", created.id);
     Ok(Outcome {
-        recorded: Some(Some(created.id)),
+        recorded: Some(Some(created.id.clone())),
+        created: Some((created, listeners)),
         ..wrote(
             note.clone(),
             Some((EventType::Normal, "Created", note)),

@@ -30,6 +30,7 @@ pub async fn import(
         ready: (Status::False, PROVISIONING, text),
         event: None,
         requeue: timing.poll,
+        created: None,
     };
     if !writes {
         return Ok(Outcome {

@@ -7,6 +7,7 @@
 //! changes wake the LoadBalancers that draw on them at once.
 
 pub mod apply;
+pub mod confirm;
 pub mod desired;
 pub mod drift;
 pub mod import;
@@ -269,9 +270,18 @@ impl Reconciler for LoadBalancer {
             owner,
             placement: observed.placement.as_ref(),
         };
+        let settled = step.settled();
         let mut outcome = carry_out(&inputs, step, &tenant.project, *policy).await?;
         if let (Some(note), Some(_)) = (drift, &outcome.event) {
             outcome.event = Some((EventType::Warning, "DriftCorrected", note));
+        }
+        if let Some((made, trees)) = outcome.created.take() {
+            observe::remember_created(&ports.view.load_balancers, owner, lb, made, trees);
+        }
+        if settled && let Some(due) = ports.view.load_balancers.quiet_read_in(&owner.uid) {
+            // The confirming read came right after the write: read once more when a
+            // listing can vouch for what it finds.
+            outcome.requeue = outcome.requeue.min(due + Duration::from_millis(500));
         }
         Ok(outcome)
     }

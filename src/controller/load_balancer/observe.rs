@@ -1,21 +1,37 @@
 //! How a LoadBalancer reconcile sees its Octavia tree: from the shared cloud view when
-//! it answers, else from Octavia — after the object's own member batches by reading only
-//! the load balancer and the pools written, otherwise the whole tree — and what the view
-//! keeps of it afterwards.
+//! it answers, else from Octavia — after the object's own create or member batch with
+//! one call to the status tree (see [`super::confirm`]), otherwise the whole tree — and
+//! what the view keeps of it afterwards.
 
+use super::confirm;
 use super::plan::Step;
-use super::resolve::{self, Observed, keeper};
-use crate::cloud::ids::PoolId;
+use super::resolve::{self, Observed};
+use crate::cloud::LoadBalancing;
+use crate::cloud::Network;
+use crate::cloud::model::loadbalancing::{ListenerTree, LoadBalancer as OsLoadBalancer};
 use crate::cloud::owner::Owner;
-use crate::cloud::{LoadBalancing, Network};
 use crate::controller::ReconcileError;
 use crate::controller::cloud_view::{Cached, LoadBalancerView};
 use verda_api::v1alpha1::LoadBalancer;
 
-/// The tree, and whether it came from the view without a call.
+/// The tree, and where it came from.
 pub struct Look {
     pub tree: Observed,
     pub from_view: bool,
+    pub source: Source,
+}
+
+/// Where a look's tree came from.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Source {
+    /// The cloud view, without a call.
+    View,
+    /// Octavia, read whole.
+    Read,
+    /// Octavia's status tree, right after the owner's own write.
+    AfterWrite,
+    /// Octavia's status tree, [`QUIET`](crate::controller::cloud_view::QUIET) after that.
+    Quiet,
 }
 
 /// Everything a look needs.
@@ -32,11 +48,28 @@ pub async fn look(from: &Sources<'_>, cached: Option<Cached>) -> Result<Look, Re
         Some(Cached::Settled(tree)) => Ok(Look {
             tree,
             from_view: true,
+            source: Source::View,
         }),
-        Some(Cached::MembersWritten(tree, pools)) => Ok(Look {
-            tree: after_member_write(from, tree, &pools).await?,
-            from_view: false,
-        }),
+        Some(Cached::MembersWritten(tree, _)) => {
+            let lb = tree.load_balancers.first().cloned();
+            by_status(from, lb, Source::AfterWrite, |status| {
+                confirm::members(&tree, status)
+            })
+            .await
+        }
+        Some(Cached::Created(lb, trees)) => {
+            by_status(from, Some(lb.clone()), Source::AfterWrite, |status| {
+                confirm::created(&lb, &trees, status)
+            })
+            .await
+        }
+        Some(Cached::Unconfirmed(tree)) => {
+            let lb = tree.load_balancers.first().cloned();
+            by_status(from, lb, Source::Quiet, |status| {
+                confirm::members(&tree, status)
+            })
+            .await
+        }
         None => read(from).await,
     }
 }
@@ -46,45 +79,45 @@ pub async fn read(from: &Sources<'_>) -> Result<Look, ReconcileError> {
     Ok(Look {
         tree: resolve::observe(from.octavia, from.neutron, from.lb, from.owner).await?,
         from_view: false,
+        source: Source::Read,
     })
 }
 
-/// Re-reads the kept load balancer and, once it is no longer busy, the members of the
-/// pools just written: two or three calls instead of the whole tree.
-async fn after_member_write(
+/// One call to the status tree of `lb`, confirmed by `confirm`; the whole tree when the
+/// status tree does not confirm it (or the load balancer is gone).
+async fn by_status(
     from: &Sources<'_>,
-    mut tree: Observed,
-    pools: &[PoolId],
-) -> Result<Observed, ReconcileError> {
-    let key = from.owner.key();
-    let Some(kept) = keeper(from.lb, &tree.load_balancers).map(|l| l.id.clone()) else {
-        return Ok(read(from).await?.tree);
+    lb: Option<OsLoadBalancer>,
+    source: Source,
+    confirm: impl FnOnce(&crate::cloud::model::loadbalancing::StatusTree) -> Option<Observed>,
+) -> Result<Look, ReconcileError> {
+    let Some(lb) = lb else {
+        return read(from).await;
     };
-    let now = match from.octavia.get_load_balancer(&kept).await {
-        Ok(now) => now,
-        Err(e) if e.is_not_found() => return Ok(read(from).await?.tree),
-        Err(e) => return Err(ReconcileError::cloud("read the load balancer", &key)(e)),
+    let status = match from.octavia.get_status_tree(&lb.id).await {
+        Ok(status) => status,
+        Err(e) if e.is_not_found() => return read(from).await,
+        Err(e) => {
+            let key = from.owner.key();
+            return Err(ReconcileError::cloud(
+                "read the load balancer's status",
+                &key,
+            )(e));
+        }
     };
-    let busy = now.provisioning_status.is_pending();
-    for l in tree.load_balancers.iter_mut().filter(|l| l.id == kept) {
-        *l = now.clone();
+    match confirm(&status) {
+        Some(tree) => Ok(Look {
+            tree,
+            from_view: false,
+            source,
+        }),
+        None => read(from).await,
     }
-    if busy {
-        return Ok(tree);
-    }
-    for pool in pools {
-        let members = from
-            .octavia
-            .list_members(pool)
-            .await
-            .map_err(ReconcileError::cloud("list pool members", &key))?;
-        tree.members.insert(pool.to_string(), members);
-    }
-    Ok(tree)
 }
 
 /// What the view keeps after deciding `step` on `look`: a settled tree read from the
-/// cloud, the tree and the pool after a member batch, nothing after any other write.
+/// cloud, the tree with the members written after a member batch, nothing after any
+/// other write (a create is recorded once Octavia answered it: [`remember_created`]).
 pub fn remember(
     view: &LoadBalancerView,
     owner: &Owner,
@@ -95,11 +128,34 @@ pub fn remember(
     match step {
         // Nothing existed that a listing could bring back.
         Step::Create(_) => {}
-        Step::ReplaceMembers(_, pool, _) => {
-            view.record_member_write(owner, region, &look.tree, vec![pool.clone()]);
+        Step::ReplaceMembers(_, pool, members) => {
+            let mut tree = look.tree.clone();
+            let written = members.iter().map(confirm::written_member).collect();
+            tree.members.insert(pool.to_string(), written);
+            view.record_member_write(owner, region, &tree, vec![pool.clone()]);
         }
         step if step.writes() => view.forget(owner, region),
-        step if step.settled() && !look.from_view => view.record(owner, region, &look.tree),
+        step if step.settled() => match look.source {
+            Source::View => {}
+            Source::Read => view.record(owner, region, &look.tree),
+            Source::AfterWrite => view.record_confirmed(owner, region, &look.tree, true),
+            Source::Quiet => view.record_confirmed(owner, region, &look.tree, false),
+        },
         _ => {}
+    }
+}
+
+/// After a create Octavia accepted: the next look confirms the tree asked for with one
+/// call to the status tree instead of reading it whole. A public load balancer's floating
+/// IPs are the network's to tell, so it is read whole.
+pub fn remember_created(
+    view: &LoadBalancerView,
+    owner: &Owner,
+    lb: &LoadBalancer,
+    created: OsLoadBalancer,
+    trees: Vec<ListenerTree>,
+) {
+    if lb.spec.vip_type == verda_api::v1alpha1::VipType::Private {
+        view.record_created(owner, lb.spec.region.as_deref(), created, trees);
     }
 }

@@ -16,9 +16,9 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use tokio::sync::{mpsc, watch};
 
-use crate::controller::lock::Lock;
 use super::CredentialsError;
 use crate::controller::CloudPorts;
+use crate::controller::lock::Lock;
 
 /// How long a first look at a Secret may take before the reconcile gives up for now.
 const FIRST_LISTING: Duration = Duration::from_secs(10);
