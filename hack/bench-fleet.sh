@@ -3,7 +3,10 @@
 # behind a 2-port LoadBalancer, on the simulator at zero delay and the test API server
 # (or the cluster of KUBECONFIG with VERDA_BENCH_REAL_CLUSTER=1). Prints time to
 # converge, cloud calls (total, per VM, by operation), peak RSS and idle calls per
-# resync period. Arguments: group counts (default: 10 100).
+# resync period. Arguments: group counts (default: 10 100). Knobs (hack/bench_fleet.py):
+# VERDA_BENCH_REPLICAS (group size), VERDA_BENCH_BUDGET (RATE/BURST),
+# VERDA_BENCH_LATENCY and VERDA_BENCH_BUILD (the simulator's pace, e.g. 0.2s and 5s),
+# VERDA_BENCH_FAIRNESS=1 (another project's VirtualMachine timed alone and during the fleet).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --locked -p verda-operator -p verda-test-apiserver --bins

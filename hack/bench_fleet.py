@@ -13,6 +13,7 @@ operator's own /metrics (verda_cloud_requests_total) and /proc/PID/status.
 Run through hack/bench-fleet.sh, which builds the release binaries first.
 """
 
+import base64
 import json
 import os
 import re
@@ -34,6 +35,15 @@ LIMIT = int(os.environ.get("VERDA_BENCH_LIMIT_SECS", "600"))
 # requestBudget of the operator: "RATE/BURST"; unset, a budget no fleet reaches, so the
 # figures show the operator's own pace (the README's 20/s is a separate run).
 BUDGET = os.environ.get("VERDA_BENCH_BUDGET", "100000/100000")
+# The simulator's pace: every request held this long ("0.2s"), a server's BUILD this long
+# ("5s"); Octavia's PENDING_* stays at zero.
+LATENCY = os.environ.get("VERDA_BENCH_LATENCY", "0s")
+BUILD = os.environ.get("VERDA_BENCH_BUILD", "0s")
+# The operator's cap on requests on the wire at once, per cloud client.
+CONCURRENCY = 16
+# "1": a single VirtualMachine of another namespace (the simulator's second project) is
+# timed to Ready alone, then again while the fleet is being created.
+FAIRNESS = os.environ.get("VERDA_BENCH_FAIRNESS") == "1"
 CONFIRM_SECS = 5
 WRITE = re.compile(r"^(create|delete|update|replace|set|resize|confirm|add|remove)_")
 
@@ -198,9 +208,12 @@ def run(groups, workdir):
                      and os.path.getsize(kubeconfig) > 0, 30, 0.1)
             env["KUBECONFIG"] = kubeconfig
         sim_port = free_port()
+        team_clouds = os.path.join(workdir, f"team-clouds-{groups}.yaml")
         sim = procs.start([OPERATOR, "simulate", "--listen", f"127.0.0.1:{sim_port}", "--delay", "0",
                            "--sim-instance-quota", str(groups * REPLICAS * 2),
-                           "--sim-hosts", str(max(3, REPLICAS))],
+                           "--sim-hosts", str(max(3, REPLICAS)),
+                           "--sim-latency", LATENCY, "--sim-build-delay", BUILD,
+                           "--team-clouds", team_clouds],
                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         clouds = []
         for line in sim.stdout:
@@ -219,6 +232,8 @@ def run(groups, workdir):
             rate, burst = BUDGET.split("/")
             f.write(f"resyncPeriod: {RESYNC}s\n")
             f.write(f"requestBudget: {{requestsPerSecond: {rate}, burst: {burst}}}\n")
+            # The second project's Secret names its cloud by this.
+            f.write("credentials: {defaultCloudName: verda-sim}\n")
         listen = f"127.0.0.1:{free_port()}"
         metrics_url = f"http://{listen}/metrics"
         operator_env = dict(env, OS_CLIENT_CONFIG_FILE=clouds_file, OS_CLOUD="verda-sim",
@@ -227,17 +242,28 @@ def run(groups, workdir):
         with open(namespace, "w") as f:
             json.dump({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}, f)
         kubectl(env, "apply", "-f", namespace)
+        # Fairness needs a second namespace: then the operator watches them all.
+        scope = [] if FAIRNESS else ["--namespace", ns]
         operator = procs.start([OPERATOR, "run", "--listen", listen, "--config", config_file,
-                                "--namespace", ns, "--leader-elect=false"],
+                                *scope, "--leader-elect=false"],
                                env=operator_env, stderr=open(os.path.join(workdir, f"operator-{groups}.log"), "w"))
         wait_for("the operator's /metrics", lambda: _reachable(metrics_url), 30, 0.2)
         manifest = os.path.join(workdir, f"fleet-{groups}.yaml")
         with open(manifest, "w") as f:
             f.write(manifests(groups, ns))
+        fairness = {}
+        if FAIRNESS:
+            other = f"{ns}-other"
+            second_project(env, workdir, other, team_clouds)
+            fairness["alone_secs"] = probe(env, workdir, other, "probe-alone")
         before = cloud_calls(metrics_url)
         started = time.monotonic()
         kubectl(env, "apply", "-f", manifest)
         applied = time.monotonic() - started
+        if FAIRNESS:
+            fairness["during_fleet_secs"] = probe(env, workdir, other, "probe-during-fleet")
+            fairness["fleet_ready_vms_then"] = ready_vms(metrics_url)
+            fairness["ratio"] = round(fairness["during_fleet_secs"] / fairness["alone_secs"], 2)
         wait_for(f"{groups} groups and LoadBalancers to converge",
                  lambda: metrics_say_converged(metrics_url, groups), LIMIT, 0.25)
         elapsed = time.monotonic() - started
@@ -272,6 +298,12 @@ def run(groups, workdir):
             "by_operation": dict(sorted(converge.items(), key=lambda kv: -kv[1])),
             "idle_by_operation": periods,
         }
+        if LATENCY != "0s" or BUILD != "0s":
+            latency, build = seconds(LATENCY), seconds(BUILD)
+            bound = build + (total * latency / CONCURRENCY) * 1.5
+            result["latency_bound_secs"] = round(bound, 1)
+        if fairness:
+            result["fairness"] = fairness
         print("FLEET " + json.dumps(result), flush=True)
         if real_cluster:
             # Leave the cluster as found: the operator deletes what it made.
@@ -282,6 +314,49 @@ def run(groups, workdir):
         return result
     finally:
         procs.stop()
+
+
+def seconds(text):
+    """ "0.2s", "200ms" or "5" as seconds."""
+    if text.endswith("ms"):
+        return float(text[:-2]) / 1000
+    return float(text.rstrip("s"))
+
+
+def second_project(env, workdir, namespace, team_clouds):
+    """A namespace whose objects act in the simulator's second project."""
+    path = os.path.join(workdir, f"{namespace}.json")
+    with open(path, "w") as f:
+        json.dump({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}, f)
+    kubectl(env, "apply", "-f", path)
+    with open(team_clouds, "rb") as f:
+        clouds = base64.b64encode(f.read()).decode()
+    secret = os.path.join(workdir, f"{namespace}-secret.json")
+    with open(secret, "w") as f:
+        json.dump({"apiVersion": "v1", "kind": "Secret",
+                   "metadata": {"name": "verda-cloud-credentials", "namespace": namespace},
+                   "data": {"clouds.yaml": clouds}}, f)
+    kubectl(env, "apply", "-f", secret)
+
+
+def probe(env, workdir, namespace, name):
+    """Seconds from `kubectl apply` of one VirtualMachine until it is Ready."""
+    path = os.path.join(workdir, f"{name}.yaml")
+    with open(path, "w") as f:
+        f.write(flow({"apiVersion": "verda.linecorp.com/v1alpha1", "kind": "VirtualMachine",
+                      "metadata": {"name": name, "namespace": namespace},
+                      "spec": {"image": "centos79", "flavor": "n3-1vcpu-2gb",
+                               "initScript": {"value": "ls"}}}) + "\n")
+    started = time.monotonic()
+    kubectl(env, "apply", "-f", path)
+    kubectl(env, "-n", namespace, "wait", "--for=condition=Ready", f"vm/{name}", f"--timeout={LIMIT}s")
+    return round(time.monotonic() - started, 2)
+
+
+def ready_vms(metrics_url):
+    text = urllib.request.urlopen(metrics_url, timeout=10).read().decode()
+    return sum(int(float(line.rsplit(" ", 1)[1])) for line in text.splitlines()
+               if line.startswith("verda_group_ready_replicas{"))
 
 
 def _reachable(url):
@@ -305,6 +380,16 @@ def main():
         print(f"| {r['vms']} | {r['lbs']} | {r['converge_secs']} s | {r['calls']} | "
               f"{r['calls_per_vm']} | {r['calls_per_lb']} | {r['peak_rss_mb']} MB | {idle} | "
               f"{r['idle_writes']} |")
+    for r in results:
+        if "latency_bound_secs" in r:
+            print(f"latency {LATENCY} per call, {BUILD} build, {r['vms']} VMs: converged in "
+                  f"{r['converge_secs']} s; bound build + calls x latency / {CONCURRENCY} x 1.5 = "
+                  f"{r['latency_bound_secs']} s")
+        if "fairness" in r:
+            f = r["fairness"]
+            print(f"fairness, {r['vms']} VMs: another project's VirtualMachine Ready in "
+                  f"{f['alone_secs']} s alone, {f['during_fleet_secs']} s while the fleet was created "
+                  f"({f['ratio']}x; {f['fleet_ready_vms_then']} of the fleet's VMs Ready by then)")
 
 
 if __name__ == "__main__":

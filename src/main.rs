@@ -36,6 +36,11 @@ enum Command {
         delay: Duration,
         #[command(flatten)]
         capacity: SimCapacity,
+        #[command(flatten)]
+        pace: SimPace,
+        /// Also write a clouds.yaml of the simulator's second project (`team-b`) here.
+        #[arg(long = "team-clouds")]
+        team_clouds: Option<PathBuf>,
     },
     /// List the cloud resources of this cluster whose owner object is gone (servers,
     /// server groups, load balancers, floating IPs), and with --delete remove them.
@@ -71,6 +76,17 @@ impl SimCapacity {
             ..config
         }
     }
+}
+
+/// How fast the simulated cloud answers, for benchmarks at a real cloud's pace.
+#[derive(Args, Clone, Copy)]
+struct SimPace {
+    /// Seconds a server stays in BUILD, when not --delay.
+    #[arg(long = "sim-build-delay", value_parser = parse_seconds)]
+    build_delay: Option<Duration>,
+    /// Seconds every request takes before it is answered.
+    #[arg(long = "sim-latency", default_value = "0s", value_parser = parse_seconds)]
+    latency: Duration,
 }
 
 #[derive(Args)]
@@ -176,7 +192,9 @@ fn main() -> ExitCode {
             listen,
             delay,
             capacity,
-        } => simulate(listen, delay, capacity),
+            pace,
+            team_clouds,
+        } => simulate(listen, delay, (capacity, pace), team_clouds),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -244,14 +262,20 @@ fn orphans(args: OrphansArgs) -> Result<(), String> {
         .map_err(|e| e.to_string())
 }
 
-fn simulate(listen: SocketAddr, delay: Duration, capacity: SimCapacity) -> Result<(), String> {
+fn simulate(
+    listen: SocketAddr,
+    delay: Duration,
+    (capacity, pace): (SimCapacity, SimPace),
+    team_clouds: Option<PathBuf>,
+) -> Result<(), String> {
     telemetry::init(telemetry::LogFormat::Text);
     let runtime = tokio::runtime::Runtime::new()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     runtime.block_on(async {
         let config = capacity.apply(SimConfig {
-            build_delay: delay,
+            build_delay: pace.build_delay.unwrap_or(delay),
             lb_delay: delay,
+            latency: pace.latency,
             ..SimConfig::default()
         });
         let sim = Simulator::start_on(listen, config)
@@ -261,6 +285,10 @@ fn simulate(listen: SocketAddr, delay: Duration, capacity: SimCapacity) -> Resul
             "# OpenStack simulator on http://{}; save as clouds.yaml and use OS_CLOUD=verda-sim",
             sim.addr()
         );
+        if let Some(path) = &team_clouds {
+            std::fs::write(path, sim.clouds_yaml_of(&sim.team_credentials()))
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        }
         print!("{}", sim.clouds_yaml());
         tokio::signal::ctrl_c()
             .await

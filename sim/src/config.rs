@@ -23,6 +23,8 @@ pub struct SimConfig {
     pub seed: u64,
     /// Nova `max_limit`: the largest page a list answers.
     pub page_size_max: usize,
+    /// Time every request takes before it is answered, as a loaded API server's would.
+    pub latency: Duration,
 }
 
 impl Default for SimConfig {
@@ -36,6 +38,7 @@ impl Default for SimConfig {
             instance_quota: 100,
             seed: 42,
             page_size_max: 1000,
+            latency: Duration::ZERO,
         }
     }
 }

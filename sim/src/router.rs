@@ -2,7 +2,9 @@
 //! 404 body of the service the path belongs to.
 
 use axum::Router;
+use axum::extract::{Request, State};
 use axum::http::Uri;
+use axum::middleware::{self, Next};
 use axum::response::Response;
 use serde_json::json;
 
@@ -17,7 +19,19 @@ pub(crate) fn app(sim: Sim) -> Router {
     let r = super::neutron::routes(r);
     let r = super::octavia::routes(r);
     let r = super::cinder::routes(r);
-    r.fallback(not_found).with_state(sim)
+    r.fallback(not_found)
+        .layer(middleware::from_fn_with_state(sim.clone(), latency))
+        .with_state(sim)
+}
+
+/// Holds every request for the configured latency before it is answered; requests
+/// wait side by side, as on a loaded API server, not one after another.
+async fn latency(State(sim): State<Sim>, request: Request, next: Next) -> Response {
+    let latency = sim.config.latency;
+    if !latency.is_zero() {
+        tokio::time::sleep(latency).await;
+    }
+    next.run(request).await
 }
 
 async fn not_found(uri: Uri) -> Response {

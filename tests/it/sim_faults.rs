@@ -130,3 +130,26 @@ async fn counters_record_every_operation() {
     assert_eq!(c.sim.requests("image", "list_images"), 1);
     assert_eq!(c.sim.total_requests(), 3);
 }
+
+/// With a latency configured, every request is answered no sooner than that, and
+/// requests sent together wait side by side rather than one after another.
+#[tokio::test]
+async fn a_configured_latency_holds_every_request_side_by_side() {
+    let latency = Duration::from_millis(300);
+    let c = Client::start(verda_operator::sim::SimConfig {
+        latency,
+        ..verda_operator::sim::SimConfig::fast()
+    })
+    .await;
+    let started = Instant::now();
+    let sends = (0..8).map(|_| c.nova(Method::GET, "/servers/detail", 64).send());
+    for resp in futures::future::join_all(sends).await {
+        assert_eq!(resp.unwrap().status(), 200);
+    }
+    let took = started.elapsed();
+    assert!(took >= latency, "answered after {took:?}");
+    assert!(
+        took < latency * 4,
+        "eight requests took {took:?}: one after another"
+    );
+}

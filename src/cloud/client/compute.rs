@@ -66,13 +66,14 @@ impl Compute for OpenStackClient {
         })
     }
 
+    /// Coalesced with the lookups of other owners asked for meanwhile (see
+    /// [`super::owner_lookups`]).
     fn list_servers<'a>(&'a self, owner_uid: &'a str) -> CloudFuture<'a, Vec<Server>> {
         Box::pin(async move {
-            let req = compute("list_servers", Method::GET, "/servers/detail")
-                .query("tags", owner_tag(owner_uid));
-            let action = format!("list servers of owner {owner_uid}");
-            let wires: Vec<ServerWire> = self.list_all(req, "servers", &action).await?;
-            Ok(wires.into_iter().map(Server::from).collect())
+            let queue = self.owner_lookups.of(self.region());
+            queue
+                .servers_of(owner_uid, |uids| self.servers_of_owners(uids))
+                .await
         })
     }
 
@@ -286,5 +287,20 @@ impl OpenStackClient {
         }
         pick_one(Resource::Flavor, name_or_id, named, |f| f.id.to_string())
             .map_err(|k| CloudError::new(action, k))
+    }
+}
+
+impl OpenStackClient {
+    /// The servers tagged with any of the owners' tags, in one call.
+    async fn servers_of_owners(&self, uids: Vec<String>) -> CloudResult<Vec<Server>> {
+        let (filter, action) = match uids.as_slice() {
+            [uid] => ("tags", format!("list servers of owner {uid}")),
+            _ => ("tags-any", format!("list servers of {} owners", uids.len())),
+        };
+        let tags: Vec<String> = uids.iter().map(|u| owner_tag(u)).collect();
+        let req =
+            compute("list_servers", Method::GET, "/servers/detail").query(filter, tags.join(","));
+        let wires: Vec<ServerWire> = self.list_all(req, "servers", &action).await?;
+        Ok(wires.into_iter().map(Server::from).collect())
     }
 }

@@ -2,6 +2,9 @@
 //! bounded time. Every create asks for the same few names and the answers rarely change,
 //! so a fleet of servers costs one lookup per name per lifetime, not one per create.
 //!
+//! Lookups of one name asked for while it is being fetched wait for that fetch rather
+//! than making their own (a fleet's first creates all miss at once).
+//!
 //! A failed lookup is never remembered, and a create the cloud refuses as a bad request
 //! forgets the kinds it could have used, so a deleted or renamed object is looked up
 //! again on the retry rather than after the lifetime.
@@ -34,6 +37,8 @@ struct Entry {
 pub(crate) struct Lookups {
     lifetime: Duration,
     entries: Mutex<HashMap<Key, Entry>>,
+    /// One fetch at a time per name; the names asked for are few.
+    fetching: Mutex<HashMap<Key, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 impl Lookups {
@@ -41,6 +46,7 @@ impl Lookups {
         Self {
             lifetime,
             entries: Mutex::new(HashMap::new()),
+            fetching: Mutex::new(HashMap::new()),
         }
     }
 
@@ -57,6 +63,18 @@ impl Lookups {
         T: Clone + Send + Sync + 'static,
     {
         let key = (kind, region.map(str::to_owned), name.to_owned());
+        if let Some(hit) = self.fresh(&key) {
+            return Ok(hit);
+        }
+        let turn = self
+            .fetching
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(key.clone())
+            .or_default()
+            .clone();
+        let _turn = turn.lock().await;
+        // Fetched by whoever had the turn before.
         if let Some(hit) = self.fresh(&key) {
             return Ok(hit);
         }
@@ -157,5 +175,22 @@ mod tests {
         lookup(&uncached, &calls, "centos").await.expect("found");
         lookup(&uncached, &calls, "centos").await.expect("found");
         assert_eq!(calls.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn lookups_of_one_name_asked_together_make_one_fetch() {
+        let lookups = Lookups::new(Duration::from_secs(60));
+        let calls = AtomicUsize::new(0);
+        let calls = &calls;
+        let slow = |name: &'static str| {
+            lookups.get_or_fetch(Kind::Network, None, name, async move {
+                calls.fetch_add(1, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(30)).await;
+                Ok::<_, CloudError>(format!("id-of-{name}"))
+            })
+        };
+        let found = futures::future::join_all((0..8).map(|_| slow("private"))).await;
+        assert!(found.iter().all(|f| f.as_deref() == Ok("id-of-private")));
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
     }
 }

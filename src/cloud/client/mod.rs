@@ -30,6 +30,7 @@ mod lb_pool;
 mod lookups;
 mod network;
 mod octavia;
+mod owner_lookups;
 mod volume;
 
 use lookups::{Kind, Lookups};
@@ -43,6 +44,7 @@ const MAX_PAGES: usize = 1000;
 pub struct OpenStackClient {
     transport: Arc<Transport>,
     lookups: Arc<Lookups>,
+    owner_lookups: Arc<owner_lookups::OwnerLookups>,
     region: Option<String>,
 }
 
@@ -68,6 +70,7 @@ impl OpenStackClient {
         Ok(Self {
             transport: Arc::new(transport),
             lookups: Arc::new(Lookups::new(options.lookup_lifetime)),
+            owner_lookups: Arc::default(),
             region: None,
         })
     }
@@ -77,6 +80,7 @@ impl OpenStackClient {
         Self {
             transport: self.transport.clone(),
             lookups: self.lookups.clone(),
+            owner_lookups: self.owner_lookups.clone(),
             region: Some(region.into()),
         }
     }

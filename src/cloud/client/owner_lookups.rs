@@ -1,0 +1,246 @@
+//! Lookups of servers by owner, coalesced: lookups asked for while another is on the
+//! wire go out together as one `GET /servers/detail?tags-any=<owner tags>` (Nova 2.26),
+//! so a fleet's VirtualMachines looking before their creates (and polling their builds)
+//! cost a few calls, not one each.
+//!
+//! Each lookup is still answered by a call that started after it was asked for, with
+//! the same filter (the owner tag), so it is as authoritative as a call of its own: what
+//! a create is decided on never predates the question.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tokio::sync::oneshot;
+
+use crate::cloud::model::compute::Server;
+use crate::cloud::owner::owner_tag;
+use crate::cloud::ports::CloudResult;
+
+/// Owners asked for in one call: their tags fit a URL (about 50 characters each).
+pub const MOST_OWNERS_PER_CALL: usize = 40;
+
+/// The coalescing lookups of one cloud, per region (each its own Nova).
+#[derive(Default)]
+pub struct OwnerLookups {
+    regions: Mutex<HashMap<Option<String>, Arc<Queue>>>,
+}
+
+impl OwnerLookups {
+    pub fn of(&self, region: Option<&str>) -> Arc<Queue> {
+        let mut regions = self.regions.lock().unwrap_or_else(PoisonError::into_inner);
+        regions
+            .entry(region.map(str::to_owned))
+            .or_default()
+            .clone()
+    }
+}
+
+type Answer = CloudResult<Vec<Server>>;
+
+struct Waiter {
+    uid: String,
+    answer: oneshot::Sender<Answer>,
+}
+
+/// Lookups waiting for the next call, and the turn to make it.
+#[derive(Default)]
+pub struct Queue {
+    waiting: Mutex<Vec<Waiter>>,
+    turn: tokio::sync::Mutex<()>,
+}
+
+impl Queue {
+    /// The servers tagged with `uid`'s owner tag, from a call made after this one was
+    /// asked for; `list(uids)` makes the call for the owners of a batch.
+    pub async fn servers_of<F, Fut>(&self, uid: &str, list: F) -> Answer
+    where
+        F: Fn(Vec<String>) -> Fut,
+        Fut: Future<Output = Answer>,
+    {
+        let mut answer = self.wait_for(uid);
+        loop {
+            let _turn = self.turn.lock().await;
+            match answer.try_recv() {
+                Ok(found) => return found,
+                // The call that held it was dropped half-way: ask again.
+                Err(oneshot::error::TryRecvError::Closed) => answer = self.wait_for(uid),
+                Err(oneshot::error::TryRecvError::Empty) => {}
+            }
+            let batch = self.next_batch();
+            if batch.is_empty() {
+                continue;
+            }
+            let uids: Vec<String> = batch.iter().map(|w| w.uid.clone()).collect();
+            let found = list(uids).await;
+            for waiter in batch {
+                let _ = waiter.answer.send(share(&found, &waiter.uid));
+            }
+        }
+    }
+
+    fn wait_for(&self, uid: &str) -> oneshot::Receiver<Answer> {
+        let (answer, receiver) = oneshot::channel();
+        self.waiting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(Waiter {
+                uid: uid.to_owned(),
+                answer,
+            });
+        receiver
+    }
+
+    /// The longest-waiting lookups still wanted, owners counted once, up to
+    /// [`MOST_OWNERS_PER_CALL`] owners.
+    fn next_batch(&self) -> Vec<Waiter> {
+        let mut waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
+        waiting.retain(|w| !w.answer.is_closed());
+        let mut owners: Vec<&str> = Vec::new();
+        let mut taken = 0;
+        for w in waiting.iter() {
+            if !owners.contains(&w.uid.as_str()) {
+                if owners.len() == MOST_OWNERS_PER_CALL {
+                    break;
+                }
+                owners.push(&w.uid);
+            }
+            taken += 1;
+        }
+        waiting.drain(..taken).collect()
+    }
+}
+
+/// `uid`'s part of a batch's answer.
+fn share(found: &Answer, uid: &str) -> Answer {
+    let tag = owner_tag(uid);
+    match found {
+        Ok(servers) => Ok(servers
+            .iter()
+            .filter(|s| s.tags.contains(&tag))
+            .cloned()
+            .collect()),
+        Err(e) => Err(e.clone()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    use super::*;
+    use crate::cloud::model::compute::ServerStatus;
+
+    fn server(uid: &str) -> Server {
+        Server {
+            id: crate::cloud::ids::ServerId::new(format!("server-{uid}")),
+            name: uid.to_owned(),
+            status: ServerStatus::Active,
+            task_state: None,
+            addresses: Vec::new(),
+            metadata: Default::default(),
+            tags: vec![owner_tag(uid)],
+            description: None,
+            flavor: None,
+            image: None,
+            fault: None,
+            availability_zone: None,
+            volumes_attached: Vec::new(),
+        }
+    }
+
+    #[tokio::test]
+    async fn lookups_asked_while_one_is_on_the_wire_go_out_together() {
+        let queue = Arc::new(Queue::default());
+        let calls = Arc::new(Mutex::new(Vec::<Vec<String>>::new()));
+        let list = |calls: Arc<Mutex<Vec<Vec<String>>>>| {
+            move |uids: Vec<String>| {
+                let calls = calls.clone();
+                async move {
+                    calls.lock().expect("calls").push(uids.clone());
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    Ok(uids.iter().map(|u| server(u)).collect())
+                }
+            }
+        };
+        let lookups: Vec<_> = (0..10)
+            .map(|i| {
+                let (queue, list) = (queue.clone(), list(calls.clone()));
+                tokio::spawn(async move {
+                    if i > 0 {
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                    queue.servers_of(&format!("vm-{i}"), list).await
+                })
+            })
+            .collect();
+        for (i, lookup) in lookups.into_iter().enumerate() {
+            let found = lookup.await.expect("joined").expect("listed");
+            assert_eq!(found.len(), 1, "vm-{i} gets exactly its own server");
+            assert_eq!(found[0].name, format!("vm-{i}"));
+        }
+        let calls = calls.lock().expect("calls").clone();
+        // The first went alone; the nine asked while it was on the wire, together.
+        assert_eq!(calls.len(), 2, "{calls:?}");
+        assert_eq!(calls[1].len(), 9);
+    }
+
+    #[tokio::test]
+    async fn every_lookup_is_answered_by_a_call_begun_after_it_was_asked() {
+        let queue = Arc::new(Queue::default());
+        let started = Arc::new(AtomicUsize::new(0));
+        let list = {
+            let started = started.clone();
+            move |uids: Vec<String>| {
+                let started = started.clone();
+                async move {
+                    started.fetch_add(1, Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    Ok(uids.iter().map(|u| server(u)).collect())
+                }
+            }
+        };
+        let first = tokio::spawn({
+            let (queue, list) = (queue.clone(), list.clone());
+            async move { queue.servers_of("a", list).await }
+        });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        // Asked while the first call is on the wire: not answered by it.
+        let calls_before = started.load(Ordering::SeqCst);
+        queue.servers_of("b", list).await.expect("listed");
+        assert!(started.load(Ordering::SeqCst) > calls_before);
+        first.await.expect("joined").expect("listed");
+    }
+
+    #[tokio::test]
+    async fn a_failed_call_fails_every_lookup_it_held_and_no_more() {
+        let queue = Queue::default();
+        let failing = |_: Vec<String>| async {
+            Err(crate::cloud::error::CloudError::new(
+                "list servers",
+                crate::cloud::error::ErrorKind::Unavailable {
+                    status: Some(503),
+                    retry_after: None,
+                    message: "down".into(),
+                },
+            ))
+        };
+        assert!(queue.servers_of("a", failing).await.is_err());
+        let ok = |uids: Vec<String>| async move { Ok(uids.iter().map(|u| server(u)).collect()) };
+        assert_eq!(queue.servers_of("a", ok).await.expect("listed").len(), 1);
+    }
+
+    #[test]
+    fn a_batch_holds_the_first_forty_owners_asked_for() {
+        let queue = Queue::default();
+        let mut receivers = Vec::new();
+        for i in 0..45 {
+            receivers.push(queue.wait_for(&format!("vm-{i}")));
+        }
+        receivers.push(queue.wait_for("vm-0"));
+        let batch = queue.next_batch();
+        assert_eq!(batch.len(), 40);
+        assert_eq!(queue.waiting.lock().expect("waiting").len(), 6);
+    }
+}
