@@ -15,12 +15,17 @@ struct Args {
     /// Directory of CRD YAML files (default: the repository's config/crd/bases).
     #[arg(long)]
     crd_dir: Option<PathBuf>,
+    /// Changes the watch history keeps before older resourceVersions (and continue
+    /// tokens) answer 410 Expired: raise it for fleets of many thousand objects, as a
+    /// real API server's watch cache and compaction interval would allow.
+    #[arg(long, default_value_t = 10_000)]
+    history_limit: usize,
 }
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
-    let mut builder = ApiServer::builder();
+    let mut builder = ApiServer::builder().history_limit(args.history_limit);
     if let Some(d) = args.crd_dir {
         builder = builder.crd_dir(d);
     }
