@@ -217,7 +217,7 @@ impl Reconciler for LoadBalancer {
     }
 
     fn needs_fresh_look(observed: &Observed, step: &plan::Step) -> bool {
-        observed.look.from_view && matches!(step, plan::Step::Create(_))
+        observed.look.from_view() && matches!(step, plan::Step::Create(_))
     }
 
     fn plan(scope: &Scope<Self>, observed: &Observed) -> plan::Step {

@@ -17,8 +17,14 @@ use verda_api::v1alpha1::LoadBalancer;
 /// The tree, and where it came from.
 pub struct Look {
     pub tree: Observed,
-    pub from_view: bool,
     pub source: Source,
+}
+
+impl Look {
+    /// Whether the tree came from the view without a call.
+    pub fn from_view(&self) -> bool {
+        self.source == Source::View
+    }
 }
 
 /// Where a look's tree came from.
@@ -47,29 +53,16 @@ pub async fn look(from: &Sources<'_>, cached: Option<Cached>) -> Result<Look, Re
     match cached {
         Some(Cached::Settled(tree)) => Ok(Look {
             tree,
-            from_view: true,
             source: Source::View,
         }),
-        Some(Cached::MembersWritten(tree, _)) => {
-            let lb = tree.load_balancers.first().cloned();
-            by_status(from, lb, Source::AfterWrite, |status| {
-                confirm::members(&tree, status)
-            })
-            .await
-        }
         Some(Cached::Created(lb, trees)) => {
             by_status(from, Some(lb.clone()), Source::AfterWrite, |status| {
                 confirm::created(&lb, &trees, status)
             })
             .await
         }
-        Some(Cached::Unconfirmed(tree)) => {
-            let lb = tree.load_balancers.first().cloned();
-            by_status(from, lb, Source::Quiet, |status| {
-                confirm::members(&tree, status)
-            })
-            .await
-        }
+        Some(Cached::MembersWritten(tree, _)) => members(from, tree, Source::AfterWrite).await,
+        Some(Cached::Unconfirmed(tree)) => members(from, tree, Source::Quiet).await,
         None => read(from).await,
     }
 }
@@ -78,9 +71,18 @@ pub async fn look(from: &Sources<'_>, cached: Option<Cached>) -> Result<Look, Re
 pub async fn read(from: &Sources<'_>) -> Result<Look, ReconcileError> {
     Ok(Look {
         tree: resolve::observe(from.octavia, from.neutron, from.lb, from.owner).await?,
-        from_view: false,
         source: Source::Read,
     })
+}
+
+/// `tree` with every pool's members as the status tree shows them.
+async fn members(
+    from: &Sources<'_>,
+    tree: Observed,
+    source: Source,
+) -> Result<Look, ReconcileError> {
+    let lb = tree.load_balancers.first().cloned();
+    by_status(from, lb, source, |status| confirm::members(&tree, status)).await
 }
 
 /// One call to the status tree of `lb`, confirmed by `confirm`; the whole tree when the
@@ -106,11 +108,7 @@ async fn by_status(
         }
     };
     match confirm(&status) {
-        Some(tree) => Ok(Look {
-            tree,
-            from_view: false,
-            source,
-        }),
+        Some(tree) => Ok(Look { tree, source }),
         None => read(from).await,
     }
 }
