@@ -50,7 +50,7 @@ impl Env {
 
     /// As [`Env::start`], with the operator configuration `config`.
     pub async fn start_configured(sim_config: SimConfig, timing: Timing, config: Config) -> Self {
-        Self::launch(sim_config, timing, config, |client| Arc::new(client)).await
+        Self::launch(sim_config, timing, config, None, |client| Arc::new(client)).await
     }
 
     /// As [`Env::start`], the operator's requests spending from `budgets`, as the
@@ -60,40 +60,8 @@ impl Env {
         timing: Timing,
         budgets: Arc<Budgets>,
     ) -> Self {
-        let cluster = TestCluster::from_env_or_start().await.expect("a cluster");
-        let ns = cluster.namespace("e2e").await.expect("a namespace");
-        let sim = Simulator::start(sim_config).await.expect("simulator");
-        let options = ClientOptions {
-            budgets: Some(budgets.clone()),
-            ..ClientOptions::default()
-        };
-        let metrics = Metrics::new();
-        let client = OpenStackClient::new(simulator_cloud(&sim), metrics.clone(), options)
-            .expect("cloud client");
-        let config = Config::default();
-        let id = verda_operator::controller::cluster::identify(&cluster.client(), &config)
-            .await
-            .expect("the cluster's identity");
-        let ctx = Arc::new(
-            Context::new(
-                cluster.client(),
-                config,
-                metrics,
-                Arc::new(client),
-                timing,
-                id,
-            )
-            .watching(Some(ns.clone()))
-            .with_budgets(budgets),
-        );
-        let controllers = tokio::spawn(controller::run_all(ctx.clone()));
-        Env {
-            cluster,
-            sim,
-            ctx,
-            ns,
-            controllers,
-        }
+        let wrap = |client| Arc::new(client) as Arc<dyn CloudPorts>;
+        Self::launch(sim_config, timing, Config::default(), Some(budgets), wrap).await
     }
 
     /// As [`Env::start`], the controllers seeing the cloud through the ports `wrap`
@@ -103,19 +71,20 @@ impl Env {
         timing: Timing,
         wrap: impl FnOnce(OpenStackClient) -> Arc<dyn CloudPorts>,
     ) -> Self {
-        Self::launch(sim_config, timing, Config::default(), wrap).await
+        Self::launch(sim_config, timing, Config::default(), None, wrap).await
     }
 
     async fn launch(
         sim_config: SimConfig,
         timing: Timing,
         config: Config,
+        budgets: Option<Arc<Budgets>>,
         wrap: impl FnOnce(OpenStackClient) -> Arc<dyn CloudPorts>,
     ) -> Self {
         let cluster = TestCluster::from_env_or_start().await.expect("a cluster");
         let ns = cluster.namespace("e2e").await.expect("a namespace");
         let sim = Simulator::start(sim_config).await.expect("simulator");
-        let ctx = context_with(&cluster, &ns, &sim, timing, config, wrap).await;
+        let ctx = context_with(&cluster, &ns, &sim, (timing, config, budgets), wrap).await;
         let controllers = tokio::spawn(controller::run_all(ctx.clone()));
         Env {
             cluster,
@@ -254,32 +223,33 @@ async fn context(
     timing: Timing,
     wrap: impl FnOnce(OpenStackClient) -> Arc<dyn CloudPorts>,
 ) -> Arc<Context> {
-    context_with(cluster, ns, sim, timing, Config::default(), wrap).await
+    context_with(cluster, ns, sim, (timing, Config::default(), None), wrap).await
 }
 
 async fn context_with(
     cluster: &TestCluster,
     ns: &str,
     sim: &Simulator,
-    timing: Timing,
-    config: Config,
+    (timing, config, budgets): (Timing, Config, Option<Arc<Budgets>>),
     wrap: impl FnOnce(OpenStackClient) -> Arc<dyn CloudPorts>,
 ) -> Arc<Context> {
     let metrics = Metrics::new();
-    let client = OpenStackClient::new(
-        simulator_cloud(sim),
-        metrics.clone(),
-        ClientOptions::default(),
-    )
-    .expect("cloud client");
+    let options = ClientOptions {
+        budgets: budgets.clone(),
+        ..ClientOptions::default()
+    };
+    let client =
+        OpenStackClient::new(simulator_cloud(sim), metrics.clone(), options).expect("cloud client");
     // Named as the operator names it: the cluster's kube-system UID (real or test).
     let id = verda_operator::controller::cluster::identify(&cluster.client(), &config)
         .await
         .expect("the cluster's identity");
-    Arc::new(
-        Context::new(cluster.client(), config, metrics, wrap(client), timing, id)
-            .watching(Some(ns.to_owned())),
-    )
+    let ctx = Context::new(cluster.client(), config, metrics, wrap(client), timing, id)
+        .watching(Some(ns.to_owned()));
+    Arc::new(match budgets {
+        Some(budgets) => ctx.with_budgets(budgets),
+        None => ctx,
+    })
 }
 
 /// Polls `check` every 50 ms until it gives `Some`, for at most `limit`.
