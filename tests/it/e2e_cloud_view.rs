@@ -197,18 +197,30 @@ async fn idle_cloud_calls_with_volumes_do_not_grow_with_the_replicas() {
 /// The published two-port LoadBalancer converges in a handful of calls — one create,
 /// its member batches, and one status-tree read after each write plus one `QUIET` later
 /// — and the periods right after are as idle as any later one.
+///
+/// The group is Ready before the LoadBalancer is applied and grows after it settled, so
+/// each phase's calls do not depend on whether servers boot within `QUIET` of the create
+/// (a LoadBalancer that settles while its group boots reads its tree `QUIET` later once
+/// more, as it should).
 #[tokio::test]
 async fn a_load_balancer_converges_in_a_few_calls_and_is_idle_from_the_first_period() {
     let env = Env::start(SimConfig::fast(), one_second_refresh()).await;
+    let _: VirtualMachineGroup = env
+        .create_from_yaml(&sample("virtualmachinegroup.yaml"))
+        .await;
+    env.ready_vm(&format!("{GROUP}-0")).await;
+    env.ready_vm(&format!("{GROUP}-1")).await;
     let before = env.sim.request_counts();
-    published(&env).await;
+    let _: LoadBalancer = env.create_from_yaml(&sample("loadbalancer.yaml")).await;
+    env.load_balancer_ready(LB, "4/4").await;
     // Each LoadBalancer reads its tree once more QUIET after its last write.
     tokio::time::sleep(QUIET + PERIOD).await;
-    let converge = calls_since(&env.sim, &before);
-    let octavia: BTreeMap<&String, &u64> = converge
-        .iter()
-        .filter(|(op, _)| op.starts_with("load-balancer/"))
-        .collect();
+    let created = octavia_since(&env.sim, &before);
+    let before = env.sim.request_counts();
+    env.scale(GROUP, 3).await;
+    env.load_balancer_ready(LB, "6/6").await;
+    tokio::time::sleep(QUIET + PERIOD).await;
+    let grown = octavia_since(&env.sim, &before);
     let periods: Vec<BTreeMap<String, u64>> = {
         let mut periods = Vec::new();
         for _ in 0..3 {
@@ -216,17 +228,31 @@ async fn a_load_balancer_converges_in_a_few_calls_and_is_idle_from_the_first_per
         }
         periods
     };
-    println!("CONVERGE load balancer: {octavia:?}; then per {PERIOD:?} period: {periods:?}");
-    // Every refresh lists the load balancers once for all of them; the owner's own
-    // list before its create is one of the eight.
-    let own: u64 = octavia
-        .iter()
-        .filter(|(op, _)| !op.ends_with("/list_load_balancers"))
-        .map(|(_, n)| **n)
-        .sum();
+    println!(
+        "CONVERGE load balancer: created {created:?}; grown by one replica {grown:?}; \
+         then per {PERIOD:?} period: {periods:?}"
+    );
+    // Every refresh lists the load balancers once for all of them.
+    let own = |calls: &BTreeMap<String, u64>| -> u64 {
+        calls
+            .iter()
+            .filter(|(op, _)| !op.ends_with("/list_load_balancers"))
+            .map(|(_, n)| *n)
+            .sum()
+    };
+    // One create with the members, its confirming read, the read QUIET later.
+    assert_eq!(created.get("load-balancer/create_load_balancer"), Some(&1));
     assert!(
-        own < 8,
-        "a two-port LoadBalancer took {own} calls besides listings: {octavia:?}"
+        own(&created) <= 3,
+        "a two-port LoadBalancer for a Ready group took {} calls besides listings: {created:?}",
+        own(&created)
+    );
+    // A member batch per pool, a read after each, the read QUIET later.
+    assert_eq!(grown.get("load-balancer/replace_members"), Some(&2));
+    assert!(
+        own(&grown) <= 5,
+        "one more replica took {} calls besides listings: {grown:?}",
+        own(&grown)
     );
     for calls in &periods {
         assert!(!calls.keys().any(|op| is_write(op)), "{calls:?}");
@@ -239,4 +265,15 @@ async fn a_load_balancer_converges_in_a_few_calls_and_is_idle_from_the_first_per
             "a converged LoadBalancer read its tree again: {periods:?}"
         );
     }
+}
+
+/// The Octavia calls since `before`, by operation.
+fn octavia_since(
+    sim: &Simulator,
+    before: &BTreeMap<(String, String), u64>,
+) -> BTreeMap<String, u64> {
+    calls_since(sim, before)
+        .into_iter()
+        .filter(|(op, _)| op.starts_with("load-balancer/"))
+        .collect()
 }
