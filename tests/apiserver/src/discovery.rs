@@ -238,7 +238,7 @@ fn openapi_doc(reg: &Registry, g: &str, v: &str) -> Value {
     let mut paths = Map::new();
     for rt in reg.types.iter().filter(|t| t.group == g && t.version == v) {
         openapi_paths(rt, &mut paths);
-        let mut s = rt.schema.clone().unwrap_or_else(
+        let mut s = rt.schema.as_deref().cloned().unwrap_or_else(
             || json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
         );
         if let Some(props) = s.get_mut("properties").and_then(Value::as_object_mut) {

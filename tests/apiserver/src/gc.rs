@@ -54,15 +54,6 @@ fn has_finalizer(o: &Value, f: &str) -> bool {
         .is_some_and(|a| a.iter().any(|x| x == f))
 }
 
-fn owner_uids(o: &Value) -> Vec<String> {
-    o["metadata"]["ownerReferences"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|r| r["uid"].as_str().map(String::from))
-        .collect()
-}
-
 fn ctx() -> WriteCtx {
     WriteCtx {
         manager: MANAGER.into(),
@@ -110,39 +101,154 @@ fn delete(state: &AppState, store: &mut Store, storage: &str, obj: &Value, polic
     );
 }
 
-/// One pass; returns whether anything changed.
-fn sweep(state: &AppState) -> bool {
-    let mut store = state.lock();
-    let all = store.all_metadata();
+/// What one pass found to do, owned, so the store can be written.
+enum Work {
+    /// An empty terminating namespace disappears.
+    RemoveNamespace(String),
+    /// These are deleted with this propagation policy.
+    Delete(Vec<Item>, &'static str),
+    /// `uid` leaves the dependents' ownerReferences, then the owner loses `orphan`.
+    Orphan {
+        owner: Item,
+        uid: String,
+        dependents: Vec<Item>,
+    },
+    /// The owner's dependents are deleted; it loses `foregroundDeletion` once none
+    /// blocks it.
+    Foreground {
+        owner: Item,
+        delete: Vec<Item>,
+        release: bool,
+    },
+}
+
+/// An object's bucket and what the collector reads of it: `{"metadata": ...}` with the
+/// fields it decides on, never annotations or managed fields.
+type Item = (String, Value);
+
+fn item(storage: &str, o: &Value) -> Item {
+    const READ: [&str; 6] = [
+        "name",
+        "namespace",
+        "uid",
+        "ownerReferences",
+        "deletionTimestamp",
+        "finalizers",
+    ];
+    let meta: serde_json::Map<String, Value> = READ
+        .iter()
+        .filter_map(|k| o["metadata"].get(*k).map(|x| ((*k).to_owned(), x.clone())))
+        .collect();
+    (storage.to_owned(), json!({ "metadata": meta }))
+}
+
+fn owned_by(o: &Value) -> impl Iterator<Item = &str> {
+    o["metadata"]["ownerReferences"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r["uid"].as_str())
+}
+
+fn deleting(o: &Value) -> bool {
+    !o["metadata"]["deletionTimestamp"].is_null()
+}
+
+/// The first thing to do, found by reading every object in place: the scan runs after
+/// every burst of writes, and copying thousands of objects each time was most of the
+/// server's work.
+fn next_work(all: &[(&str, &Value)]) -> Option<Work> {
     let uids: HashSet<&str> = all.iter().map(|(_, o)| meta_str(o, "uid")).collect();
-    let deleting = |o: &Value| !o["metadata"]["deletionTimestamp"].is_null();
-    let dependents_of = |uid: String| -> Vec<&(String, Value)> {
+    let dependents_of = |uid: &str| -> Vec<(&str, &Value)> {
         all.iter()
-            .filter(|(_, o)| owner_uids(o).contains(&uid))
+            .filter(|(_, o)| owned_by(o).any(|u| u == uid))
+            .copied()
             .collect()
     };
-    for (storage, o) in &all {
+    for (storage, o) in all {
         let uid = meta_str(o, "uid");
-        if storage == NAMESPACES && deleting(o) {
+        if *storage == NAMESPACES && deleting(o) {
             let ns = meta_str(o, "name");
             let content: Vec<_> = all
                 .iter()
-                .filter(|(s, x)| s != NAMESPACES && meta_str(x, "namespace") == ns)
+                .filter(|(s, x)| *s != NAMESPACES && meta_str(x, "namespace") == ns)
                 .collect();
             if content.is_empty() {
-                store.remove(NAMESPACES, "", ns);
-                return true;
+                return Some(Work::RemoveNamespace(ns.to_owned()));
             }
-            let mut changed = false;
-            for (s, x) in content.into_iter().filter(|(_, x)| !deleting(x)) {
-                delete(state, &mut store, s, x, "Background");
-                changed = true;
-            }
-            if changed {
-                return true;
+            let live: Vec<Item> = content
+                .into_iter()
+                .filter(|(_, x)| !deleting(x))
+                .map(|(s, x)| item(s, x))
+                .collect();
+            if !live.is_empty() {
+                return Some(Work::Delete(live, "Background"));
             }
         } else if deleting(o) && has_finalizer(o, "orphan") {
-            for (s, d) in dependents_of(uid.to_string()) {
+            return Some(Work::Orphan {
+                owner: item(storage, o),
+                uid: uid.to_owned(),
+                dependents: dependents_of(uid)
+                    .into_iter()
+                    .map(|(s, d)| item(s, d))
+                    .collect(),
+            });
+        } else if deleting(o) && has_finalizer(o, "foregroundDeletion") {
+            let deps = dependents_of(uid);
+            let delete: Vec<Item> = deps
+                .iter()
+                .filter(|(_, d)| !deleting(d))
+                .map(|(s, d)| item(s, d))
+                .collect();
+            let blocking = deps.iter().any(|(_, d)| {
+                d["metadata"]["ownerReferences"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|r| r["uid"] == json!(uid) && r["blockOwnerDeletion"] == json!(true))
+            });
+            if !blocking || !delete.is_empty() {
+                return Some(Work::Foreground {
+                    owner: item(storage, o),
+                    delete,
+                    release: !blocking,
+                });
+            }
+        } else if !deleting(o) {
+            let mut owners = owned_by(o).peekable();
+            if owners.peek().is_some() && owners.all(|u| !uids.contains(u)) {
+                return Some(Work::Delete(vec![item(storage, o)], "Background"));
+            }
+        }
+    }
+    None
+}
+
+/// One pass; returns whether anything changed.
+fn sweep(state: &AppState) -> bool {
+    let mut store = state.lock();
+    let work = {
+        let all: Vec<(&str, &Value)> = store.all().collect();
+        next_work(&all)
+    };
+    let Some(work) = work else {
+        return false;
+    };
+    match work {
+        Work::RemoveNamespace(ns) => {
+            store.remove(NAMESPACES, "", &ns);
+        }
+        Work::Delete(items, policy) => {
+            for (s, x) in &items {
+                delete(state, &mut store, s, x, policy);
+            }
+        }
+        Work::Orphan {
+            owner: (storage, o),
+            uid,
+            dependents,
+        } => {
+            for (s, d) in &dependents {
                 rewrite(state, &mut store, s, d, |v| {
                     if let Some(refs) = v["metadata"]["ownerReferences"].as_array_mut() {
                         refs.retain(|r| r["uid"] != json!(uid));
@@ -156,42 +262,26 @@ fn sweep(state: &AppState) -> bool {
                     }
                 });
             }
-            rewrite(state, &mut store, storage, o, |v| {
+            rewrite(state, &mut store, &storage, &o, |v| {
                 drop_finalizer(v, "orphan")
             });
-            return true;
-        } else if deleting(o) && has_finalizer(o, "foregroundDeletion") {
-            let deps = dependents_of(uid.to_string());
-            let mut changed = false;
-            for (s, d) in deps.iter().filter(|(_, d)| !deleting(d)) {
+        }
+        Work::Foreground {
+            owner: (storage, o),
+            delete: deps,
+            release,
+        } => {
+            for (s, d) in &deps {
                 delete(state, &mut store, s, d, "Foreground");
-                changed = true;
             }
-            let blocking = deps.iter().any(|(_, d)| {
-                d["metadata"]["ownerReferences"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .any(|r| r["uid"] == json!(uid) && r["blockOwnerDeletion"] == json!(true))
-            });
-            if !blocking {
-                rewrite(state, &mut store, storage, o, |v| {
+            if release {
+                rewrite(state, &mut store, &storage, &o, |v| {
                     drop_finalizer(v, "foregroundDeletion")
                 });
-                return true;
-            }
-            if changed {
-                return true;
-            }
-        } else if !deleting(o) {
-            let owners = owner_uids(o);
-            if !owners.is_empty() && owners.iter().all(|u| !uids.contains(u.as_str())) {
-                delete(state, &mut store, storage, o, "Background");
-                return true;
             }
         }
     }
-    false
+    true
 }
 
 fn drop_finalizer(v: &mut Value, f: &str) {

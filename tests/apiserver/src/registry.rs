@@ -53,7 +53,8 @@ pub struct ResourceType {
     pub status: bool,
     pub scale: Option<ScaleSpec>,
     /// `openAPIV3Schema` of a CRD version; `None` for built-ins (no schema validation).
-    pub schema: Option<Value>,
+    /// Shared: every request takes its own copy of the resource type.
+    pub schema: Option<std::sync::Arc<Value>>,
     pub printer_columns: Vec<PrinterColumn>,
     /// Custom resource (CRD semantics: generation, no unconditional PUT, `apiVersion`/`kind` on list items).
     pub custom: bool,
@@ -332,7 +333,10 @@ fn crd_versions(crd: &Value) -> Result<Vec<ResourceType>, String> {
             namespaced: spec["scope"].as_str() != Some("Cluster"),
             status: ver["subresources"].get("status").is_some(),
             scale,
-            schema: ver["schema"].get("openAPIV3Schema").cloned(),
+            schema: ver["schema"]
+                .get("openAPIV3Schema")
+                .cloned()
+                .map(std::sync::Arc::new),
             printer_columns,
             custom: true,
             storage: format!("{group}/{plural}"),

@@ -95,16 +95,12 @@ impl Store {
             .map(|(_, v)| v)
     }
 
-    /// The metadata of every stored object with its bucket, for the garbage collector
-    /// (`{"metadata": ...}` only: the collector never needs more, and copying whole objects is wasteful).
-    pub fn all_metadata(&self) -> Vec<(String, Value)> {
+    /// Every stored object with its bucket, borrowed: the garbage collector scans them
+    /// all after every burst of writes, under the store's lock.
+    pub fn all(&self) -> impl Iterator<Item = (&str, &Value)> {
         self.objects
             .iter()
-            .flat_map(|(s, b)| {
-                b.values()
-                    .map(move |v| (s.clone(), json!({"metadata": v["metadata"]})))
-            })
-            .collect()
+            .flat_map(|(s, b)| b.values().map(move |v| (s.as_str(), v)))
     }
 
     /// Stores `obj` under a new resourceVersion and records the change; returns the stored object.

@@ -224,7 +224,7 @@ fn apply(
             let mut obj = managed::apply(
                 &json!({"metadata": {}}),
                 &applied,
-                t.rt.schema.as_ref(),
+                t.rt.schema.as_deref(),
                 &manager,
                 None,
                 force,
@@ -236,7 +236,7 @@ fn apply(
         }
     };
     ops::check_rv(&t.rt, t.name(), &old, &body, false)?;
-    let merged = managed::apply(&old, &applied, t.rt.schema.as_ref(), &manager, sub, force)
+    let merged = managed::apply(&old, &applied, t.rt.schema.as_deref(), &manager, sub, force)
         .map_err(|c| conflict_error(&c))?;
     let out = ops::update(&mut store, &t.rt, &old, merged, &wctx)?;
     Ok(written(StatusCode::OK, out))

@@ -221,7 +221,7 @@ pub fn create(
         }
     }
     if !ctx.preset_managed {
-        managed::track_update(None, &mut obj, rt.schema.as_ref(), &ctx.manager, None);
+        managed::track_update(None, &mut obj, rt.schema.as_deref(), &ctx.manager, None);
     }
     let stored = store.put(&rt.storage, store_ns, &name, rt.to_storage(obj));
     Ok(Outcome {

@@ -191,7 +191,7 @@ pub fn update(
         managed::track_update(
             Some(old),
             &mut new,
-            rt.schema.as_ref(),
+            rt.schema.as_deref(),
             &ctx.manager,
             ctx.sub.as_deref(),
         );

@@ -6,7 +6,11 @@
 //! a warning, not a rejection: the real apiserver would have refused the CRD itself, so such a gap is the
 //! evaluator's, not the object's.
 
-use kube::core::cel::{ErrorKind, Validator};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use kube::core::cel::{CompiledSchema, ErrorKind, Validator, compile_schema};
 use serde_json::Value;
 
 use crate::error::Cause;
@@ -38,11 +42,43 @@ fn reason_prefix(reason: Option<&str>) -> (&'static str, &'static str) {
     }
 }
 
+thread_local! {
+    /// Schemas compiled on this thread, by where the schema lives, with the schema they
+    /// were compiled from (a schema dropped and another stored at its address is told
+    /// apart by comparing): a thousand applied objects otherwise parse every rule a
+    /// thousand times.
+    static COMPILED: RefCell<HashMap<usize, (Value, Rc<CompiledSchema>)>> =
+        RefCell::new(HashMap::new());
+}
+
+/// A CRD version seldom changes; more than this many schemas means they do, so the
+/// cache starts over rather than keeping every past one.
+const COMPILED_KEPT: usize = 64;
+
+/// `schema` with its rules compiled, from this thread's cache when it was seen before.
+fn compiled(schema: &Value) -> Rc<CompiledSchema> {
+    let at = std::ptr::from_ref(schema) as usize;
+    COMPILED.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if let Some((seen, done)) = cache.get(&at)
+            && seen == schema
+        {
+            return done.clone();
+        }
+        if cache.len() >= COMPILED_KEPT {
+            cache.clear();
+        }
+        let done = Rc::new(compile_schema(schema));
+        cache.insert(at, (schema.clone(), done.clone()));
+        done
+    })
+}
+
 /// Evaluates every rule; returns (causes, warnings).
 pub fn check(schema: &Value, obj: &Value, old: Option<&Value>) -> (Vec<Cause>, Vec<String>) {
     let mut causes = Vec::new();
     let mut warnings = Vec::new();
-    let Err(errors) = Validator::new().validate(schema, obj, old) else {
+    let Err(errors) = Validator::new().validate_compiled(&compiled(schema), obj, old) else {
         return (causes, warnings);
     };
     for e in errors.into_vec() {

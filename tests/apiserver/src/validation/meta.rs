@@ -3,7 +3,6 @@
 //!
 //! Not covered: annotation size limits, ownerReference and finalizer name formats.
 
-use regex::Regex;
 use serde_json::Value;
 
 use crate::error::Cause;
@@ -13,7 +12,7 @@ const DNS_LABEL: &str = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$";
 const LABEL_VALUE: &str = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$";
 
 fn matches(re: &str, s: &str) -> bool {
-    Regex::new(re).is_ok_and(|r| r.is_match(s))
+    super::pattern::is_match(re, s).unwrap_or(false)
 }
 
 /// `metadata.name` of a new object; `label` for kinds whose names must be DNS labels (Namespaces).

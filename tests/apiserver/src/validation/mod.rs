@@ -3,6 +3,7 @@
 
 pub mod cel;
 pub mod meta;
+pub mod pattern;
 pub mod schema;
 
 use serde_json::Value;

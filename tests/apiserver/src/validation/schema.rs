@@ -4,7 +4,6 @@
 //!
 //! Not covered: `format` checks, `oneOf/anyOf/allOf/not`, `uniqueItems`, and `x-kubernetes-validations` (see `cel`).
 
-use regex::Regex;
 use serde_json::{Map, Value};
 
 use crate::error::{Cause, render_value};
@@ -233,7 +232,7 @@ fn strings(s: &str, value: &Value, schema: &Value, path: &str, causes: &mut Vec<
         ));
     }
     if let Some(p) = schema.get("pattern").and_then(Value::as_str)
-        && Regex::new(p).is_ok_and(|re| !re.is_match(s))
+        && super::pattern::is_match(p, s) == Some(false)
     {
         causes.push(Cause::invalid(
             path,
