@@ -17,8 +17,8 @@ use serde_json::Value;
 use support::gitops::{KStatus, verdicts};
 use support::prometheus::{Prometheus, dashboard_queries, published_rules};
 use support::real::{
-    Namespace, PUBLISHED_GROUP, PUBLISHED_LB, Real, all_deleted, context, project_inventory,
-    published_scenario, until,
+    Namespace, PUBLISHED_GROUP, PUBLISHED_LB, Real, all_deleted, context, pools_hold_the_group,
+    project_inventory, published_scenario, until,
 };
 use verda_api::conditions::{READY, is_true};
 use verda_api::v1alpha1::{LoadBalancer, VirtualMachine, VirtualMachineGroup};
@@ -132,13 +132,19 @@ async fn a_real_prometheus_sees_the_dashboard_series_and_the_not_ready_alert_fir
     let lbs: Api<LoadBalancer> = ns.api(client.clone());
     let groups: Api<VirtualMachineGroup> = ns.api(client.clone());
     let vms: Api<VirtualMachine> = ns.api(client.clone());
+    // Converged: both pools hold the group's two VirtualMachines, and the group and
+    // the LoadBalancer say Ready (a LoadBalancer is Ready with empty pools while the
+    // group's servers still boot, so its Ready alone says nothing of the group).
+    pools_hold_the_group(&ns, &client, &operator, 2).await;
     until(
-        "the LoadBalancer is Ready",
+        "the group and the LoadBalancer are Ready",
         LIMIT,
         &context(&operator),
         || async {
             let lb = lbs.get(PUBLISHED_LB).await.ok()?;
-            is_true(&lb.status?.conditions, READY).then_some(())
+            let group = groups.get(PUBLISHED_GROUP).await.ok()?;
+            (is_true(&lb.status?.conditions, READY) && is_true(&group.status?.conditions, READY))
+                .then_some(())
         },
     )
     .await;
