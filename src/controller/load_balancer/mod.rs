@@ -27,7 +27,7 @@ use futures::stream::BoxStream;
 use kube::ResourceExt;
 use kube::runtime::controller::Controller;
 use kube::runtime::events::{Event, EventType};
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::ObjectRef;
 use verda_api::conditions::{READY, find_condition};
 use verda_api::v1alpha1::{
     LoadBalancer, LoadBalancerStatus, ReconcilePolicy, VirtualMachine, finalizers, labels,
@@ -40,7 +40,8 @@ use super::lifecycle::Removal;
 use super::object::{managed_kind, object_key, object_labels};
 use super::reconciler::{Cleanup, Reconciler, Scope};
 use super::tenancy::Tenant;
-use super::watch_cache::Feeds;
+use super::watch_cache::index::{group_key, vm_key};
+use super::watch_cache::{Cache, Feeds};
 use super::{Context, ReconcileError};
 use crate::cloud::ids::LoadBalancerId;
 use crate::cloud::{LoadBalancing, Network};
@@ -54,17 +55,19 @@ pub fn run(
     feeds: &mut Feeds,
     refreshed: BoxStream<'static, ObjectRef<LoadBalancer>>,
 ) -> impl Future<Output = ()> + use<> {
-    let lbs = ctx.caches.current().load_balancers.store;
+    let lbs = ctx.caches.current().load_balancers;
     let by_vm = lbs.clone();
     let by_group = lbs.clone();
     let seen = Mutex::new(HashMap::new());
     let groups = Mutex::new(HashSet::new());
-    Controller::for_stream(feeds.load_balancers.subscribe(), lbs)
+    Controller::for_stream(feeds.load_balancers.subscribe(), lbs.store)
         .watches_stream(feeds.virtual_machines.subscribe(), move |vm| {
             if !membership_changed(&seen, &vm) {
                 return Vec::new();
             }
-            drawing_on(&by_vm, vm.namespace(), |rs| resolve::draws_from(rs, &vm))
+            let mut keys = vec![vm_key(&vm.name_any())];
+            keys.extend(vm.labels().get(labels::GROUP).map(|g| group_key(g)));
+            drawing_on(&by_vm, &vm, &keys, |rs| resolve::draws_from(rs, &vm))
         })
         .watches_stream(feeds.groups.subscribe(), move |group| {
             // Only a group's coming and going matters here; its members wake the
@@ -82,7 +85,7 @@ pub fn run(
                 return Vec::new();
             }
             let name = group.name_any();
-            drawing_on(&by_group, group.namespace(), |rs| {
+            drawing_on(&by_group, &group, &[group_key(&name)], |rs| {
                 rs.virtual_machine_group_ref.as_deref() == Some(name.as_str())
             })
         })
@@ -118,19 +121,24 @@ fn membership_changed(seen: &Mutex<HashMap<String, Membership>>, vm: &VirtualMac
     seen.insert(key, now.clone()) != Some(now)
 }
 
-/// The LoadBalancers of `namespace` with a port whose real servers satisfy `draws`.
+/// The LoadBalancers of `obj`'s namespace related to one of `keys` with a port whose
+/// real servers satisfy `draws`.
 fn drawing_on(
-    store: &Store<LoadBalancer>,
-    namespace: Option<String>,
+    cache: &Cache<LoadBalancer>,
+    obj: &impl kube::Resource,
+    keys: &[String],
     draws: impl Fn(&verda_api::v1alpha1::RealServers) -> bool,
 ) -> Vec<ObjectRef<LoadBalancer>> {
-    store
-        .state()
+    let namespace = obj.meta().namespace.clone().unwrap_or_default();
+    let mut lbs: Vec<ObjectRef<LoadBalancer>> = keys
         .iter()
-        .filter(|lb| lb.namespace() == namespace)
+        .flat_map(|key| cache.with_key_now(&namespace, key))
         .filter(|lb| lb.spec.ports.iter().any(|p| draws(&p.real_servers)))
-        .map(|lb| ObjectRef::from_obj(&**lb))
-        .collect()
+        .map(|lb| ObjectRef::from_obj(&*lb))
+        .collect();
+    lbs.sort_by(|a, b| a.name.cmp(&b.name));
+    lbs.dedup();
+    lbs
 }
 
 /// The cloud a LoadBalancer talks to, in its region: Octavia, Neutron, and the

@@ -25,7 +25,8 @@ use crate::controller::keeper;
 use crate::controller::object::object_key;
 use crate::controller::problem::Problem;
 use crate::controller::progress::PROVISIONING;
-use crate::controller::watch_cache::{WatchCaches, exists, in_namespace};
+use crate::controller::watch_cache::index::Keyed;
+use crate::controller::watch_cache::{WatchCaches, exists, with_key};
 
 /// The backends of every port, in spec order, and the groups that do not exist.
 #[derive(Debug, Default)]
@@ -54,11 +55,14 @@ pub async fn backends(caches: &WatchCaches, lb: &LoadBalancer, project: &str) ->
                 .iter()
                 .any(|p| draws_from(&p.real_servers, vm))
     };
-    let vms: Vec<Arc<VirtualMachine>> = in_namespace(&caches.virtual_machines, &ns)
-        .await
-        .into_iter()
-        .filter(|vm| drawn(vm))
-        .collect();
+    let mut vms: Vec<Arc<VirtualMachine>> = Vec::new();
+    for key in lb.keys() {
+        vms.extend(with_key(&caches.virtual_machines, &ns, &key).await);
+    }
+    // A VirtualMachine named by one port may be in the group of another.
+    vms.sort_by_key(|vm| vm.name_any());
+    vms.dedup_by_key(|vm| vm.name_any());
+    vms.retain(|vm| drawn(vm));
     let mut result = Backends::default();
     for port in &lb.spec.ports {
         let rs = &port.real_servers;

@@ -15,17 +15,17 @@ use crate::cloud::Compute;
 use crate::cloud::ids::ServerGroupId;
 use crate::cloud::owner::{Owner, is_server_group_of};
 use crate::controller::ReconcileError;
-use crate::controller::watch_cache::{WatchCaches, in_namespace};
+use crate::controller::watch_cache::index::group_key;
+use crate::controller::watch_cache::{WatchCaches, with_key};
 
 /// The group's VirtualMachines, those it controls, from the watch cache.
 pub async fn owned_vms(caches: &WatchCaches, group: &VirtualMachineGroup) -> Vec<VirtualMachine> {
     let ns = group.namespace().unwrap_or_default();
     let uid = group.uid();
     let name = group.name_any();
-    in_namespace(&caches.virtual_machines, &ns)
+    with_key(&caches.virtual_machines, &ns, &group_key(&name))
         .await
         .into_iter()
-        .filter(|vm| vm.labels().get(labels::GROUP) == Some(&name))
         .filter(|vm| {
             vm.owner_references()
                 .iter()
@@ -42,20 +42,11 @@ pub async fn referencing_lbs(
 ) -> Vec<LoadBalancer> {
     let ns = group.namespace().unwrap_or_default();
     let name = group.name_any();
-    in_namespace(&caches.load_balancers, &ns)
+    with_key(&caches.load_balancers, &ns, &group_key(&name))
         .await
         .into_iter()
-        .filter(|lb| draws_on(lb, &name))
         .map(|lb| (*lb).clone())
         .collect()
-}
-
-/// Whether any port of `lb` takes its members from the group `name`.
-pub fn draws_on(lb: &LoadBalancer, name: &str) -> bool {
-    lb.spec
-        .ports
-        .iter()
-        .any(|p| p.real_servers.virtual_machine_group_ref.as_deref() == Some(name))
 }
 
 /// The plan's view of each VirtualMachine: index, template, readiness, draining, and

@@ -3,10 +3,21 @@
 //! triggers.
 //!
 //! A store is updated before any controller hears of the change it carries, so a
-//! reconcile woken by an object finds at least that version of it in the store. A
+//! reconcile woken by an object finds at least that version of it in the store. That
+//! holds for a relisting too (after a watch expired): the reflector swaps a listing in
+//! only once it is complete, so the objects it lists are passed on then, not as they
+//! arrive — a controller woken by an object not yet in its store drops the wake-up, and
+//! an object created while the watch was down would never be reconciled. A
 //! reconcile woken otherwise (a requeue) may read a store a moment behind the API
 //! server, as with any kube-rs cache; the controllers tolerate that (creates of
 //! deterministic names accept AlreadyExists, deletes accept NotFound).
+//!
+//! Beside each store, an [`index::KeyIndex`] of what each object relates to (its group,
+//! the groups and VirtualMachines a LoadBalancer draws on), updated right after the store,
+//! so reconciles and watch mappers look up a group's members instead of scanning the
+//! namespace: with every object in one namespace that scan made convergence quadratic.
+
+pub mod index;
 
 use std::fmt::Debug;
 use std::sync::{Arc, PoisonError, RwLock};
@@ -21,6 +32,7 @@ use serde::de::DeserializeOwned;
 use tokio::sync::{mpsc, watch};
 use verda_api::v1alpha1::{LoadBalancer, VirtualMachine, VirtualMachineGroup};
 
+use self::index::{KeyIndex, Keyed};
 use super::Context;
 
 /// One kind's store and whether its first listing is in.
@@ -31,12 +43,14 @@ pub struct Cache<K: Resource<DynamicType = ()> + Clone + 'static> {
     /// waiters (a single-waker oneshot), and the controller's own runner is already
     /// one; reconciles wait on this instead.
     ready: watch::Receiver<bool>,
+    index: Arc<RwLock<KeyIndex>>,
 }
 
 /// The write ends of one [`Cache`].
 pub struct CacheWriter<K: Resource<DynamicType = ()> + Clone + 'static> {
     writer: Writer<K>,
     ready: watch::Sender<bool>,
+    index: Arc<RwLock<KeyIndex>>,
 }
 
 fn cache<K>() -> (Cache<K>, CacheWriter<K>)
@@ -45,11 +59,17 @@ where
 {
     let (store, writer) = reflector::store();
     let (ready_tx, ready) = watch::channel(false);
+    let index = Arc::new(RwLock::new(KeyIndex::default()));
     (
-        Cache { store, ready },
+        Cache {
+            store,
+            ready,
+            index: index.clone(),
+        },
         CacheWriter {
             writer,
             ready: ready_tx,
+            index,
         },
     )
 }
@@ -60,6 +80,51 @@ impl<K: Resource<DynamicType = ()> + Clone + 'static> Cache<K> {
     async fn filled(&self) {
         let mut ready = self.ready.clone();
         let _ = ready.wait_for(|r| *r).await;
+    }
+}
+
+impl<K: Resource<DynamicType = ()> + Keyed + Clone + 'static> Cache<K> {
+    /// The objects of `namespace` the store holds now that relate to `key` (see
+    /// [`index`]), without waiting for the first listing: for watch mappers.
+    pub fn with_key_now(&self, namespace: &str, key: &str) -> Vec<Arc<K>> {
+        let names = self
+            .index
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .names(namespace, key);
+        names
+            .iter()
+            .filter_map(|name| self.store.get(&ObjectRef::new(name).within(namespace)))
+            .filter(|obj| obj.keys().iter().any(|k| k == key))
+            .collect()
+    }
+}
+
+/// Keeps `index` on what `event` left in the store `reader`: an object's keys as it
+/// now is, none once it is deleted, and the whole index anew after each listing (which
+/// drops what was deleted while the watch was down).
+fn follow<K>(index: &RwLock<KeyIndex>, reader: &Store<K>, event: &watcher::Event<K>)
+where
+    K: Resource<DynamicType = ()> + Keyed + Clone + 'static,
+{
+    let id = |obj: &K| (obj.namespace().unwrap_or_default(), obj.name_any());
+    let mut index = index.write().unwrap_or_else(PoisonError::into_inner);
+    match event {
+        watcher::Event::Apply(obj) => {
+            let (namespace, name) = id(obj);
+            index.set(&namespace, &name, obj.keys());
+        }
+        watcher::Event::Delete(obj) => {
+            let (namespace, name) = id(obj);
+            index.set(&namespace, &name, Vec::new());
+        }
+        watcher::Event::InitDone => {
+            *index = KeyIndex::of(reader.state().iter().map(|obj| {
+                let (namespace, name) = id(obj);
+                (namespace, name, obj.keys())
+            }));
+        }
+        watcher::Event::Init | watcher::Event::InitApply(_) => {}
     }
 }
 
@@ -146,7 +211,14 @@ impl<K> Default for Feed<K> {
 
 impl<K> Feed<K>
 where
-    K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
+    K: Resource<DynamicType = ()>
+        + Keyed
+        + Clone
+        + Debug
+        + DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
 {
     /// Every change (created, updated, deleted) of the kind, after the store has it.
     pub fn subscribe(&mut self) -> Changes<K> {
@@ -161,32 +233,59 @@ where
     /// Watches `api` into `cache` and passes every change on, until the task ends.
     async fn run(self, api: Api<K>, cache: CacheWriter<K>) {
         let kind = K::kind(&());
-        let CacheWriter { writer, ready } = cache;
+        let CacheWriter {
+            writer,
+            ready,
+            index,
+        } = cache;
+        let reader = writer.as_reader();
+        let listed_kind = kind.clone();
         // managedFields are never read here and are often the bulk of an object.
         let watch = watcher(api, watcher::Config::default().any_semantic())
             .default_backoff()
             .modify(|obj| obj.managed_fields_mut().clear());
         let changes = reflector::reflector(writer, watch)
             .inspect_ok(move |event| {
-                // The reflector has swapped the listing into the store by now.
+                // The reflector has applied the event (swapped the listing in) by now.
+                follow(&index, &reader, event);
                 if matches!(event, watcher::Event::InitDone) {
+                    tracing::info!(kind = %listed_kind, objects = reader.state().len(), "listed; watching");
                     ready.send_replace(true);
                 }
-            })
-            .touched_objects();
+            });
+        let mut listing = Vec::new();
         changes
             .inspect_err(|error| {
                 tracing::warn!(kind = %kind, %error, "watch failed; retrying with backoff");
             })
             .filter_map(|change| futures::future::ready(change.ok()))
-            .for_each(|obj| {
-                for listener in &self.listeners {
-                    // A listener gone means its controller stopped; the others go on.
-                    let _ = listener.send(obj.clone());
+            .for_each(|event| {
+                for obj in in_store(&mut listing, event) {
+                    for listener in &self.listeners {
+                        // A listener gone means its controller stopped; the others go on.
+                        let _ = listener.send(obj.clone());
+                    }
                 }
                 futures::future::ready(())
             })
             .await;
+    }
+}
+
+/// The objects `event` put in the store: a change at once, a listing's objects all
+/// together when the listing is complete (kept in `listing` until then).
+fn in_store<K>(listing: &mut Vec<K>, event: watcher::Event<K>) -> Vec<K> {
+    match event {
+        watcher::Event::Apply(obj) | watcher::Event::Delete(obj) => vec![obj],
+        watcher::Event::Init => {
+            listing.clear();
+            Vec::new()
+        }
+        watcher::Event::InitApply(obj) => {
+            listing.push(obj);
+            Vec::new()
+        }
+        watcher::Event::InitDone => std::mem::take(listing),
     }
 }
 
@@ -222,6 +321,15 @@ where
         .state_filter(|obj| obj.namespace().as_deref() == Some(namespace))
 }
 
+/// The objects of `cache` in `namespace` that relate to `key`, once it has been filled.
+pub async fn with_key<K>(cache: &Cache<K>, namespace: &str, key: &str) -> Vec<Arc<K>>
+where
+    K: Resource<DynamicType = ()> + Keyed + Clone + 'static,
+{
+    cache.filled().await;
+    cache.with_key_now(namespace, key)
+}
+
 /// Whether `name` exists in `namespace`, once the cache has been filled.
 pub async fn exists<K>(cache: &Cache<K>, namespace: &str, name: &str) -> bool
 where
@@ -237,6 +345,24 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_listing_is_passed_on_once_complete_and_changes_at_once() {
+        use watcher::Event::{Apply, Delete, Init, InitApply, InitDone};
+        let mut listing = Vec::new();
+        assert_eq!(in_store(&mut listing, Apply("a")), ["a"]);
+        assert!(in_store(&mut listing, Init).is_empty());
+        assert!(in_store(&mut listing, InitApply("b")).is_empty());
+        assert!(in_store(&mut listing, InitApply("c")).is_empty());
+        assert_eq!(in_store(&mut listing, InitDone), ["b", "c"]);
+        assert_eq!(in_store(&mut listing, Delete("b")), ["b"]);
+        // A listing that restarted half-way passes on only the new one.
+        assert!(in_store(&mut listing, Init).is_empty());
+        assert!(in_store(&mut listing, InitApply("d")).is_empty());
+        assert!(in_store(&mut listing, Init).is_empty());
+        assert!(in_store(&mut listing, InitApply("e")).is_empty());
+        assert_eq!(in_store(&mut listing, InitDone), ["e"]);
+    }
 
     #[tokio::test]
     async fn every_reconcile_waiting_for_a_cache_wakes_when_it_fills() {
