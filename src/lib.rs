@@ -10,6 +10,7 @@ pub mod crdgen;
 pub mod embedded_cloud;
 pub mod fnv;
 pub mod http;
+pub mod kube_clients;
 pub mod kube_error;
 pub mod leader_election;
 pub mod metrics;

@@ -18,6 +18,7 @@ use crate::config::{Config, ConfigError};
 use crate::controller::{self, CloudPorts, Context, Timing};
 use crate::embedded_cloud::{self, CloudSetupError};
 use crate::http::{self, Health};
+use crate::kube_clients::KubeClients;
 use crate::leader_election::{FatalLeaseError, LeaderElector, run_elected};
 use crate::metrics::Metrics;
 
@@ -83,7 +84,8 @@ pub async fn run(options: RunOptions) -> Result<(), RunError> {
     let (selection, sim) = (&options.cloud, &options.embedded_simulator);
     let cloud =
         embedded_cloud::connect(selection, sim, metrics.clone(), Some(budgets.clone())).await?;
-    let client = connect(options.kubeconfig.as_deref(), options.context.as_deref()).await?;
+    let clients = connect(options.kubeconfig.as_deref(), options.context.as_deref()).await?;
+    let client = clients.controllers.clone();
     let health = Health::new(metrics.clone());
     let listener = http::bind(options.listen)
         .await
@@ -110,7 +112,7 @@ pub async fn run(options: RunOptions) -> Result<(), RunError> {
             .reporting_as(&options.identity)
             .with_budgets(budgets),
     );
-    let elected = run_controllers(&options, client, ctx).await;
+    let elected = run_controllers(&options, clients.lease, ctx).await;
     tracing::info!("shutting down");
     health.set_ready(false);
     let _ = stop_tx.send(true);
@@ -125,7 +127,7 @@ pub async fn run(options: RunOptions) -> Result<(), RunError> {
 /// `--leader-elect`, else at once.
 async fn run_controllers(
     options: &RunOptions,
-    client: kube::Client,
+    lease_client: kube::Client,
     ctx: Arc<Context>,
 ) -> Result<(), RunError> {
     let signals = termination_signal()?;
@@ -140,7 +142,7 @@ async fn run_controllers(
         return Ok(());
     }
     let elector = LeaderElector::new(
-        client,
+        lease_client,
         &options.lease_namespace,
         &options.lease_name,
         &options.identity,
@@ -154,12 +156,12 @@ async fn run_controllers(
     .map_err(RunError::from)
 }
 
-/// Builds the Kubernetes client (from `kubeconfig`, else `KUBECONFIG`, `~/.kube/config`
+/// Builds the Kubernetes clients (from `kubeconfig`, else `KUBECONFIG`, `~/.kube/config`
 /// or in-cluster) and checks that the API server answers.
 pub async fn connect(
     kubeconfig: Option<&std::path::Path>,
     context: Option<&str>,
-) -> Result<kube::Client, RunError> {
+) -> Result<KubeClients, RunError> {
     let kube_options = KubeConfigOptions {
         context: context.map(str::to_owned),
         ..KubeConfigOptions::default()
@@ -180,14 +182,14 @@ pub async fn connect(
         None => kube::Config::infer().await.map_err(|e| bad(&e))?,
     };
     let url = config.cluster_url.to_string();
-    let client = kube::Client::try_from(config).map_err(|e| RunError::KubeUnreachable {
+    let clients = KubeClients::new(config).map_err(|e| RunError::KubeUnreachable {
         url: url.clone(),
         reason: e.to_string(),
     })?;
-    match tokio::time::timeout(CONNECT_TIMEOUT, client.apiserver_version()).await {
+    match tokio::time::timeout(CONNECT_TIMEOUT, clients.controllers.apiserver_version()).await {
         Ok(Ok(version)) => {
             tracing::debug!(url, version = %version.git_version, "connected to Kubernetes");
-            Ok(client)
+            Ok(clients)
         }
         Ok(Err(e)) => Err(RunError::KubeUnreachable {
             url,

@@ -51,8 +51,9 @@ pub async fn run(options: OrphansOptions) -> Result<(), OrphansError> {
     else {
         return Err(OrphansError::NoCloud);
     };
-    let client =
-        crate::run::connect(options.kubeconfig.as_deref(), options.context.as_deref()).await?;
+    let client = crate::run::connect(options.kubeconfig.as_deref(), options.context.as_deref())
+        .await?
+        .controllers;
     let cluster = crate::controller::cluster::identify(&client, &config)
         .await
         .map_err(crate::run::RunError::from)?;

@@ -1,0 +1,116 @@
+//! The operator's clients of the Kubernetes API server: the controllers' one, which
+//! sends at most [`IN_FLIGHT`] requests at once, and the leader lease's own.
+//!
+//! kube's client opens an HTTP/1.1 connection per concurrent request, and a controller
+//! reconciles every changed object at once: a 5,000-VM apply held 8,400 connections to
+//! the API server and its requests began to fail (a real kube-apiserver answers 429
+//! past `--max-requests-inflight`, 400 by default, shared by every client of the
+//! cluster). Requests beyond the cap wait their turn in order (tower's limit is a fair
+//! semaphore). A watch holds its slot only until the API server answers its headers,
+//! so long-running watches never use the slots up. The lease has connections of its
+//! own: a renewal must never queue behind a fleet's status writes.
+
+use kube::client::ClientBuilder;
+use tower::limit::ConcurrencyLimitLayer;
+
+/// Requests the controllers have at the API server at once.
+pub const IN_FLIGHT: usize = 32;
+
+/// Two clients of one API server.
+#[derive(Clone)]
+pub struct KubeClients {
+    /// Every controller's reads and writes, at most [`IN_FLIGHT`] at once.
+    pub controllers: kube::Client,
+    /// The leader lease's renewals.
+    pub lease: kube::Client,
+}
+
+impl KubeClients {
+    pub fn new(config: kube::Config) -> Result<Self, kube::Error> {
+        let controllers = ClientBuilder::try_from(config.clone())?
+            .with_layer(&ConcurrencyLimitLayer::new(IN_FLIGHT))
+            .build();
+        let lease = kube::Client::try_from(config)?;
+        Ok(Self { controllers, lease })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    use axum::Router;
+    use axum::extract::State;
+    use axum::routing::get;
+    use tokio::sync::Notify;
+
+    use super::*;
+
+    /// An API server that holds `/slow` until released and counts the requests it holds.
+    #[derive(Clone, Default)]
+    struct Server {
+        held: Arc<AtomicUsize>,
+        most_held: Arc<AtomicUsize>,
+        release: Arc<Notify>,
+    }
+
+    async fn slow(State(s): State<Server>) -> &'static str {
+        let now = s.held.fetch_add(1, Ordering::SeqCst) + 1;
+        s.most_held.fetch_max(now, Ordering::SeqCst);
+        let released = s.release.notified();
+        tokio::time::timeout(Duration::from_secs(2), released)
+            .await
+            .ok();
+        s.held.fetch_sub(1, Ordering::SeqCst);
+        "slow"
+    }
+
+    async fn serve(server: Server) -> kube::Config {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a port");
+        let url = format!("http://{}", listener.local_addr().expect("its address"));
+        let app = Router::new()
+            .route("/slow", get(slow))
+            .route("/quick", get(|| async { "quick" }))
+            .with_state(server);
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        kube::Config::new(url.parse().expect("a URL"))
+    }
+
+    fn get_request(path: &str) -> http::Request<Vec<u8>> {
+        http::Request::get(path).body(Vec::new()).expect("a request")
+    }
+
+    #[tokio::test]
+    async fn the_controllers_wait_their_turn_and_the_lease_does_not_wait_for_them() {
+        let server = Server::default();
+        let clients = KubeClients::new(serve(server.clone()).await).expect("clients");
+        let many = IN_FLIGHT * 3;
+        let requests: Vec<_> = (0..many)
+            .map(|_| {
+                let client = clients.controllers.clone();
+                tokio::spawn(async move { client.request_text(get_request("/slow")).await })
+            })
+            .collect();
+        while server.held.load(Ordering::SeqCst) < IN_FLIGHT {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        // Every slot is taken: the lease's renewal still goes through at once.
+        let renewal = clients.lease.request_text(get_request("/quick"));
+        let answer = tokio::time::timeout(Duration::from_millis(500), renewal).await;
+        assert_eq!(answer.expect("the lease is not queued").expect("answered"), "quick");
+        // Release the held requests until every one was answered.
+        let mut answered = 0;
+        for request in requests {
+            while !request.is_finished() {
+                server.release.notify_waiters();
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+            assert_eq!(request.await.expect("joined").expect("answered"), "slow");
+            answered += 1;
+        }
+        assert_eq!(answered, many);
+        assert_eq!(server.most_held.load(Ordering::SeqCst), IN_FLIGHT);
+    }
+}
