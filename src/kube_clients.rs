@@ -1,5 +1,6 @@
 //! The operator's clients of the Kubernetes API server: the controllers' one, which
-//! sends at most [`IN_FLIGHT`] requests at once, and the leader lease's own.
+//! sends at most [`IN_FLIGHT`] requests at once, the watch caches' and the leader
+//! lease's.
 //!
 //! kube's client opens an HTTP/1.1 connection per concurrent request, and a controller
 //! reconciles every changed object at once: a 5,000-VM apply held 8,400 connections to
@@ -8,7 +9,9 @@
 //! cluster). Requests beyond the cap wait their turn in order (tower's limit is a fair
 //! semaphore). A watch holds its slot only until the API server answers its headers,
 //! so long-running watches never use the slots up. The lease has connections of its
-//! own: a renewal must never queue behind a fleet's status writes.
+//! own: a renewal must never queue behind a fleet's status writes. So do the watch
+//! caches: a relist of 10,000 objects queued behind the writes its own backlog causes
+//! would fall behind the watch history again.
 
 use kube::client::ClientBuilder;
 use tower::limit::ConcurrencyLimitLayer;
@@ -21,6 +24,8 @@ pub const IN_FLIGHT: usize = 32;
 pub struct KubeClients {
     /// Every controller's reads and writes, at most [`IN_FLIGHT`] at once.
     pub controllers: kube::Client,
+    /// The watch caches' lists and watches.
+    pub watches: kube::Client,
     /// The leader lease's renewals.
     pub lease: kube::Client,
 }
@@ -30,8 +35,13 @@ impl KubeClients {
         let controllers = ClientBuilder::try_from(config.clone())?
             .with_layer(&ConcurrencyLimitLayer::new(IN_FLIGHT))
             .build();
+        let watches = kube::Client::try_from(config.clone())?;
         let lease = kube::Client::try_from(config)?;
-        Ok(Self { controllers, lease })
+        Ok(Self {
+            controllers,
+            watches,
+            lease,
+        })
     }
 }
 
@@ -68,7 +78,9 @@ mod tests {
     }
 
     async fn serve(server: Server) -> kube::Config {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a port");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a port");
         let url = format!("http://{}", listener.local_addr().expect("its address"));
         let app = Router::new()
             .route("/slow", get(slow))
@@ -79,11 +91,13 @@ mod tests {
     }
 
     fn get_request(path: &str) -> http::Request<Vec<u8>> {
-        http::Request::get(path).body(Vec::new()).expect("a request")
+        http::Request::get(path)
+            .body(Vec::new())
+            .expect("a request")
     }
 
     #[tokio::test]
-    async fn the_controllers_wait_their_turn_and_the_lease_does_not_wait_for_them() {
+    async fn the_controllers_wait_their_turn_and_the_lease_and_watches_do_not_wait_for_them() {
         let server = Server::default();
         let clients = KubeClients::new(serve(server.clone()).await).expect("clients");
         let many = IN_FLIGHT * 3;
@@ -96,10 +110,13 @@ mod tests {
         while server.held.load(Ordering::SeqCst) < IN_FLIGHT {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
-        // Every slot is taken: the lease's renewal still goes through at once.
-        let renewal = clients.lease.request_text(get_request("/quick"));
-        let answer = tokio::time::timeout(Duration::from_millis(500), renewal).await;
-        assert_eq!(answer.expect("the lease is not queued").expect("answered"), "quick");
+        // Every slot is taken: a lease renewal and a relist still go through at once.
+        for (who, client) in [("lease", &clients.lease), ("watches", &clients.watches)] {
+            let request = client.request_text(get_request("/quick"));
+            let answer = tokio::time::timeout(Duration::from_millis(500), request).await;
+            let answer = answer.unwrap_or_else(|_| panic!("the {who} client is queued"));
+            assert_eq!(answer.expect("answered"), "quick");
+        }
         // Release the held requests until every one was answered.
         let mut answered = 0;
         for request in requests {

@@ -109,6 +109,7 @@ pub async fn run(options: RunOptions) -> Result<(), RunError> {
     let ctx = Arc::new(
         Context::new(client.clone(), config, metrics, ports, timing, cluster)
             .watching(options.namespace.clone())
+            .watching_through(clients.watches.clone())
             .reporting_as(&options.identity)
             .with_budgets(budgets),
     );

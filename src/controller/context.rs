@@ -89,6 +89,8 @@ const CONTROLLER: &str = "verda-operator";
 /// Shared by every reconcile.
 pub struct Context {
     pub client: kube::Client,
+    /// The watch caches' client (the same as `client` unless given its own connections).
+    pub watch_client: kube::Client,
     pub config: Config,
     pub metrics: Arc<Metrics>,
     /// Whose credentials each object acts with.
@@ -128,6 +130,7 @@ impl Context {
                 cloud,
                 metrics.clone(),
             ),
+            watch_client: client.clone(),
             client,
             config,
             metrics,
@@ -142,6 +145,12 @@ impl Context {
     /// The owner record of `obj`'s cloud resources, naming this cluster.
     pub fn owner_of<K: kube::Resource>(&self, obj: &K) -> Owner {
         super::object::owner_of(obj).in_cluster(&self.cluster)
+    }
+
+    /// The same context, its watch caches listing and watching through `client`.
+    pub fn watching_through(mut self, client: kube::Client) -> Self {
+        self.watch_client = client;
+        self
     }
 
     /// The same context, its events reported by the replica `identity`.
@@ -177,8 +186,8 @@ impl Context {
         K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
     {
         match &self.watch_namespace {
-            Some(ns) => kube::Api::namespaced(self.client.clone(), ns),
-            None => kube::Api::all(self.client.clone()),
+            Some(ns) => kube::Api::namespaced(self.watch_client.clone(), ns),
+            None => kube::Api::all(self.watch_client.clone()),
         }
     }
 }
