@@ -40,7 +40,7 @@ use super::lifecycle::Removal;
 use super::object::{managed_kind, object_key, object_labels};
 use super::reconciler::{Cleanup, Reconciler, Scope};
 use super::tenancy::Tenant;
-use super::watch_cache::index::{group_key, vm_key};
+use super::watch_cache::index::{Keyed, group_key};
 use super::watch_cache::{Cache, Feeds};
 use super::{Context, ReconcileError};
 use crate::cloud::ids::LoadBalancerId;
@@ -65,9 +65,7 @@ pub fn run(
             if !membership_changed(&seen, &vm) {
                 return Vec::new();
             }
-            let mut keys = vec![vm_key(&vm.name_any())];
-            keys.extend(vm.labels().get(labels::GROUP).map(|g| group_key(g)));
-            drawing_on(&by_vm, &vm, &keys, |rs| resolve::draws_from(rs, &vm))
+            drawing_on(&by_vm, &vm, &vm.keys(), |rs| resolve::draws_from(rs, &vm))
         })
         .watches_stream(feeds.groups.subscribe(), move |group| {
             // Only a group's coming and going matters here; its members wake the
