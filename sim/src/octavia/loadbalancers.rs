@@ -11,6 +11,7 @@ use axum::response::Response;
 use axum::routing::get;
 use serde_json::{Value, json};
 
+use super::lifecycle::Operating;
 use super::model::{LoadBalancer, Prov};
 use super::{
     Cx, body, enter, lb_not_found, lifecycle, list_answer, new_meta, schema, str_field,
@@ -118,7 +119,7 @@ async fn create(
     let id = lb.meta.id.clone();
     w.octavia.lbs.insert(id.clone(), lb);
     super::populated::build(&cx, &mut w, &id, &req)?;
-    let body = json!({"loadbalancer": views::lb(&w, &w.octavia.lbs[&id])});
+    let body = json!({"loadbalancer": views::lb(&Operating::of(&w), &w.octavia.lbs[&id])});
     Ok(cx.ok(201, &body))
 }
 
@@ -134,7 +135,10 @@ async fn get_one(
         .lbs
         .get(&id)
         .ok_or_else(|| lb_not_found(&cx, &id))?;
-    Ok(cx.ok(200, &json!({"loadbalancer": views::lb(&w, lb)})))
+    Ok(cx.ok(
+        200,
+        &json!({"loadbalancer": views::lb(&Operating::of(&w), lb)}),
+    ))
 }
 
 async fn list(
@@ -146,7 +150,8 @@ async fn list(
     let w = sim.world_of(&cx.project);
     let mut lbs: Vec<&LoadBalancer> = w.octavia.lbs.values().collect();
     lbs.sort_by_key(|l| l.meta.seq);
-    let items: Vec<Value> = lbs.into_iter().map(|l| views::lb(&w, l)).collect();
+    let op = Operating::of(&w);
+    let items: Vec<Value> = lbs.into_iter().map(|l| views::lb(&op, l)).collect();
     drop(w);
     list_answer(&cx, "loadbalancers", items, &q)
 }
@@ -180,7 +185,7 @@ async fn update(
     }
     update_meta(&mut lb.meta, &req);
     lifecycle::lock_tree(&mut w, &id);
-    let body = json!({"loadbalancer": views::lb(&w, &w.octavia.lbs[&id])});
+    let body = json!({"loadbalancer": views::lb(&Operating::of(&w), &w.octavia.lbs[&id])});
     Ok(cx.ok(200, &body))
 }
 
@@ -243,7 +248,7 @@ async fn status(
         .lbs
         .get(&id)
         .ok_or_else(|| lb_not_found(&cx, &id))?;
-    Ok(cx.ok(200, &views::status_tree(&w, lb)))
+    Ok(cx.ok(200, &views::status_tree(&Operating::of(&w), lb)))
 }
 
 async fn stats(

@@ -10,6 +10,7 @@ use axum::response::Response;
 use axum::routing::get;
 use serde_json::{Map, Value, json};
 
+use super::lifecycle::Operating;
 use super::model::{Member, Pool, Prov};
 use super::{
     Cx, enter, lifecycle, list_answer, mandatory, new_meta, schema, str_field, u64_field,
@@ -101,10 +102,11 @@ async fn list(
     let cx = enter(&sim, "list_members", &headers).await?;
     let w = sim.world_of(&cx.project);
     let pool = pool_of(&cx, &w, &id)?;
+    let op = Operating::of(&w);
     let items: Vec<Value> = pool
         .members
         .iter()
-        .map(|m| views::member(&w, pool, m))
+        .map(|m| views::member(&op, pool, m))
         .collect();
     drop(w);
     list_answer(&cx, "members", items, &q)
@@ -123,7 +125,10 @@ async fn get_one(
         .iter()
         .find(|m| m.meta.id == member)
         .ok_or_else(|| member_not_found(&cx, &member))?;
-    Ok(cx.ok(200, &json!({"member": views::member(&w, pool, m)})))
+    Ok(cx.ok(
+        200,
+        &json!({"member": views::member(&Operating::of(&w), pool, m)}),
+    ))
 }
 
 async fn create(
@@ -151,7 +156,7 @@ async fn create(
     }
     lock_pool(&cx, &mut w, &id)?;
     let pool = pool_of(&cx, &w, &id)?;
-    let body = json!({"member": views::member(&w, pool, &member)});
+    let body = json!({"member": views::member(&Operating::of(&w), pool, &member)});
     if let Some(p) = w.octavia.pools.get_mut(&id) {
         p.members.push(member);
     }
@@ -187,7 +192,7 @@ async fn update(
     let updated = fill(&cx, &mut w, &req, Some(&old))?;
     lock_pool(&cx, &mut w, &id)?;
     let pool = pool_of(&cx, &w, &id)?;
-    let body = json!({"member": views::member(&w, pool, &updated)});
+    let body = json!({"member": views::member(&Operating::of(&w), pool, &updated)});
     if let Some(m) = w
         .octavia
         .pools

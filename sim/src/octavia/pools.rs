@@ -9,6 +9,7 @@ use axum::response::Response;
 use axum::routing::get;
 use serde_json::{Map, Value, json};
 
+use super::lifecycle::Operating;
 use super::model::{Pool, Prov};
 use super::{
     Cx, body, enter, lifecycle, list_answer, new_meta, pool_not_found, schema, str_field,
@@ -95,7 +96,7 @@ async fn create(
         l.default_pool_id = Some(pool.meta.id.clone());
         lifecycle::touch(&mut l.meta.prov);
     }
-    let body = json!({"pool": views::pool(&w, &pool)});
+    let body = json!({"pool": views::pool(&Operating::of(&w), &pool)});
     w.octavia.pools.insert(pool.meta.id.clone(), pool);
     lifecycle::lock_tree(&mut w, &lb_id);
     Ok(cx.ok(201, &body))
@@ -113,7 +114,7 @@ async fn get_one(
         .pools
         .get(&id)
         .ok_or_else(|| pool_not_found(&cx, &id))?;
-    Ok(cx.ok(200, &json!({"pool": views::pool(&w, p)})))
+    Ok(cx.ok(200, &json!({"pool": views::pool(&Operating::of(&w), p)})))
 }
 
 async fn list(
@@ -125,7 +126,8 @@ async fn list(
     let w = sim.world_of(&cx.project);
     let mut all: Vec<&Pool> = w.octavia.pools.values().collect();
     all.sort_by_key(|p| p.meta.seq);
-    let items: Vec<Value> = all.into_iter().map(|p| views::pool(&w, p)).collect();
+    let op = Operating::of(&w);
+    let items: Vec<Value> = all.into_iter().map(|p| views::pool(&op, p)).collect();
     drop(w);
     list_answer(&cx, "pools", items, &q)
 }
@@ -158,7 +160,7 @@ async fn update(
         p.lb_algorithm = a;
     }
     lifecycle::lock_tree(&mut w, &lb_id);
-    let body = json!({"pool": views::pool(&w, &w.octavia.pools[&id])});
+    let body = json!({"pool": views::pool(&Operating::of(&w), &w.octavia.pools[&id])});
     Ok(cx.ok(200, &body))
 }
 

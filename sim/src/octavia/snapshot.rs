@@ -1,6 +1,6 @@
 //! Public snapshots of the Octavia state (see `sim::snapshot`).
 
-use super::lifecycle::{lb_operating, member_operating};
+use super::lifecycle::Operating;
 use super::model::{Listener, LoadBalancer, Pool};
 use crate::world::World;
 
@@ -70,11 +70,12 @@ pub struct SimLoadBalancer {
 pub(crate) fn snapshot(w: &World) -> Vec<SimLoadBalancer> {
     let mut lbs: Vec<&LoadBalancer> = w.octavia.lbs.values().collect();
     lbs.sort_by_key(|l| l.meta.seq);
-    lbs.into_iter().map(|lb| load_balancer(w, lb)).collect()
+    let op = Operating::of(w);
+    lbs.into_iter().map(|lb| load_balancer(&op, lb)).collect()
 }
 
-fn load_balancer(w: &World, lb: &LoadBalancer) -> SimLoadBalancer {
-    let o = &w.octavia;
+fn load_balancer(op: &Operating, lb: &LoadBalancer) -> SimLoadBalancer {
+    let o = &op.w.octavia;
     let mut listeners: Vec<&Listener> = o
         .listeners
         .values()
@@ -88,7 +89,7 @@ fn load_balancer(w: &World, lb: &LoadBalancer) -> SimLoadBalancer {
         name: lb.meta.name.clone(),
         description: lb.meta.description.clone(),
         provisioning_status: lb.meta.prov.as_str().into(),
-        operating_status: lb_operating(w, &lb.meta.id).into(),
+        operating_status: op.lb(&lb.meta.id).into(),
         vip_address: lb.vip_address.clone(),
         vip_port_id: lb.vip_port_id.clone(),
         vip_subnet_id: lb.vip_subnet_id.clone(),
@@ -106,11 +107,12 @@ fn load_balancer(w: &World, lb: &LoadBalancer) -> SimLoadBalancer {
                 provisioning_status: l.meta.prov.as_str().into(),
             })
             .collect(),
-        pools: pools.into_iter().map(|p| pool(w, p)).collect(),
+        pools: pools.into_iter().map(|p| pool(op, p)).collect(),
     }
 }
 
-fn pool(w: &World, p: &Pool) -> SimPool {
+fn pool(op: &Operating, p: &Pool) -> SimPool {
+    let w = op.w;
     SimPool {
         id: p.meta.id.clone(),
         name: p.meta.name.clone(),
@@ -129,7 +131,7 @@ fn pool(w: &World, p: &Pool) -> SimPool {
                 monitor_port: m.monitor_port,
                 weight: m.weight,
                 provisioning_status: m.meta.prov.as_str().into(),
-                operating_status: member_operating(w, p, m).into(),
+                operating_status: op.member(p, m).into(),
             })
             .collect(),
         health_monitor: p

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use super::lifecycle::{lb_operating, member_operating, pool_operating};
+use super::lifecycle::Operating;
 use super::model::{Listener, LoadBalancer, Member, Meta, Monitor, Pool, Prov};
 use crate::wire::ts_naive;
 use crate::world::World;
@@ -28,7 +28,8 @@ fn ids<'a>(it: impl Iterator<Item = &'a String>) -> Value {
     Value::Array(it.map(|id| json!({ "id": id })).collect())
 }
 
-pub(super) fn lb(w: &World, lb: &LoadBalancer) -> Value {
+pub(super) fn lb(op: &Operating, lb: &LoadBalancer) -> Value {
+    let w = op.w;
     let o = &w.octavia;
     let mut listeners: Vec<&Listener> = o
         .listeners
@@ -39,7 +40,7 @@ pub(super) fn lb(w: &World, lb: &LoadBalancer) -> Value {
     let mut pools: Vec<&Pool> = o.pools.values().filter(|p| p.lb_id == lb.meta.id).collect();
     pools.sort_by_key(|p| p.meta.seq);
     merge(
-        meta(w, &lb.meta, lb_operating(w, &lb.meta.id)),
+        meta(w, &lb.meta, op.lb(&lb.meta.id)),
         json!({
             "vip_address": lb.vip_address, "vip_port_id": lb.vip_port_id, "vip_subnet_id": lb.vip_subnet_id,
             "vip_network_id": lb.vip_network_id, "vip_sg_ids": [], "additional_vips": [],
@@ -71,9 +72,9 @@ pub(super) fn listener(w: &World, l: &Listener) -> Value {
     )
 }
 
-pub(super) fn pool(w: &World, p: &Pool) -> Value {
+pub(super) fn pool(op: &Operating, p: &Pool) -> Value {
     merge(
-        meta(w, &p.meta, pool_operating(w, p)),
+        meta(op.w, &p.meta, op.pool(p)),
         json!({
             "protocol": p.protocol, "lb_algorithm": p.lb_algorithm, "session_persistence": null,
             "loadbalancers": [{"id": p.lb_id}], "listeners": ids(p.listener_id.iter()),
@@ -84,9 +85,9 @@ pub(super) fn pool(w: &World, p: &Pool) -> Value {
     )
 }
 
-pub(super) fn member(w: &World, p: &Pool, m: &Member) -> Value {
+pub(super) fn member(op: &Operating, p: &Pool, m: &Member) -> Value {
     let mut v = merge(
-        meta(w, &m.meta, member_operating(w, p, m)),
+        meta(op.w, &m.meta, op.member(p, m)),
         json!({
             "address": m.address, "protocol_port": m.protocol_port, "weight": m.weight, "backup": m.backup,
             "subnet_id": m.subnet_id, "monitor_address": m.monitor_address, "monitor_port": m.monitor_port,
@@ -120,8 +121,8 @@ pub(super) fn monitor(w: &World, m: &Monitor) -> Value {
 }
 
 /// `GET /loadbalancers/{id}/status`: the nested status tree.
-pub(super) fn status_tree(w: &World, lb: &LoadBalancer) -> Value {
-    let o = &w.octavia;
+pub(super) fn status_tree(op: &Operating, lb: &LoadBalancer) -> Value {
+    let o = &op.w.octavia;
     let mut listeners: Vec<&Listener> = o
         .listeners
         .values()
@@ -134,11 +135,11 @@ pub(super) fn status_tree(w: &World, lb: &LoadBalancer) -> Value {
                    "operating_status": if m.meta.prov == Prov::PendingCreate { "OFFLINE" } else { "ONLINE" }})
         });
         let members: Vec<Value> = p.members.iter().map(|m| json!({
-            "id": m.meta.id, "name": m.meta.name, "operating_status": member_operating(w, p, m),
+            "id": m.meta.id, "name": m.meta.name, "operating_status": op.member(p, m),
             "provisioning_status": m.meta.prov.as_str(), "address": m.address, "protocol_port": m.protocol_port
         })).collect();
         let mut v = json!({"id": p.meta.id, "name": p.meta.name, "provisioning_status": p.meta.prov.as_str(),
-                           "operating_status": pool_operating(w, p), "members": members});
+                           "operating_status": op.pool(p), "members": members});
         if let Some(hm) = hm {
             v["health_monitor"] = hm;
         }
@@ -153,7 +154,7 @@ pub(super) fn status_tree(w: &World, lb: &LoadBalancer) -> Value {
         })
         .collect();
     json!({"statuses": {"loadbalancer": {
-        "id": lb.meta.id, "name": lb.meta.name, "operating_status": lb_operating(w, &lb.meta.id),
+        "id": lb.meta.id, "name": lb.meta.name, "operating_status": op.lb(&lb.meta.id),
         "provisioning_status": lb.meta.prov.as_str(), "listeners": listeners
     }}})
 }
