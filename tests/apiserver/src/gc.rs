@@ -26,6 +26,7 @@ pub async fn run(state: Arc<AppState>) {
             _ = shutdown.changed() => return,
         }
         // Several passes: each deletion can release further objects.
+        let started = std::time::Instant::now();
         for _ in 0..32 {
             if !sweep(&state) {
                 break;
@@ -33,15 +34,18 @@ pub async fn run(state: Arc<AppState>) {
         }
         // A pass reads every object under the store's lock; under a stream of writes,
         // sweeping after each one would serialise the server behind it. The real
-        // collector is asynchronous too: writes meanwhile are swept together.
+        // collector is asynchronous too: writes meanwhile are swept together. At tens of
+        // thousands of objects a pass takes milliseconds: the pause grows with it, so the
+        // collector holds the lock at most a tenth of the time.
+        let pause = SWEEP_INTERVAL.max(started.elapsed() * 9);
         tokio::select! {
-            _ = tokio::time::sleep(SWEEP_INTERVAL) => {}
+            _ = tokio::time::sleep(pause) => {}
             _ = shutdown.changed() => return,
         }
     }
 }
 
-/// The shortest time between two sweeps.
+/// The shortest time between two sweeps (longer when a sweep takes long).
 const SWEEP_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
 
 fn meta_str<'a>(o: &'a Value, k: &str) -> &'a str {
