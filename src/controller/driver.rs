@@ -20,9 +20,18 @@ use super::events::publish;
 use super::lifecycle::{Removal, policy_of};
 use super::object::{Managed, object_key, object_labels};
 use super::progress;
+use super::reconcile_task::ReconcileTask;
 use super::reconciler::{Cleanup, Reconciler, converge};
 use super::tenancy::Tenant;
 use crate::metrics::{ControllerLabels, ReconcileLabels};
+
+/// [`reconcile`] as a task of its own: what the controllers run (see [`ReconcileTask`]).
+pub fn reconcile_in_task<K: Reconciler>(
+    obj: Arc<K>,
+    ctx: Arc<Context>,
+) -> ReconcileTask<Result<Action, ReconcileError>> {
+    ReconcileTask::spawn(reconcile(obj, ctx))
+}
 
 /// Reconciles `obj`: [`converge`] while it lives, its kind's cleanup once it is being
 /// deleted, inside the finalizer protocol; records metrics and reports failures on the

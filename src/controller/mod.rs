@@ -17,6 +17,7 @@ pub mod lock;
 pub mod object;
 pub mod problem;
 pub mod progress;
+pub mod reconcile_task;
 pub mod reconciler;
 pub mod status_patch;
 pub mod tenancy;

@@ -34,7 +34,7 @@ use verda_api::v1alpha1::{
 };
 
 use super::cloud_view::ProjectView;
-use super::driver::{error_policy, reconcile};
+use super::driver::{error_policy, reconcile_in_task};
 use super::events::reconcile_event;
 use super::lifecycle::Removal;
 use super::object::{managed_kind, object_key, object_labels};
@@ -88,7 +88,7 @@ pub fn run(
             })
         })
         .reconcile_on(refreshed)
-        .run(reconcile::<LoadBalancer>, error_policy, ctx)
+        .run(reconcile_in_task::<LoadBalancer>, error_policy, ctx)
         .for_each(|_| futures::future::ready(()))
 }
 

@@ -27,7 +27,7 @@ use kube::runtime::reflector::ObjectRef;
 use verda_api::v1alpha1::{VirtualMachine, VirtualMachineStatus, finalizers};
 
 use super::cloud_view::ProjectView;
-use super::driver::{error_policy, reconcile};
+use super::driver::{error_policy, reconcile_in_task};
 use super::events::reconcile_event;
 use super::lifecycle::Removal;
 use super::object::managed_kind;
@@ -56,7 +56,7 @@ pub fn run(
         ctx.caches.current().virtual_machines.store,
     )
     .reconcile_on(refreshed)
-    .run(reconcile::<VirtualMachine>, error_policy, ctx)
+    .run(reconcile_in_task::<VirtualMachine>, error_policy, ctx)
     .for_each(|_| futures::future::ready(()))
 }
 

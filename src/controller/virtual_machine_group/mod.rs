@@ -29,7 +29,7 @@ use verda_api::v1alpha1::{
 };
 
 use super::cloud_view::{ProjectView, VolumeOwner};
-use super::driver::{error_policy, reconcile};
+use super::driver::{error_policy, reconcile_in_task};
 use super::events::event;
 use super::lifecycle::Removal;
 use super::object::{Managed, managed_kind, object_key, object_labels};
@@ -69,7 +69,7 @@ pub fn run(
                 .map(|name| ObjectRef::new(&name).within(&ns))
                 .collect::<Vec<_>>()
         })
-        .run(reconcile::<VirtualMachineGroup>, error_policy, ctx)
+        .run(reconcile_in_task::<VirtualMachineGroup>, error_policy, ctx)
         .for_each(|_| futures::future::ready(()))
 }
 
