@@ -163,6 +163,8 @@ pub trait LoadBalancing: Send + Sync {
         &'a self,
         filter: &'a LbFilter,
     ) -> CloudFuture<'a, Vec<LoadBalancer>>;
+    /// Every load balancer tagged with this owner's UID, across all pages.
+    fn load_balancers_of<'a>(&'a self, owner_uid: &'a str) -> CloudFuture<'a, Vec<LoadBalancer>>;
     /// `tags` become the load balancer's whole tag set (it passes through
     /// `PENDING_UPDATE`).
     fn set_load_balancer_tags<'a>(

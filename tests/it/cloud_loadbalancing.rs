@@ -211,6 +211,46 @@ async fn load_balancer_tree_is_built_observed_and_cascade_deleted() {
     h.report("load_balancer_tree");
 }
 
+/// LoadBalancers looking for their load balancers at once (a fleet's creates) share
+/// calls: the first goes alone, those asked meanwhile go out as one `tags-any` list, and
+/// each owner gets exactly its own.
+#[tokio::test]
+async fn lookups_by_owner_asked_together_share_one_list() {
+    let h = harness(SimConfig::fast()).await;
+    let subnet = h.client.find_subnet("private-subnet").await.unwrap();
+    let owners: Vec<Owner> = (0..6)
+        .map(|i| {
+            Owner::new(
+                format!("7a1e2b3c-2222-4000-8000-00000000000{i}"),
+                "default",
+                format!("web-{i}"),
+            )
+        })
+        .collect();
+    let mut created = Vec::new();
+    for owner in &owners[..3] {
+        let req = CreateLoadBalancer {
+            name: format!("verda-default-{}", owner.uid),
+            vip_subnet_id: Some(subnet.id.clone()),
+            tags: vec![owner.tag()],
+            ..CreateLoadBalancer::default()
+        };
+        created.push(h.client.create_load_balancer(&req).await.unwrap().id);
+    }
+    let before = h.calls("load-balancer", "list_load_balancers");
+    let found =
+        futures::future::join_all(owners.iter().map(|o| h.client.load_balancers_of(&o.uid))).await;
+    assert_eq!(h.calls("load-balancer", "list_load_balancers") - before, 2);
+    for (i, answer) in found.into_iter().enumerate() {
+        let ids: Vec<LoadBalancerId> = answer.unwrap().into_iter().map(|l| l.id).collect();
+        let expected: Vec<LoadBalancerId> = created.get(i).cloned().into_iter().collect();
+        assert_eq!(
+            ids, expected,
+            "owner {i} gets exactly its own load balancer"
+        );
+    }
+}
+
 #[tokio::test]
 async fn writes_while_pending_answer_an_immutable_conflict_that_is_not_retried() {
     let h = harness(SimConfig {

@@ -70,9 +70,9 @@ impl Compute for OpenStackClient {
     /// [`super::owner_lookups`]).
     fn list_servers<'a>(&'a self, owner_uid: &'a str) -> CloudFuture<'a, Vec<Server>> {
         Box::pin(async move {
-            let queue = self.owner_lookups.of(self.region());
+            let queue = self.server_lookups.of(self.region());
             queue
-                .servers_of(owner_uid, |uids| self.servers_of_owners(uids))
+                .of_owner(owner_uid, |uids| self.servers_of_owners(uids))
                 .await
         })
     }

@@ -9,6 +9,7 @@ use super::{Kind, OpenStackClient, lb_listener, lb_member, lb_monitor, lb_pool, 
 use crate::cloud::error::{CloudError, Resource};
 use crate::cloud::ids::*;
 use crate::cloud::model::loadbalancing::*;
+use crate::cloud::owner::owner_tag;
 use crate::cloud::ports::{CloudFuture, CloudResult, LoadBalancing};
 
 async fn create(
@@ -124,6 +125,17 @@ impl LoadBalancing for OpenStackClient {
         })
     }
 
+    /// Coalesced with the lookups of other owners asked for meanwhile (see
+    /// [`super::owner_lookups`]).
+    fn load_balancers_of<'a>(&'a self, owner_uid: &'a str) -> CloudFuture<'a, Vec<LoadBalancer>> {
+        Box::pin(async move {
+            let queue = self.load_balancer_lookups.of(self.region());
+            queue
+                .of_owner(owner_uid, |uids| self.load_balancers_of_owners(uids))
+                .await
+        })
+    }
+
     fn delete_load_balancer<'a>(&'a self, id: &'a LoadBalancerId) -> CloudFuture<'a, ()> {
         Box::pin(delete(self, id))
     }
@@ -221,5 +233,22 @@ impl LoadBalancing for OpenStackClient {
 
     fn find_lb_flavor<'a>(&'a self, name_or_id: &'a str) -> CloudFuture<'a, LbFlavor> {
         Box::pin(self.remembered(Kind::LbFlavor, name_or_id, find_flavor(self, name_or_id)))
+    }
+}
+
+impl OpenStackClient {
+    /// One list for a batch of owners: `tags` for one, `tags-any` for several.
+    async fn load_balancers_of_owners(&self, uids: Vec<String>) -> CloudResult<Vec<LoadBalancer>> {
+        let (filter, action) = match uids.as_slice() {
+            [uid] => ("tags", format!("list load balancers of owner {uid}")),
+            _ => (
+                "tags-any",
+                format!("list load balancers of {} owners", uids.len()),
+            ),
+        };
+        let tags: Vec<String> = uids.iter().map(|u| owner_tag(u)).collect();
+        let req = octavia("list_load_balancers", Method::GET, "/loadbalancers")
+            .query(filter, tags.join(","));
+        self.list_all(req, "loadbalancers", &action).await
     }
 }

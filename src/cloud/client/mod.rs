@@ -16,6 +16,8 @@ use serde_json::Value;
 use super::auth::Service;
 use super::config::CloudConfig;
 use super::error::{CloudError, ErrorKind, Resource};
+use super::model::compute::Server;
+use super::model::loadbalancing::LoadBalancer;
 use super::ports::CloudResult;
 use super::transport::{ClientOptions, Reply, Request, Transport};
 use crate::metrics::Metrics;
@@ -44,7 +46,8 @@ const MAX_PAGES: usize = 1000;
 pub struct OpenStackClient {
     transport: Arc<Transport>,
     lookups: Arc<Lookups>,
-    owner_lookups: Arc<owner_lookups::OwnerLookups>,
+    server_lookups: Arc<owner_lookups::OwnerLookups<Server>>,
+    load_balancer_lookups: Arc<owner_lookups::OwnerLookups<LoadBalancer>>,
     region: Option<String>,
 }
 
@@ -70,7 +73,8 @@ impl OpenStackClient {
         Ok(Self {
             transport: Arc::new(transport),
             lookups: Arc::new(Lookups::new(options.lookup_lifetime)),
-            owner_lookups: Arc::default(),
+            server_lookups: Arc::default(),
+            load_balancer_lookups: Arc::default(),
             region: None,
         })
     }
@@ -80,7 +84,8 @@ impl OpenStackClient {
         Self {
             transport: self.transport.clone(),
             lookups: self.lookups.clone(),
-            owner_lookups: self.owner_lookups.clone(),
+            server_lookups: self.server_lookups.clone(),
+            load_balancer_lookups: self.load_balancer_lookups.clone(),
             region: Some(region.into()),
         }
     }

@@ -1,7 +1,7 @@
-//! Lookups of servers by owner, coalesced: lookups asked for while another is on the
-//! wire go out together as one `GET /servers/detail?tags-any=<owner tags>` (Nova 2.26),
-//! so a fleet's VirtualMachines looking before their creates (and polling their builds)
-//! cost a few calls, not one each.
+//! Lookups of servers and load balancers by owner, coalesced: lookups asked for while
+//! another is on the wire go out together as one list filtered by `tags-any=<owner tags>`
+//! (Nova 2.26, Octavia), so a fleet's VirtualMachines and LoadBalancers looking before
+//! their creates (and VirtualMachines polling their builds) cost a few calls, not one each.
 //!
 //! Each lookup is still answered by a call that started after it was asked for, with
 //! the same filter (the owner tag), so it is as authoritative as a call of its own: what
@@ -14,20 +14,45 @@ use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::oneshot;
 
 use crate::cloud::model::compute::Server;
+use crate::cloud::model::loadbalancing::LoadBalancer;
 use crate::cloud::owner::owner_tag;
 use crate::cloud::ports::CloudResult;
 
 /// Owners asked for in one call: their tags fit a URL (about 50 characters each).
 pub const MOST_OWNERS_PER_CALL: usize = 40;
 
-/// The coalescing lookups of one cloud, per region (each its own Nova).
-#[derive(Default)]
-pub struct OwnerLookups {
-    regions: Mutex<HashMap<Option<String>, Arc<Queue>>>,
+/// What an owner's lookup finds: cloud resources carrying their owner's tag.
+pub trait Tagged: Clone {
+    fn tags(&self) -> &[String];
 }
 
-impl OwnerLookups {
-    pub fn of(&self, region: Option<&str>) -> Arc<Queue> {
+impl Tagged for Server {
+    fn tags(&self) -> &[String] {
+        &self.tags
+    }
+}
+
+impl Tagged for LoadBalancer {
+    fn tags(&self) -> &[String] {
+        &self.tags
+    }
+}
+
+/// The coalescing lookups of one cloud, per region (each its own Nova and Octavia).
+pub struct OwnerLookups<T> {
+    regions: Mutex<HashMap<Option<String>, Arc<Queue<T>>>>,
+}
+
+impl<T> Default for OwnerLookups<T> {
+    fn default() -> Self {
+        OwnerLookups {
+            regions: Mutex::default(),
+        }
+    }
+}
+
+impl<T> OwnerLookups<T> {
+    pub fn of(&self, region: Option<&str>) -> Arc<Queue<T>> {
         let mut regions = self.regions.lock().unwrap_or_else(PoisonError::into_inner);
         regions
             .entry(region.map(str::to_owned))
@@ -36,27 +61,35 @@ impl OwnerLookups {
     }
 }
 
-type Answer = CloudResult<Vec<Server>>;
+type Answer<T> = CloudResult<Vec<T>>;
 
-struct Waiter {
+struct Waiter<T> {
     uid: String,
-    answer: oneshot::Sender<Answer>,
+    answer: oneshot::Sender<Answer<T>>,
 }
 
 /// Lookups waiting for the next call, and the turn to make it.
-#[derive(Default)]
-pub struct Queue {
-    waiting: Mutex<Vec<Waiter>>,
+pub struct Queue<T> {
+    waiting: Mutex<Vec<Waiter<T>>>,
     turn: tokio::sync::Mutex<()>,
 }
 
-impl Queue {
-    /// The servers tagged with `uid`'s owner tag, from a call made after this one was
-    /// asked for; `list(uids)` makes the call for the owners of a batch.
-    pub async fn servers_of<F, Fut>(&self, uid: &str, list: F) -> Answer
+impl<T> Default for Queue<T> {
+    fn default() -> Self {
+        Queue {
+            waiting: Mutex::default(),
+            turn: tokio::sync::Mutex::default(),
+        }
+    }
+}
+
+impl<T: Tagged> Queue<T> {
+    /// What carries `uid`'s owner tag, from a call made after this one was asked for;
+    /// `list(uids)` makes the call for the owners of a batch.
+    pub async fn of_owner<F, Fut>(&self, uid: &str, list: F) -> Answer<T>
     where
         F: Fn(Vec<String>) -> Fut,
-        Fut: Future<Output = Answer>,
+        Fut: Future<Output = Answer<T>>,
     {
         let mut answer = self.wait_for(uid);
         loop {
@@ -79,7 +112,7 @@ impl Queue {
         }
     }
 
-    fn wait_for(&self, uid: &str) -> oneshot::Receiver<Answer> {
+    fn wait_for(&self, uid: &str) -> oneshot::Receiver<Answer<T>> {
         let (answer, receiver) = oneshot::channel();
         self.waiting
             .lock()
@@ -93,7 +126,7 @@ impl Queue {
 
     /// The longest-waiting lookups still wanted, owners counted once, up to
     /// [`MOST_OWNERS_PER_CALL`] owners.
-    fn next_batch(&self) -> Vec<Waiter> {
+    fn next_batch(&self) -> Vec<Waiter<T>> {
         let mut waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
         waiting.retain(|w| !w.answer.is_closed());
         let mut owners: Vec<&str> = Vec::new();
@@ -112,12 +145,12 @@ impl Queue {
 }
 
 /// `uid`'s part of a batch's answer.
-fn share(found: &Answer, uid: &str) -> Answer {
+fn share<T: Tagged>(found: &Answer<T>, uid: &str) -> Answer<T> {
     let tag = owner_tag(uid);
     match found {
-        Ok(servers) => Ok(servers
+        Ok(resources) => Ok(resources
             .iter()
-            .filter(|s| s.tags.contains(&tag))
+            .filter(|r| r.tags().contains(&tag))
             .cloned()
             .collect()),
         Err(e) => Err(e.clone()),
@@ -152,7 +185,7 @@ mod tests {
 
     #[tokio::test]
     async fn lookups_asked_while_one_is_on_the_wire_go_out_together() {
-        let queue = Arc::new(Queue::default());
+        let queue = Arc::new(Queue::<Server>::default());
         let calls = Arc::new(Mutex::new(Vec::<Vec<String>>::new()));
         let list = |calls: Arc<Mutex<Vec<Vec<String>>>>| {
             move |uids: Vec<String>| {
@@ -171,7 +204,7 @@ mod tests {
                     if i > 0 {
                         tokio::time::sleep(Duration::from_millis(10)).await;
                     }
-                    queue.servers_of(&format!("vm-{i}"), list).await
+                    queue.of_owner(&format!("vm-{i}"), list).await
                 })
             })
             .collect();
@@ -188,7 +221,7 @@ mod tests {
 
     #[tokio::test]
     async fn every_lookup_is_answered_by_a_call_begun_after_it_was_asked() {
-        let queue = Arc::new(Queue::default());
+        let queue = Arc::new(Queue::<Server>::default());
         let started = Arc::new(AtomicUsize::new(0));
         let list = {
             let started = started.clone();
@@ -203,19 +236,19 @@ mod tests {
         };
         let first = tokio::spawn({
             let (queue, list) = (queue.clone(), list.clone());
-            async move { queue.servers_of("a", list).await }
+            async move { queue.of_owner("a", list).await }
         });
         tokio::time::sleep(Duration::from_millis(20)).await;
         // Asked while the first call is on the wire: not answered by it.
         let calls_before = started.load(Ordering::SeqCst);
-        queue.servers_of("b", list).await.expect("listed");
+        queue.of_owner("b", list).await.expect("listed");
         assert!(started.load(Ordering::SeqCst) > calls_before);
         first.await.expect("joined").expect("listed");
     }
 
     #[tokio::test]
     async fn a_failed_call_fails_every_lookup_it_held_and_no_more() {
-        let queue = Queue::default();
+        let queue = Queue::<Server>::default();
         let failing = |_: Vec<String>| async {
             Err(crate::cloud::error::CloudError::new(
                 "list servers",
@@ -226,14 +259,14 @@ mod tests {
                 },
             ))
         };
-        assert!(queue.servers_of("a", failing).await.is_err());
+        assert!(queue.of_owner("a", failing).await.is_err());
         let ok = |uids: Vec<String>| async move { Ok(uids.iter().map(|u| server(u)).collect()) };
-        assert_eq!(queue.servers_of("a", ok).await.expect("listed").len(), 1);
+        assert_eq!(queue.of_owner("a", ok).await.expect("listed").len(), 1);
     }
 
     #[test]
     fn a_batch_holds_the_first_forty_owners_asked_for() {
-        let queue = Queue::default();
+        let queue = Queue::<Server>::default();
         let mut receivers = Vec::new();
         for i in 0..45 {
             receivers.push(queue.wait_for(&format!("vm-{i}")));

@@ -9,9 +9,7 @@ use kube::runtime::events::EventType;
 use verda_api::v1alpha1::LoadBalancer;
 use verda_api::v1alpha1::annotations::RECONCILE_POLICY;
 
-use crate::cloud::model::loadbalancing::{
-    LbFilter, LoadBalancer as OsLoadBalancer, ProvisioningStatus,
-};
+use crate::cloud::model::loadbalancing::{LoadBalancer as OsLoadBalancer, ProvisioningStatus};
 use crate::cloud::model::network::FloatingIpFilter;
 use crate::cloud::owner::{Owner, without_ownership};
 use crate::cloud::{LoadBalancing, Network, ignore_not_found};
@@ -51,10 +49,7 @@ pub async fn cleanup(
     project_view.lb_members.forget(&owner.uid);
     floating_ips(tenant.ports.network(region).as_ref(), &owner, detach, &key).await?;
     let found = octavia
-        .list_load_balancers(&LbFilter {
-            tags: vec![owner.tag()],
-            ..LbFilter::default()
-        })
+        .load_balancers_of(&owner.uid)
         .await
         .map_err(ReconcileError::cloud("list load balancers", &key))?;
     if found.is_empty() {

@@ -193,10 +193,7 @@ pub async fn observe(
     let key = owner.key();
     let mut observed = Observed {
         load_balancers: octavia
-            .list_load_balancers(&LbFilter {
-                tags: vec![owner.tag()],
-                ..LbFilter::default()
-            })
+            .load_balancers_of(&owner.uid)
             .await
             .map_err(ReconcileError::cloud("list load balancers", &key))?,
         ..Observed::default()

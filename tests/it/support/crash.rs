@@ -235,6 +235,7 @@ impl LoadBalancing for Wired<dyn LoadBalancing> {
     wired! {
         fn get_load_balancer<'a>(&'a self, id: &'a LoadBalancerId) -> CloudFuture<'a, LoadBalancer>;
         fn list_load_balancers<'a>(&'a self, filter: &'a LbFilter) -> CloudFuture<'a, Vec<LoadBalancer>>;
+        fn load_balancers_of<'a>(&'a self, owner_uid: &'a str) -> CloudFuture<'a, Vec<LoadBalancer>>;
         fn delete_load_balancer<'a>(&'a self, id: &'a LoadBalancerId) -> CloudFuture<'a, ()>;
         fn set_load_balancer_tags<'a>(&'a self, id: &'a LoadBalancerId, tags: &'a [String]) -> CloudFuture<'a, LoadBalancer>;
         fn get_status_tree<'a>(&'a self, id: &'a LoadBalancerId) -> CloudFuture<'a, StatusTree>;
