@@ -9,6 +9,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::image;
+use super::owner_lookups::OwnerFilter;
 use super::{Kind, OpenStackClient, compute, pick_one};
 use crate::cloud::error::{CloudError, Resource};
 use crate::cloud::ids::{FlavorId, ImageId, ServerGroupId, ServerId, VolumeId};
@@ -16,7 +17,7 @@ use crate::cloud::model::compute::{
     CreateServer, Flavor, Image, Server, ServerGroup, ServerGroupPolicy, ServerWire,
 };
 use crate::cloud::model::volume::VolumeAttachment;
-use crate::cloud::owner::{MANAGED_TAG, owner_tag};
+use crate::cloud::owner::MANAGED_TAG;
 use crate::cloud::ports::{CloudFuture, CloudResult, Compute, MetadataMode};
 
 #[derive(Deserialize)]
@@ -293,14 +294,10 @@ impl OpenStackClient {
 impl OpenStackClient {
     /// The servers tagged with any of the owners' tags, in one call.
     async fn servers_of_owners(&self, uids: Vec<String>) -> CloudResult<Vec<Server>> {
-        let (filter, action) = match uids.as_slice() {
-            [uid] => ("tags", format!("list servers of owner {uid}")),
-            _ => ("tags-any", format!("list servers of {} owners", uids.len())),
-        };
-        let tags: Vec<String> = uids.iter().map(|u| owner_tag(u)).collect();
+        let filter = OwnerFilter::of(&uids, "servers");
         let req =
-            compute("list_servers", Method::GET, "/servers/detail").query(filter, tags.join(","));
-        let wires: Vec<ServerWire> = self.list_all(req, "servers", &action).await?;
+            compute("list_servers", Method::GET, "/servers/detail").query(filter.key, filter.tags);
+        let wires: Vec<ServerWire> = self.list_all(req, "servers", &filter.action).await?;
         Ok(wires.into_iter().map(Server::from).collect())
     }
 }

@@ -5,11 +5,11 @@
 use reqwest::Method;
 
 use super::octavia::{filtered, octavia};
+use super::owner_lookups::OwnerFilter;
 use super::{Kind, OpenStackClient, lb_listener, lb_member, lb_monitor, lb_pool, pick_one};
 use crate::cloud::error::{CloudError, Resource};
 use crate::cloud::ids::*;
 use crate::cloud::model::loadbalancing::*;
-use crate::cloud::owner::owner_tag;
 use crate::cloud::ports::{CloudFuture, CloudResult, LoadBalancing};
 
 async fn create(
@@ -239,16 +239,9 @@ impl LoadBalancing for OpenStackClient {
 impl OpenStackClient {
     /// One list for a batch of owners: `tags` for one, `tags-any` for several.
     async fn load_balancers_of_owners(&self, uids: Vec<String>) -> CloudResult<Vec<LoadBalancer>> {
-        let (filter, action) = match uids.as_slice() {
-            [uid] => ("tags", format!("list load balancers of owner {uid}")),
-            _ => (
-                "tags-any",
-                format!("list load balancers of {} owners", uids.len()),
-            ),
-        };
-        let tags: Vec<String> = uids.iter().map(|u| owner_tag(u)).collect();
+        let filter = OwnerFilter::of(&uids, "load balancers");
         let req = octavia("list_load_balancers", Method::GET, "/loadbalancers")
-            .query(filter, tags.join(","));
-        self.list_all(req, "loadbalancers", &action).await
+            .query(filter.key, filter.tags);
+        self.list_all(req, "loadbalancers", &filter.action).await
     }
 }

@@ -144,6 +144,33 @@ impl<T: Tagged> Queue<T> {
     }
 }
 
+/// The list filter for a batch of owners, and the call in words: `tags` for one owner,
+/// `tags-any` for several (the same rule for every kind of resource looked up).
+pub struct OwnerFilter {
+    pub key: &'static str,
+    pub tags: String,
+    pub action: String,
+}
+
+impl OwnerFilter {
+    /// `listing` names what is listed ("servers", "load balancers").
+    pub fn of(uids: &[String], listing: &str) -> Self {
+        let (key, action) = match uids {
+            [uid] => ("tags", format!("list {listing} of owner {uid}")),
+            _ => (
+                "tags-any",
+                format!("list {listing} of {} owners", uids.len()),
+            ),
+        };
+        let tags: Vec<String> = uids.iter().map(|u| owner_tag(u)).collect();
+        OwnerFilter {
+            key,
+            tags: tags.join(","),
+            action,
+        }
+    }
+}
+
 /// `uid`'s part of a batch's answer.
 fn share<T: Tagged>(found: &Answer<T>, uid: &str) -> Answer<T> {
     let tag = owner_tag(uid);
@@ -262,6 +289,19 @@ mod tests {
         assert!(queue.of_owner("a", failing).await.is_err());
         let ok = |uids: Vec<String>| async move { Ok(uids.iter().map(|u| server(u)).collect()) };
         assert_eq!(queue.of_owner("a", ok).await.expect("listed").len(), 1);
+    }
+
+    #[test]
+    fn one_owner_is_looked_up_by_tags_and_several_by_tags_any() {
+        let one = OwnerFilter::of(&["a".to_owned()], "servers");
+        assert_eq!((one.key, one.tags), ("tags", owner_tag("a")));
+        assert_eq!(one.action, "list servers of owner a");
+        let two = OwnerFilter::of(&["a".to_owned(), "b".to_owned()], "load balancers");
+        assert_eq!(
+            (two.key, two.tags),
+            ("tags-any", format!("{},{}", owner_tag("a"), owner_tag("b")))
+        );
+        assert_eq!(two.action, "list load balancers of 2 owners");
     }
 
     #[test]
