@@ -17,6 +17,7 @@ import base64
 import json
 import os
 import re
+import shlex
 import signal
 import socket
 import subprocess
@@ -44,6 +45,9 @@ CONCURRENCY = 16
 # "1": a single VirtualMachine of another namespace (the simulator's second project) is
 # timed to Ready alone, then again while the fleet is being created.
 FAIRNESS = os.environ.get("VERDA_BENCH_FAIRNESS") == "1"
+# A command the operator runs under, e.g. "heaptrack -o /tmp/fleet" with a binary built
+# `--no-default-features` (heap by allocation site); peak RSS is then the wrapper's.
+WRAP = shlex.split(os.environ.get("VERDA_BENCH_OPERATOR_WRAP", ""))
 CONFIRM_SECS = 5
 WRITE = re.compile(r"^(create|delete|update|replace|set|resize|confirm|add|remove)_")
 
@@ -79,18 +83,19 @@ class Processes:
         self.started = []
 
     def start(self, args, **kwargs):
-        proc = subprocess.Popen(args, **kwargs)
+        # A session of its own: a wrapper's child (heaptrack's) is stopped with it.
+        proc = subprocess.Popen(args, start_new_session=True, **kwargs)
         self.started.append(proc)
         return proc
 
     def stop(self):
         for proc in reversed(self.started):
             if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
+                os.killpg(proc.pid, signal.SIGTERM)
                 try:
-                    proc.wait(10)
+                    proc.wait(60)
                 except subprocess.TimeoutExpired:
-                    proc.kill()
+                    os.killpg(proc.pid, signal.SIGKILL)
 
 
 def manifests(groups, namespace):
@@ -249,7 +254,7 @@ def run(groups, workdir):
         kubectl(env, "apply", "-f", namespace)
         # Fairness needs a second namespace: then the operator watches them all.
         scope = [] if FAIRNESS else ["--namespace", ns]
-        operator = procs.start([OPERATOR, "run", "--listen", listen, "--config", config_file,
+        operator = procs.start([*WRAP, OPERATOR, "run", "--listen", listen, "--config", config_file,
                                 *scope, "--leader-elect=false"],
                                env=operator_env, stderr=open(os.path.join(workdir, f"operator-{groups}.log"), "w"))
         wait_for("the operator's /metrics", lambda: _reachable(metrics_url), 30, 0.2)
@@ -313,6 +318,11 @@ def run(groups, workdir):
         if fairness:
             result["fairness"] = fairness
         print("FLEET " + json.dumps(result), flush=True)
+        if WRAP:
+            # Killed outright, so the wrapper records what the settled fleet holds
+            # (a graceful stop frees it all first).
+            subprocess.run(["pkill", "-KILL", "-s", str(operator.pid), "-x", "verda-operator"])
+            operator.wait(300)
         if real_cluster:
             # Leave the cluster as found: the operator deletes what it made.
             kubectl(env, "delete", "lb,vmg", "--all", "-n", ns, "--wait=false")

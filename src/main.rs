@@ -13,6 +13,7 @@ use verda_operator::{config, crdgen, run, telemetry};
 
 /// mimalloc: at 5,000 VMs the system allocator took a quarter of the operator's CPU
 /// (`perf` during `hack/bench-fleet.sh 500`) and fragmented its memory.
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

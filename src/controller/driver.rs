@@ -43,17 +43,21 @@ pub async fn reconcile<K: Reconciler>(
     let started = Instant::now();
     let key = object_key(&*obj);
     let api: Api<K> = Api::namespaced(ctx.client.clone(), &obj.namespace().unwrap_or_default());
+    // Every await below is boxed: thousands of reconciles wait at once at fleet size,
+    // and each then holds the step it waits in, not room for the largest.
     let result = match policy_of(&*obj) {
         Err(e) => Err(e),
         Ok(policy) if obj.meta().deletion_timestamp.is_some() => {
-            run_cleanup(&api, obj.clone(), ctx.clone(), policy).await
+            Box::pin(run_cleanup(&api, obj.clone(), ctx.clone(), policy)).await
         }
         Ok(policy) => {
             ctx.metrics
                 .set_paused(K::CONTROLLER, &key, !policy.writes());
-            match ensure_finalizer(&api, &*obj).await {
-                Ok(()) => match tenant_of(&api, &*obj, &ctx, false).await {
-                    Ok(tenant) => converge(obj.clone(), ctx.clone(), tenant, policy).await,
+            match Box::pin(ensure_finalizer(&api, &*obj)).await {
+                Ok(()) => match Box::pin(tenant_of(&api, &*obj, &ctx, false)).await {
+                    Ok(tenant) => {
+                        Box::pin(converge(obj.clone(), ctx.clone(), tenant, policy)).await
+                    }
                     Err(e) => Err(e),
                 },
                 Err(e) => Err(e),
@@ -66,7 +70,7 @@ pub async fn reconcile<K: Reconciler>(
             "success"
         }
         Err(error) => {
-            report_failure(&api, &*obj, &ctx, error).await;
+            Box::pin(report_failure(&api, &*obj, &ctx, error)).await;
             error.category()
         }
     };

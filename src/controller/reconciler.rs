@@ -162,20 +162,21 @@ pub async fn converge<K: Reconciler>(
         tenant,
         policy,
     };
-    let mut observed = K::observe(&scope, true).await?;
+    // Boxed, as in the driver: a reconcile in flight holds the phase it is in.
+    let mut observed = Box::pin(K::observe(&scope, true)).await?;
     let mut step = K::plan(&scope, &observed);
     if K::needs_fresh_look(&observed, &step) {
-        observed = K::observe(&scope, false).await?;
+        observed = Box::pin(K::observe(&scope, false)).await?;
         step = K::plan(&scope, &observed);
     }
-    let outcome = K::execute(&scope, &observed, step).await?;
+    let outcome = Box::pin(K::execute(&scope, &observed, step)).await?;
     let mut status = K::status(&scope, &observed, &outcome);
     status.set_project(scope.tenant.project.clone());
     let generation = scope.obj.meta().generation;
     progress::summarise(status.conditions_mut(), policy, generation, scope.now);
     let (obj, ctx) = (&*scope.obj, &*scope.ctx);
     if obj.current_status() != Some(&status) {
-        write_status(&ctx.client, obj, &status).await?;
+        Box::pin(write_status(&ctx.client, obj, &status)).await?;
     }
     ctx.metrics.set_object_conditions(
         K::CONTROLLER,
@@ -184,7 +185,7 @@ pub async fn converge<K: Reconciler>(
     );
     K::gauges(ctx, obj, &status);
     for event in K::events(&scope, &outcome, &status) {
-        publish_event(ctx, obj, event).await;
+        Box::pin(publish_event(ctx, obj, event)).await;
     }
     Ok(Action::requeue(K::requeue(&scope, &outcome, &status)))
 }

@@ -7,11 +7,13 @@
 //! through its own session, past our choke point (retries, metrics, concurrency cap,
 //! microversions, token renewal after 401).
 
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use super::auth::Service;
 use super::config::CloudConfig;
@@ -181,14 +183,10 @@ impl OpenStackClient {
         let mut items = Vec::new();
         for _ in 0..MAX_PAGES {
             let reply = self.send(&req, action).await?;
-            let page: Value = reply.json().map_err(fail)?;
-            let batch: Vec<T> = match page.get(key) {
-                Some(v) => serde_json::from_value(v.clone()).map_err(|e| fail(invalid(key, e)))?,
-                None => return Err(fail(invalid(key, "missing"))),
-            };
+            let (batch, rest) = page_items::<T>(&reply, key).map_err(fail)?;
             let got = batch.len();
             items.extend(batch);
-            let Some(next) = next_query(&page, key) else {
+            let Some(next) = next_query(&rest, key) else {
                 return Ok(items);
             };
             if got == 0 || next == req.query {
@@ -209,12 +207,30 @@ fn invalid(key: &str, e: impl fmt::Display) -> ErrorKind {
 }
 
 pub(crate) fn unwrap_key<T: DeserializeOwned>(reply: &Reply, key: &str) -> Result<T, ErrorKind> {
-    let mut body: Value = reply.json()?;
-    let inner = body
-        .get_mut(key)
-        .map(Value::take)
-        .ok_or_else(|| invalid(key, "missing"))?;
-    serde_json::from_value(inner).map_err(|e| invalid(key, e))
+    let fields = raw_fields(reply)?;
+    let inner = fields.get(key).ok_or_else(|| invalid(key, "missing"))?;
+    serde_json::from_str(inner.get()).map_err(|e| invalid(key, e))
+}
+
+/// A list page's items under `key`, read straight from the body into `T`, and the
+/// page's other fields (its links) as a `Value`. Items never pass through a `Value`
+/// tree: a page of 1,000 Nova servers held as one cost about 10 KB a server.
+fn page_items<T: DeserializeOwned>(reply: &Reply, key: &str) -> Result<(Vec<T>, Value), ErrorKind> {
+    let mut fields = raw_fields(reply)?;
+    let items = fields.remove(key).ok_or_else(|| invalid(key, "missing"))?;
+    let items = serde_json::from_str(items.get()).map_err(|e| invalid(key, e))?;
+    let rest = fields
+        .into_iter()
+        .filter_map(|(k, v)| Some((k, serde_json::from_str(v.get()).ok()?)))
+        .collect();
+    Ok((items, Value::Object(rest)))
+}
+
+/// The top-level fields of a JSON object body, each left unparsed.
+fn raw_fields(reply: &Reply) -> Result<HashMap<String, &RawValue>, ErrorKind> {
+    serde_json::from_slice(&reply.body).map_err(|e| ErrorKind::InvalidResponse {
+        message: format!("cannot parse the response body: {e}"),
+    })
 }
 
 /// The query of the `next` link of a list page, if any.

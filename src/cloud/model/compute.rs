@@ -254,16 +254,40 @@ pub(crate) struct ServerWire {
     #[serde(default)]
     description: Option<String>,
     #[serde(default)]
-    flavor: Option<Value>,
+    flavor: Option<RefWire>,
     /// `""` for boot-from-volume servers, an object otherwise.
     #[serde(default)]
-    image: Option<Value>,
+    image: Option<RefWire>,
     #[serde(default)]
     fault: Option<ServerFault>,
     #[serde(rename = "OS-EXT-AZ:availability_zone", default)]
     availability_zone: Option<String>,
     #[serde(rename = "os-extended-volumes:volumes_attached", default)]
     volumes_attached: Vec<AttachedWire>,
+}
+
+/// A server's flavor or image: an object naming it (its links and extra specs are
+/// skipped, not kept as a `Value` for every server of a list), or anything else
+/// (a boot-from-volume server's image is `""`).
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RefWire {
+    Named {
+        #[serde(default)]
+        original_name: Option<String>,
+        #[serde(default)]
+        id: Option<String>,
+    },
+    Unnamed(serde::de::IgnoredAny),
+}
+
+impl RefWire {
+    fn id(self) -> Option<String> {
+        match self {
+            RefWire::Named { id, .. } => id,
+            RefWire::Unnamed(_) => None,
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -302,11 +326,6 @@ impl From<ServerWire> for Server {
                 })
             })
             .collect();
-        let str_field = |v: &Option<Value>, keys: &[&str]| {
-            v.as_ref()
-                .and_then(|v| keys.iter().find_map(|k| v.get(k).and_then(Value::as_str)))
-                .map(str::to_owned)
-        };
         Server {
             id: w.id,
             name: w.name,
@@ -316,8 +335,11 @@ impl From<ServerWire> for Server {
             metadata: w.metadata,
             tags: w.tags.unwrap_or_default(),
             description: w.description,
-            flavor: str_field(&w.flavor, &["original_name", "id"]),
-            image: str_field(&w.image, &["id"]).map(ImageId::new),
+            flavor: w.flavor.and_then(|f| match f {
+                RefWire::Named { original_name, id } => original_name.or(id),
+                RefWire::Unnamed(_) => None,
+            }),
+            image: w.image.and_then(RefWire::id).map(ImageId::new),
             fault: w.fault,
             availability_zone: w.availability_zone.filter(|az| !az.is_empty()),
             volumes_attached: w.volumes_attached.into_iter().map(|v| v.id).collect(),
@@ -435,6 +457,31 @@ mod tests {
         assert_eq!(server.flavor.as_deref(), Some("n3-1vcpu-2gb"));
         assert_eq!(server.availability_zone, None);
         assert_eq!(server.primary_ip(), None);
+    }
+
+    #[test]
+    fn flavor_and_image_are_read_from_every_shape_nova_answers() {
+        let server = |flavor: serde_json::Value, image: serde_json::Value| {
+            let wire: ServerWire = serde_json::from_value(serde_json::json!({
+                "id": "8c84", "status": "ACTIVE", "flavor": flavor, "image": image,
+            }))
+            .unwrap_or_else(|e| panic!("{e}"));
+            Server::from(wire)
+        };
+        // 2.47 and later: the flavor by name, with its extra specs.
+        let named = server(
+            serde_json::json!({"original_name": "m1.small", "vcpus": 1, "extra_specs": {"a": "b"}}),
+            serde_json::json!({"id": "2449", "links": [{"rel": "bookmark", "href": "x"}]}),
+        );
+        assert_eq!(named.flavor.as_deref(), Some("m1.small"));
+        assert_eq!(named.image.as_ref().map(ImageId::as_str), Some("2449"));
+        // Before 2.47: the flavor by id. Boot from volume: the image is "".
+        let by_id = server(
+            serde_json::json!({"id": "42", "links": []}),
+            serde_json::json!(""),
+        );
+        assert_eq!(by_id.flavor.as_deref(), Some("42"));
+        assert_eq!(by_id.image, None);
     }
 
     #[test]

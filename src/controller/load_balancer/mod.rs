@@ -60,17 +60,17 @@ pub fn run(
     let by_group = lbs.clone();
     let seen = Mutex::new(HashMap::new());
     let groups = Mutex::new(HashSet::new());
-    Controller::for_stream(feeds.load_balancers.subscribe(), lbs.store)
-        .watches_stream(feeds.virtual_machines.subscribe(), move |vm| {
+    Controller::for_shared_stream(feeds.load_balancers.subscribe(), lbs.store)
+        .watches_shared_stream(feeds.virtual_machines.subscribe(), move |vm| {
             if !membership_changed(&seen, &vm) {
                 return Vec::new();
             }
-            drawing_on(&by_vm, &vm, &vm.keys(), |rs| resolve::draws_from(rs, &vm))
+            drawing_on(&by_vm, &*vm, &vm.keys(), |rs| resolve::draws_from(rs, &vm))
         })
-        .watches_stream(feeds.groups.subscribe(), move |group| {
+        .watches_shared_stream(feeds.groups.subscribe(), move |group| {
             // Only a group's coming and going matters here; its members wake the
             // LoadBalancers through the VirtualMachine watch.
-            let key = object_key(&group);
+            let key = object_key(&*group);
             let mut known = groups
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -83,7 +83,7 @@ pub fn run(
                 return Vec::new();
             }
             let name = group.name_any();
-            drawing_on(&by_group, &group, &[group_key(&name)], |rs| {
+            drawing_on(&by_group, &*group, &[group_key(&name)], |rs| {
                 rs.virtual_machine_group_ref.as_deref() == Some(name.as_str())
             })
         })

@@ -51,7 +51,7 @@ pub fn run(
     feeds: &mut Feeds,
     refreshed: BoxStream<'static, ObjectRef<VirtualMachine>>,
 ) -> impl Future<Output = ()> + use<> {
-    Controller::for_stream(
+    Controller::for_shared_stream(
         feeds.virtual_machines.subscribe(),
         ctx.caches.current().virtual_machines.store,
     )

@@ -57,10 +57,10 @@ pub fn run(
     woken: BoxStream<'static, ObjectRef<VirtualMachineGroup>>,
 ) -> impl Future<Output = ()> + use<> {
     let caches = ctx.caches.current();
-    Controller::for_stream(feeds.groups.subscribe(), caches.groups.store)
+    Controller::for_shared_stream(feeds.groups.subscribe(), caches.groups.store)
         .reconcile_on(woken)
-        .owns_stream(feeds.virtual_machines.subscribe())
-        .watches_stream(feeds.load_balancers.subscribe(), |lb| {
+        .owns_shared_stream(feeds.virtual_machines.subscribe())
+        .watches_shared_stream(feeds.load_balancers.subscribe(), |lb| {
             let ns = lb.namespace().unwrap_or_default();
             lb.spec
                 .ports

@@ -194,11 +194,11 @@ impl Default for CacheSlot {
 }
 
 /// A stream of one kind's changes, as a controller takes its triggers.
-pub type Changes<K> = BoxStream<'static, Result<K, watcher::Error>>;
+pub type Changes<K> = BoxStream<'static, Arc<K>>;
 
 /// One kind's watch and the controllers listening to it.
 pub struct Feed<K> {
-    listeners: Vec<mpsc::UnboundedSender<K>>,
+    listeners: Vec<mpsc::UnboundedSender<Arc<K>>>,
 }
 
 impl<K> Default for Feed<K> {
@@ -221,12 +221,15 @@ where
         + 'static,
 {
     /// Every change (created, updated, deleted) of the kind, after the store has it.
+    /// Listeners share the store's copy of the object: a change queued for three
+    /// controllers costs one object, not four.
     pub fn subscribe(&mut self) -> Changes<K> {
         let (tx, rx) = mpsc::unbounded_channel();
         self.listeners.push(tx);
-        futures::stream::unfold(rx, |mut rx| async move {
-            rx.recv().await.map(|obj| (Ok(obj), rx))
-        })
+        futures::stream::unfold(
+            rx,
+            |mut rx| async move { rx.recv().await.map(|obj| (obj, rx)) },
+        )
         .boxed()
     }
 
@@ -239,6 +242,7 @@ where
             index,
         } = cache;
         let reader = writer.as_reader();
+        let shared = reader.clone();
         let listed_kind = kind.clone();
         // managedFields are never read here and are often the bulk of an object.
         let watch = watcher(api, watcher::Config::default().any_semantic())
@@ -260,7 +264,14 @@ where
             })
             .filter_map(|change| futures::future::ready(change.ok()))
             .for_each(|event| {
-                for obj in in_store(&mut listing, event) {
+                for passed in in_store(&mut listing, by_reference(event)) {
+                    let obj = match passed {
+                        Passed::Stored(key) => match shared.get(&key) {
+                            Some(obj) => obj,
+                            None => continue,
+                        },
+                        Passed::Deleted(obj) => Arc::new(obj),
+                    };
                     for listener in &self.listeners {
                         // A listener gone means its controller stopped; the others go on.
                         let _ = listener.send(obj.clone());
@@ -269,6 +280,27 @@ where
                 futures::future::ready(())
             })
             .await;
+    }
+}
+
+/// An object a watch event passes on: one the store holds, by reference (listeners
+/// get the store's copy, and a relisting holds no third copy of every object beside
+/// the old store and the reflector's buffer), or one deleted from it.
+enum Passed<K: Resource<DynamicType = ()>> {
+    Stored(ObjectRef<K>),
+    Deleted(K),
+}
+
+fn by_reference<K: Resource<DynamicType = ()>>(
+    event: watcher::Event<K>,
+) -> watcher::Event<Passed<K>> {
+    use watcher::Event::{Apply, Delete, Init, InitApply, InitDone};
+    match event {
+        Apply(obj) => Apply(Passed::Stored(ObjectRef::from_obj(&obj))),
+        InitApply(obj) => InitApply(Passed::Stored(ObjectRef::from_obj(&obj))),
+        Delete(obj) => Delete(Passed::Deleted(obj)),
+        Init => Init,
+        InitDone => InitDone,
     }
 }
 
