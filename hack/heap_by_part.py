@@ -25,15 +25,25 @@ PARTS = [
     ("metrics (per-object series)", ("verda_operator::metrics::", "prometheus")),
     ("events (correlator, recorder)", ("controller::events::",)),
     ("controller queues (kube-runtime scheduler)", ("kube_runtime::scheduler", "kube_runtime::controller")),
-    ("reconciles in flight (tasks, state)", ("verda_operator::controller::",)),
+    # A reconcile's own future is polled inside the span it was spawned in.
+    ("reconciles in flight (tasks, state)",
+     ("verda_operator::controller::", "tracing::instrument::Instrumented")),
     ("HTTP connections (read buffers)", ("hyper::proto::",)),
     ("API server calls (kube client)", ("kube_client::",)),
 ]
 OTHER = "other (runtime, start-up)"
 
 
+def readable(frame):
+    """A symbol as Rust writes it: `_$LT$a..b$GT$` is `<a::b>`."""
+    for code, char in (("$LT$", "<"), ("$GT$", ">"), ("$u20$", " "), ("$C$", ","),
+                       ("$RF$", "&"), ("..", "::")):
+        frame = frame.replace(code, char)
+    return frame
+
+
 def part_of(frames):
-    for frame in reversed(frames):
+    for frame in map(readable, reversed(frames)):
         for part, marks in PARTS:
             if any(mark in frame for mark in marks):
                 return part
