@@ -3,7 +3,7 @@
 
 use reqwest::header::HeaderMap;
 use reqwest::{Method, StatusCode};
-use serde::de::DeserializeOwned;
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::auth::Service;
@@ -73,7 +73,8 @@ pub(crate) struct Reply {
 }
 
 impl Reply {
-    pub fn json<T: DeserializeOwned>(&self) -> Result<T, ErrorKind> {
+    /// The body as `T`, which may borrow from it (a `RawValue` left unparsed).
+    pub fn json<'a, T: Deserialize<'a>>(&'a self) -> Result<T, ErrorKind> {
         serde_json::from_slice(&self.body).map_err(|e| ErrorKind::InvalidResponse {
             message: format!("cannot parse the response body: {e}"),
         })

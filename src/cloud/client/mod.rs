@@ -228,9 +228,7 @@ fn page_items<T: DeserializeOwned>(reply: &Reply, key: &str) -> Result<(Vec<T>, 
 
 /// The top-level fields of a JSON object body, each left unparsed.
 fn raw_fields(reply: &Reply) -> Result<HashMap<String, &RawValue>, ErrorKind> {
-    serde_json::from_slice(&reply.body).map_err(|e| ErrorKind::InvalidResponse {
-        message: format!("cannot parse the response body: {e}"),
-    })
+    reply.json()
 }
 
 /// The query of the `next` link of a list page, if any.

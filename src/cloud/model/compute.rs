@@ -282,6 +282,14 @@ enum RefWire {
 }
 
 impl RefWire {
+    /// A flavor's name (2.47 and later), else its id.
+    fn name(self) -> Option<String> {
+        match self {
+            RefWire::Named { original_name, id } => original_name.or(id),
+            RefWire::Unnamed(_) => None,
+        }
+    }
+
     fn id(self) -> Option<String> {
         match self {
             RefWire::Named { id, .. } => id,
@@ -335,10 +343,7 @@ impl From<ServerWire> for Server {
             metadata: w.metadata,
             tags: w.tags.unwrap_or_default(),
             description: w.description,
-            flavor: w.flavor.and_then(|f| match f {
-                RefWire::Named { original_name, id } => original_name.or(id),
-                RefWire::Unnamed(_) => None,
-            }),
+            flavor: w.flavor.and_then(RefWire::name),
             image: w.image.and_then(RefWire::id).map(ImageId::new),
             fault: w.fault,
             availability_zone: w.availability_zone.filter(|az| !az.is_empty()),

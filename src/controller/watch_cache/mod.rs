@@ -266,6 +266,8 @@ where
             .for_each(|event| {
                 for passed in in_store(&mut listing, by_reference(event)) {
                     let obj = match passed {
+                        // The reflector stored it before passing the event on; a
+                        // miss would be a kube-runtime change, not worth a panic.
                         Passed::Stored(key) => match shared.get(&key) {
                             Some(obj) => obj,
                             None => continue,
