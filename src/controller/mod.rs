@@ -41,9 +41,9 @@ pub async fn run_all(ctx: Arc<Context>) {
     // Fresh caches first: the controllers read them from the start. The cloud view
     // starts empty too: another replica may have led in between.
     let writers = ctx.caches.renew();
-    ctx.view.clear();
-    let secret_changes = ctx.tenancy.restart();
     let (wakers, wake_ups) = cloud_view::wake_channels();
+    ctx.view.start(wakers.clone());
+    let secret_changes = ctx.tenancy.restart();
     let mut feeds = watch_cache::Feeds::default();
     let vms = virtual_machine::run(ctx.clone(), &mut feeds, wake_ups.virtual_machines);
     let groups = virtual_machine_group::run(ctx.clone(), &mut feeds, wake_ups.groups);

@@ -5,8 +5,10 @@
 use crate::support;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use support::crash::{CrashingCloud, Tripwire};
 use support::e2e::{Env, calls_since, eventually, sample, test_timing};
 use verda_api::v1alpha1::{LoadBalancer, VirtualMachineGroup};
 use verda_operator::cloud::ids::{LoadBalancerId, PoolId};
@@ -91,6 +93,35 @@ async fn idle_cloud_calls_per_refresh_do_not_grow_with_the_fleet() {
         per_period(&large) <= per_period(&small) + 2.0 / f64::from(periods),
         "three times the VirtualMachines cost more per refresh: {small:?} then {large:?}"
     );
+}
+
+/// A burst of creates is decided on one listing of the project, not on a lookup each:
+/// with every lookup by owner held, the group's servers and the LoadBalancer are
+/// created all the same, and once each (after its create, an object looks itself up
+/// again, so nothing converges until the lookups are let through).
+#[tokio::test]
+async fn a_burst_of_creates_is_decided_on_one_listing_not_a_lookup_each() {
+    let wire = Tripwire::armed(usize::MAX);
+    wire.hold_lookups();
+    let crashing = |client| Arc::new(CrashingCloud::new(client, wire.clone())) as _;
+    let env = Env::start_with(SimConfig::fast(), test_timing(), crashing).await;
+    let five = sample("virtualmachinegroup.yaml").replace("replicas: 2", "replicas: 5");
+    let _: VirtualMachineGroup = env.create_from_yaml(&five).await;
+    let _: LoadBalancer = env.create_from_yaml(&sample("loadbalancer.yaml")).await;
+    eventually(
+        "the servers and the load balancer made, lookups held",
+        LIMIT,
+        || async {
+            (env.sim.servers().len() == 5 && env.sim.load_balancers().len() == 1).then_some(())
+        },
+    )
+    .await;
+    wire.release_lookups();
+    env.load_balancer_ready(LB, "10/10").await;
+    assert_eq!(env.sim.requests("compute", "create_server"), 5);
+    assert_eq!(env.sim.servers().len(), 5);
+    assert_eq!(env.sim.requests("load-balancer", "create_load_balancer"), 1);
+    assert_eq!(env.sim.load_balancers().len(), 1);
 }
 
 #[tokio::test]

@@ -8,8 +8,13 @@
 //! that finds a load balancer's status and `updated_at` as recorded confirms the whole
 //! tree, and one that does not sends its owner back to the cloud. Floating IPs are
 //! listed too while any recorded tree has one.
+//!
+//! As for servers ([`super::ServerView`]), it vouches that an owner has no load balancer
+//! in a region when a listing of that region taken during this term did not show one,
+//! the view has heard nothing of the owner since, and this process sent no create for
+//! it (Octavia records a load balancer and its tags before it answers the create).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use super::Lock;
@@ -145,9 +150,45 @@ pub enum Cached {
 #[derive(Default)]
 pub struct LoadBalancerView {
     owners: Lock<HashMap<String, Entry>>,
+    vouching: Lock<Vouching>,
+}
+
+/// What a vouch that an owner has no load balancer rests on.
+#[derive(Default)]
+struct Vouching {
+    /// Regions listed during this term, each with the owners its latest listing showed.
+    listed: HashMap<Option<String>, HashSet<String>>,
+    /// Owners this process has sent a create for, until they are removed.
+    created: HashSet<String>,
 }
 
 impl LoadBalancerView {
+    /// Whether the owner has no load balancer in `region`, on the word of a listing of
+    /// this term (see the module's comment).
+    pub fn vouches_none(&self, uid: &str, region: Option<&str>) -> bool {
+        let vouching = self.vouching.lock();
+        let listed = vouching.listed.get(&region.map(str::to_owned));
+        listed.is_some_and(|shown| !shown.contains(uid))
+            && !vouching.created.contains(uid)
+            && !self.owners.lock().contains_key(uid)
+    }
+
+    /// Whether `region` was listed during this term.
+    pub fn listed(&self, region: Option<&str>) -> bool {
+        let region = region.map(str::to_owned);
+        self.vouching.lock().listed.contains_key(&region)
+    }
+
+    /// Before a create is sent: the owner is never again vouched for.
+    pub fn creating(&self, owner: &Owner) {
+        self.vouching.lock().created.insert(owner.uid.clone());
+    }
+
+    /// The owner's object is gone, and its load balancers with it.
+    pub fn removed(&self, uid: &str) {
+        self.vouching.lock().created.remove(uid);
+    }
+
     /// What the view holds for the owner, when recorded and recently confirmed.
     pub fn cached(&self, uid: &str, max_age: Duration) -> Option<Cached> {
         let owners = self.owners.lock();
@@ -264,6 +305,7 @@ impl LoadBalancerView {
 
     pub fn clear(&self) {
         self.owners.lock().clear();
+        *self.vouching.lock() = Vouching::default();
     }
 
     /// The regions a refresh lists, and whether each needs its floating IPs too.
@@ -290,6 +332,22 @@ impl LoadBalancerView {
         asked: Instant,
     ) -> Vec<Owner> {
         let by_owner = by_owner(listed);
+        let changed = self.confirm_entries(region, &by_owner, fips, asked);
+        let shown = by_owner.keys().map(|uid| uid.to_string()).collect();
+        self.vouching
+            .lock()
+            .listed
+            .insert(region.map(str::to_owned), shown);
+        changed
+    }
+
+    fn confirm_entries(
+        &self,
+        region: Option<&str>,
+        by_owner: &HashMap<&str, Vec<&LoadBalancer>>,
+        fips: Option<&[FloatingIp]>,
+        asked: Instant,
+    ) -> Vec<Owner> {
         let mut owners = self.owners.lock();
         let mut changed = Vec::new();
         owners.retain(|uid, entry| {
@@ -428,6 +486,26 @@ mod tests {
     }
 
     const AGE: Duration = Duration::from_secs(60);
+
+    #[test]
+    fn only_a_listing_of_the_region_in_this_term_vouches_that_an_owner_has_none() {
+        let view = LoadBalancerView::default();
+        let (a, b) = (owner("a"), owner("b"));
+        assert!(!view.vouches_none("uid-a", None), "nothing listed yet");
+        view.confirm(None, &[lb(&b, "t1")], None, Instant::now());
+        assert!(view.vouches_none("uid-a", None), "listed, not there");
+        assert!(!view.vouches_none("uid-b", None), "listed with one");
+        assert!(!view.vouches_none("uid-a", Some("east")), "another region");
+        view.creating(&a);
+        view.confirm(None, &[lb(&b, "t1")], None, Instant::now());
+        assert!(!view.vouches_none("uid-a", None), "a create was sent");
+        view.removed("uid-a");
+        assert!(view.vouches_none("uid-a", None), "forgotten once removed");
+        view.forget(&a, None);
+        assert!(!view.vouches_none("uid-a", None), "heard of since");
+        view.clear();
+        assert!(!view.vouches_none("uid-a", None), "a new term lists again");
+    }
 
     #[test]
     fn a_listing_as_recorded_confirms_the_tree_and_a_moved_one_forgets_it() {

@@ -6,9 +6,12 @@
 //!
 //! Reconciles read the view only for what is settled and recently confirmed; while
 //! anything is on its way (BUILD, PENDING_*, a write of their own) they read the cloud
-//! and record what they saw. Before any create the owner is always looked up in the
-//! cloud itself, never in the view, so a stale view cannot make a duplicate. A refresh
-//! that finds an owner's resources changed, or gone, wakes that owner's reconcile.
+//! and record what they saw. A create is decided on the cloud itself: on a lookup of
+//! the owner, or on a listing of the project (per region, for load balancers) taken
+//! during this term that the view vouches for (see [`ServerView`]; the first is taken
+//! early, on the first create that needs it, so a burst of creates costs one listing,
+//! not a lookup each). A refresh that finds an owner's resources changed, or gone, wakes that
+//! owner's reconcile.
 //!
 //! Why not Nova's `changes-since`: Nova drops a deleted server's tags, so a tag-filtered
 //! `changes-since` cannot report a deletion. The full tagged listing can, at one call
@@ -27,7 +30,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use kube::runtime::reflector::ObjectRef;
-use tokio::sync::mpsc;
+use tokio::sync::{OnceCell, mpsc};
 use verda_api::v1alpha1::{LoadBalancer, VirtualMachine, VirtualMachineGroup};
 
 pub use load_balancers::{Cached, LoadBalancerView, OctaviaTree, QUIET};
@@ -50,6 +53,8 @@ const MAX_AGE_PERIODS: u32 = 3;
 #[derive(Default)]
 pub struct CloudView {
     projects: Lock<HashMap<String, Arc<ProjectView>>>,
+    /// The reconciles a refresh wakes, in this term.
+    wakers: Lock<Option<Wakers>>,
 }
 
 /// The servers and load balancers the operator owns in one project, and the
@@ -64,6 +69,10 @@ pub struct ProjectView {
     /// Each LoadBalancer's pool members when it last converged (drift reports).
     pub lb_members: MemberMemory,
     ports: Lock<Option<Weak<dyn CloudPorts>>>,
+    /// The listing of servers taken on demand, once.
+    first_server_listing: OnceCell<()>,
+    /// The listings of load balancers taken on demand, once per region.
+    first_lb_listings: Lock<HashMap<Option<String>, Arc<OnceCell<()>>>>,
 }
 
 impl CloudView {
@@ -84,8 +93,63 @@ impl CloudView {
         view
     }
 
-    pub fn clear(&self) {
+    /// A new term: nothing seen yet, and these reconciles to wake.
+    pub fn start(&self, wakers: Wakers) {
         self.projects.lock().clear();
+        *self.wakers.lock() = Some(wakers);
+    }
+
+    /// Whether `view` (`tenant`'s project) holds a listing of servers of this term. If
+    /// it does not, lists them first: once per term, the first refresh taken early, by
+    /// whichever reconcile asks first while the others wait for it.
+    pub async fn servers_listed(&self, ctx: &Context, tenant: &Tenant, view: &ProjectView) -> bool {
+        if view.servers.listed() {
+            return true;
+        }
+        let Some(wakers) = self.wakers.lock().clone() else {
+            return false;
+        };
+        let project = Project {
+            id: &tenant.project,
+            view,
+            ports: tenant.ports.as_ref(),
+            ctx,
+        };
+        let listing = project.refresh_servers(&wakers);
+        view.first_server_listing.get_or_init(|| listing).await;
+        view.servers.listed()
+    }
+
+    /// As [`CloudView::servers_listed`], for the load balancers of `region`.
+    pub async fn load_balancers_listed(
+        &self,
+        ctx: &Context,
+        tenant: &Tenant,
+        view: &ProjectView,
+        region: Option<&str>,
+    ) -> bool {
+        if view.load_balancers.listed(region) {
+            return true;
+        }
+        let Some(wakers) = self.wakers.lock().clone() else {
+            return false;
+        };
+        let once = {
+            let mut listings = view.first_lb_listings.lock();
+            listings
+                .entry(region.map(str::to_owned))
+                .or_default()
+                .clone()
+        };
+        let project = Project {
+            id: &tenant.project,
+            view,
+            ports: tenant.ports.as_ref(),
+            ctx,
+        };
+        let listing = project.refresh_load_balancers(&wakers, region, false);
+        once.get_or_init(|| listing).await;
+        view.load_balancers.listed(region)
     }
 
     fn projects(&self) -> Vec<(String, Arc<ProjectView>)> {

@@ -2,17 +2,26 @@
 //! `verda-managed` tag per refresh and by the controllers' own reads, emptied for an
 //! owner by its own writes (read-your-writes).
 //!
-//! It answers only for an owner whose servers are all settled (ACTIVE or SHUTOFF, no
-//! task running) and recently confirmed; anything else — no server, a BUILD, a resize,
-//! a view not refreshed for a while — is read from Nova itself, so a create is always
-//! preceded by an authoritative lookup.
+//! It answers for an owner whose servers are all settled (ACTIVE or SHUTOFF, no task
+//! running) and recently confirmed; anything else — a BUILD, a resize, a view not
+//! refreshed for a while — is read from Nova itself.
+//!
+//! It also vouches that an owner has **no** server, so that a create needs no lookup of
+//! its own, when a listing of the project asked for during this term (this process's
+//! lead: the view is new with each) did not show one, the view has heard nothing of the
+//! owner since, and this process has sent no create for it. That holds because only the
+//! leader creates: a server made in an earlier term predates the listing (Nova's
+//! tag-filtered listing shows a server from the moment its create is answered, build
+//! requests included), and one made in this term is remembered
+//! ([`ServerView::creating`]) until its owner is removed — not by entries a later
+//! listing could drop.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use super::Lock;
 use crate::cloud::model::compute::{Server, ServerStatus};
-use crate::cloud::owner::Owner;
+use crate::cloud::owner::{Owner, uid_from_tags};
 
 struct Entry {
     owner: Owner,
@@ -23,22 +32,62 @@ struct Entry {
 
 #[derive(Default)]
 pub struct ServerView {
-    owners: Lock<HashMap<String, Entry>>,
+    owners: Lock<Owners>,
+}
+
+#[derive(Default)]
+struct Owners {
+    by_uid: HashMap<String, Entry>,
+    /// When the latest full listing taken in was asked for.
+    listed: Option<Instant>,
+    /// The owners whose tags that listing showed (metadata can be edited away).
+    shown: HashSet<String>,
+    /// Owners this process has sent a create for, until they are removed.
+    created: HashSet<String>,
 }
 
 impl ServerView {
     /// The owner's servers, when the view can answer for them.
     pub fn settled(&self, uid: &str, max_age: Duration) -> Option<Vec<Server>> {
         let owners = self.owners.lock();
-        let entry = owners.get(uid)?;
+        let entry = owners.by_uid.get(uid)?;
         let fresh = entry.confirmed.elapsed() <= max_age;
         (fresh && !entry.servers.is_empty() && entry.servers.iter().all(is_settled))
             .then(|| entry.servers.clone())
     }
 
+    /// Whether the owner has no server, on the word of a listing of this term (see the
+    /// module's comment): true only when one was taken in and neither it nor anything
+    /// since has shown, written or looked up a server of the owner, and no create was
+    /// sent for it.
+    pub fn vouches_none(&self, uid: &str) -> bool {
+        let owners = self.owners.lock();
+        owners.listed.is_some()
+            && !owners.shown.contains(uid)
+            && !owners.by_uid.contains_key(uid)
+            && !owners.created.contains(uid)
+    }
+
+    /// Before a create is sent: the owner is never again vouched for (its next look
+    /// goes to the cloud), whatever a listing shows or misses.
+    pub fn creating(&self, owner: &Owner) {
+        self.forget(owner);
+        self.owners.lock().created.insert(owner.uid.clone());
+    }
+
+    /// The owner's object is gone, and its servers with it.
+    pub fn removed(&self, uid: &str) {
+        self.owners.lock().created.remove(uid);
+    }
+
+    /// Whether a full listing has been taken in.
+    pub fn listed(&self) -> bool {
+        self.owners.lock().listed.is_some()
+    }
+
     /// What an authoritative read of the owner's servers found.
     pub fn record(&self, owner: &Owner, servers: &[Server]) {
-        self.owners.lock().insert(
+        self.owners.lock().by_uid.insert(
             owner.uid.clone(),
             Entry {
                 owner: owner.clone(),
@@ -55,17 +104,21 @@ impl ServerView {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.owners.lock().is_empty()
+        self.owners.lock().by_uid.is_empty()
     }
 
     pub fn clear(&self) {
-        self.owners.lock().clear();
+        *self.owners.lock() = Owners::default();
     }
 
     /// Takes in a full listing asked for at `asked`. Entries recorded since then are
     /// newer than the listing and stay. Returns the owners whose servers changed
     /// (appeared, went, or differ), whose reconcile should look again.
     pub fn replace(&self, listed: Vec<Server>, asked: Instant) -> Vec<Owner> {
+        let shown = listed
+            .iter()
+            .filter_map(|s| uid_from_tags(&s.tags).map(str::to_owned))
+            .collect();
         let mut fresh: HashMap<String, Entry> = HashMap::new();
         for server in listed {
             let Some(owner) = Owner::from_metadata(&server.metadata) else {
@@ -82,8 +135,10 @@ impl ServerView {
                 .push(server);
         }
         let mut owners = self.owners.lock();
+        owners.listed = owners.listed.max(Some(asked));
+        owners.shown = shown;
         let mut changed = Vec::new();
-        for (uid, entry) in std::mem::take(&mut *owners) {
+        for (uid, entry) in std::mem::take(&mut owners.by_uid) {
             if entry.confirmed > asked {
                 fresh.insert(uid, entry);
                 continue;
@@ -95,7 +150,7 @@ impl ServerView {
         }
         // Servers of owners the view did not know: their controllers read the cloud
         // themselves, so nothing to wake; they are known from now on.
-        *owners = fresh;
+        owners.by_uid = fresh;
         changed
     }
 }
@@ -203,5 +258,50 @@ mod tests {
         let changed = view.replace(Vec::new(), asked);
         assert!(changed.is_empty());
         assert!(view.settled("uid-a", AGE).is_some());
+    }
+
+    #[test]
+    fn only_a_listing_of_this_term_vouches_that_an_owner_has_no_server() {
+        let view = ServerView::default();
+        let (a, b) = (owner("a"), owner("b"));
+        assert!(!view.vouches_none("uid-a"), "nothing listed yet");
+        view.replace(vec![server(&b, ServerStatus::Active)], Instant::now());
+        assert!(view.vouches_none("uid-a"), "listed, not there");
+        assert!(!view.vouches_none("uid-b"), "listed with a server");
+        view.clear();
+        assert!(!view.vouches_none("uid-a"), "a new term lists again");
+        view.replace(Vec::new(), Instant::now());
+        view.record(&a, &[server(&a, ServerStatus::Build)]);
+        assert!(!view.vouches_none("uid-a"), "looked up since");
+        let mut bare = server(&b, ServerStatus::Active);
+        bare.metadata.clear();
+        view.clear();
+        view.replace(vec![bare], Instant::now());
+        assert!(!view.vouches_none("uid-b"), "its owner tag shows it");
+    }
+
+    #[test]
+    fn a_create_is_never_vouched_for_by_a_listing_that_could_have_missed_it() {
+        let view = ServerView::default();
+        let a = owner("a");
+        view.replace(Vec::new(), Instant::now());
+        let asked_before_the_create = Instant::now();
+        view.creating(&a);
+        view.replace(Vec::new(), asked_before_the_create);
+        assert!(
+            !view.vouches_none("uid-a"),
+            "a listing asked for before the create does not speak for it"
+        );
+        view.replace(Vec::new(), Instant::now());
+        assert!(
+            !view.vouches_none("uid-a"),
+            "nor one that missed it: the owner is looked up from now on"
+        );
+        view.removed("uid-a");
+        view.replace(Vec::new(), Instant::now());
+        assert!(
+            view.vouches_none("uid-a"),
+            "forgotten once its object is gone"
+        );
     }
 }

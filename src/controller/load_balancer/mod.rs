@@ -203,7 +203,14 @@ impl Reconciler for LoadBalancer {
                 .view
                 .load_balancers
                 .cached(&owner.uid, ctx.view_max_age());
-            observe::look(&sources, cached).await?
+            let writes = scope.policy.writes();
+            if cached.is_none()
+                && observe::vouched_none(ctx, tenant, &ports.view, &sources, writes).await
+            {
+                observe::listed_none()
+            } else {
+                observe::look(&sources, cached).await?
+            }
         } else {
             observe::read(&sources).await?
         };

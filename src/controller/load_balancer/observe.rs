@@ -10,9 +10,10 @@ use crate::cloud::LoadBalancing;
 use crate::cloud::Network;
 use crate::cloud::model::loadbalancing::{ListenerTree, LoadBalancer as OsLoadBalancer};
 use crate::cloud::owner::Owner;
-use crate::controller::ReconcileError;
-use crate::controller::cloud_view::{Cached, LoadBalancerView};
-use verda_api::v1alpha1::LoadBalancer;
+use crate::controller::cloud_view::{Cached, LoadBalancerView, ProjectView};
+use crate::controller::tenancy::Tenant;
+use crate::controller::{Context, ReconcileError};
+use verda_api::v1alpha1::{LoadBalancer, VipType};
 
 /// The tree, and where it came from.
 pub struct Look {
@@ -38,6 +39,8 @@ pub enum Source {
     AfterWrite,
     /// Octavia's status tree, [`QUIET`](crate::controller::cloud_view::QUIET) after that.
     Quiet,
+    /// No load balancer, on the word of this term's listing ([`vouched_none`]).
+    Listing,
 }
 
 /// Everything a look needs.
@@ -67,7 +70,42 @@ pub async fn look(from: &Sources<'_>, cached: Option<Cached>) -> Result<Look, Re
     }
 }
 
-/// The whole tree, from Octavia itself: what every create is decided on.
+/// Whether the owner has no load balancer on the word of this term's listing of its
+/// region (see [`LoadBalancerView`]): only for a private load balancer (a public one's
+/// floating IP is Neutron's to tell) that has never recorded one and would create
+/// rather than import.
+pub async fn vouched_none(
+    ctx: &Context,
+    tenant: &Tenant,
+    view: &ProjectView,
+    from: &Sources<'_>,
+    creates: bool,
+) -> bool {
+    let lb = from.lb;
+    let recorded = lb
+        .status
+        .as_ref()
+        .is_some_and(|s| s.load_balancer_id.is_some() || s.floating_ip.is_some());
+    if !creates || recorded || lb.spec.import.is_some() || lb.spec.vip_type != VipType::Private {
+        return false;
+    }
+    let region = lb.spec.region.as_deref();
+    ctx.view
+        .load_balancers_listed(ctx, tenant, view, region)
+        .await
+        && view.load_balancers.vouches_none(&from.owner.uid, region)
+}
+
+/// No load balancer, as the listing vouched.
+pub fn listed_none() -> Look {
+    Look {
+        tree: Observed::default(),
+        source: Source::Listing,
+    }
+}
+
+/// The whole tree, from Octavia itself: what every create is decided on but those the
+/// listing vouches for.
 pub async fn read(from: &Sources<'_>) -> Result<Look, ReconcileError> {
     Ok(Look {
         tree: resolve::observe(from.octavia, from.neutron, from.lb, from.owner).await?,
@@ -124,8 +162,8 @@ pub fn remember(
     step: &Step,
 ) {
     match step {
-        // Nothing existed that a listing could bring back.
-        Step::Create(_) => {}
+        // Nothing existed that a listing could bring back; never vouched for again.
+        Step::Create(_) => view.creating(owner),
         Step::ReplaceMembers(_, pool, members) => {
             let mut tree = look.tree.clone();
             let written = members.iter().map(confirm::written_member).collect();
@@ -134,7 +172,7 @@ pub fn remember(
         }
         step if step.writes() => view.forget(owner, region),
         step if step.settled() => match look.source {
-            Source::View => {}
+            Source::View | Source::Listing => {}
             Source::Read => view.record(owner, region, &look.tree),
             Source::AfterWrite => view.record_confirmed(owner, region, &look.tree, true),
             Source::Quiet => view.record_confirmed(owner, region, &look.tree, false),

@@ -53,6 +53,7 @@ pub async fn cleanup(
         .await
         .map_err(ReconcileError::cloud("list load balancers", &key))?;
     if found.is_empty() {
+        project_view.load_balancers.removed(&owner.uid);
         let (reason, note) = match (detach, recorded_id(&lb)) {
             (true, Some(id)) => (
                 "Detached",

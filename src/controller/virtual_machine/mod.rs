@@ -103,11 +103,13 @@ impl Reconciler for VirtualMachine {
             obj,
             owner,
             ports,
+            tenant,
             ..
         } = scope;
         let sources = resolve::Sources {
             ctx,
-            view: &ports.view.servers,
+            tenant,
+            view: &ports.view,
             compute: ports.compute.as_ref(),
             network: ports.network.as_ref(),
             vm: obj,
@@ -179,8 +181,7 @@ impl Reconciler for VirtualMachine {
             _ => {
                 match (&step, &observed.volumes) {
                     (plan::Step::Volume(_), Some(look)) => ports.view.volumes.forget(&look.owner),
-                    // A create changes nothing a listing could bring back; any other write does.
-                    (plan::Step::Create, _) => {}
+                    (plan::Step::Create, _) => ports.view.servers.creating(owner),
                     _ if step.writes() => ports.view.servers.forget(owner),
                     _ => {}
                 }

@@ -53,6 +53,7 @@ pub async fn cleanup(
         .await
         .map_err(ReconcileError::cloud("list servers", &key))?;
     if servers.is_empty() {
+        ctx.view.of(&tenant).servers.removed(&owner.uid);
         return gone(&ctx, &vm, &tenant, &owner, detach).await;
     }
     ctx.view.of(&tenant).servers.forget(&owner);

@@ -16,16 +16,20 @@ use crate::cloud::model::compute::{CreateServer, Server, UserData};
 use crate::cloud::model::volume::BootVolumeRequest;
 use crate::cloud::owner::Owner;
 use crate::cloud::{Compute, Network};
-use crate::controller::cloud_view::ServerView;
+use crate::controller::cloud_view::ProjectView;
 use crate::controller::object::object_key;
 use crate::controller::problem::Problem;
+use crate::controller::tenancy::Tenant;
 use crate::controller::{Context, ReconcileError};
 
 /// The cloud as this VirtualMachine sees it.
 pub struct Observed {
     pub servers: Vec<Server>,
     pub flavor: FlavorCheck,
-    /// Whether the servers come from the shared cloud view rather than from Nova now.
+    /// Whether the servers come from the shared cloud view's settled entries rather than
+    /// from Nova now (a vouched "none" is as good as a lookup: see [`ServerView`]).
+    ///
+    /// [`ServerView`]: crate::controller::cloud_view::ServerView
     pub from_view: bool,
     /// The references to record in status, when they differ from what it records.
     pub resolved: Option<ResolvedReferences>,
@@ -40,7 +44,8 @@ pub struct Observed {
 /// project's view of its servers.
 pub struct Sources<'a> {
     pub ctx: &'a Context,
-    pub view: &'a ServerView,
+    pub tenant: &'a Tenant,
+    pub view: &'a ProjectView,
     pub compute: &'a dyn Compute,
     pub network: &'a dyn Network,
     pub vm: &'a VirtualMachine,
@@ -49,8 +54,9 @@ pub struct Sources<'a> {
     pub creates: bool,
 }
 
-/// The owner's servers — from the cloud view when `use_view` and it answers for them,
-/// else listed from Nova and recorded — then, when the kept server's flavor name
+/// The owner's servers — from the cloud view when `use_view` and it answers for them
+/// (settled servers, or none on the word of this term's listing), else listed from
+/// Nova and recorded — then, when the kept server's flavor name
 /// differs from the spec, the spec's flavor (it may be an ID) to tell a real
 /// difference; when there is no server (and the object is not paused), everything a
 /// create needs.
@@ -108,20 +114,42 @@ async fn servers(
         owner,
         ..
     } = *from;
-    if let Some(servers) = use_view
-        .then(|| view.settled(&owner.uid, ctx.view_max_age()))
-        .flatten()
-    {
-        return Ok((servers, true));
+    if use_view {
+        if let Some(servers) = view.servers.settled(&owner.uid, ctx.view_max_age()) {
+            return Ok((servers, true));
+        }
+        if vouched_none(from).await {
+            return Ok((Vec::new(), false));
+        }
     }
     let servers = compute
         .list_servers(&owner.uid)
         .await
         .map_err(ReconcileError::cloud("list servers", &owner.key()))?;
     if !servers.is_empty() {
-        view.record(owner, &servers);
+        view.servers.record(owner, &servers);
     }
     Ok((servers, false))
+}
+
+/// Whether the owner is about to be created on the view's word that it has no server.
+/// Only for an object that has never recorded one (an earlier release's server may
+/// lack the `verda-managed` tag the listing filters on until it is found by its owner's)
+/// and that would create rather than import.
+async fn vouched_none(from: &Sources<'_>) -> bool {
+    let Sources {
+        ctx,
+        tenant,
+        view,
+        vm,
+        owner,
+        ..
+    } = *from;
+    let recorded = vm.status.as_ref().and_then(|s| s.server_id.as_ref());
+    if !from.creates || vm.spec.import.is_some() || recorded.is_some() {
+        return false;
+    }
+    ctx.view.servers_listed(ctx, tenant, view).await && view.servers.vouches_none(&owner.uid)
 }
 
 /// A boot volume must hold the image: at least its `min_disk` (Nova refuses less).

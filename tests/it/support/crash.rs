@@ -3,6 +3,9 @@
 //! controller, so the status write that would record its result never happens. From
 //! then on every call hangs, freezing the cloud as the crash left it, until the test
 //! aborts the controllers and starts fresh ones on the same cloud.
+//!
+//! It can also hold every lookup of servers and load balancers by owner, to show what is
+//! created without one.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -28,6 +31,7 @@ pub struct Tripwire {
     armed: usize,
     creates: Mutex<Vec<&'static str>>,
     tripped: watch::Sender<Option<&'static str>>,
+    lookups_held: watch::Sender<bool>,
 }
 
 impl Tripwire {
@@ -37,6 +41,25 @@ impl Tripwire {
             armed: k,
             creates: Mutex::new(Vec::new()),
             tripped: watch::channel(None).0,
+            lookups_held: watch::channel(false).0,
+        })
+    }
+
+    /// Every lookup of servers and load balancers by owner waits from now until
+    /// [`Tripwire::release_lookups`].
+    pub fn hold_lookups(&self) {
+        self.lookups_held.send_replace(true);
+    }
+
+    pub fn release_lookups(&self) {
+        self.lookups_held.send_replace(false);
+    }
+
+    fn lookup<'a, T: Send + 'a>(&'a self, call: CloudFuture<'a, T>) -> CloudFuture<'a, T> {
+        Box::pin(async move {
+            let mut held = self.lookups_held.subscribe();
+            held.wait_for(|held| !held).await.expect("sender alive");
+            self.pass(call).await
         })
     }
 
@@ -161,6 +184,9 @@ macro_rules! wired {
 }
 
 impl Compute for Wired<dyn Compute> {
+    fn list_servers<'a>(&'a self, owner_uid: &'a str) -> CloudFuture<'a, Vec<Server>> {
+        self.wire.lookup(self.inner.list_servers(owner_uid))
+    }
     wired! {
         create fn create_server<'a>(&'a self, request: &'a CreateServer) -> CloudFuture<'a, ServerId>;
         create fn create_server_group<'a>(&'a self, name: &'a str, policy: ServerGroupPolicy) -> CloudFuture<'a, ServerGroup>;
@@ -170,7 +196,6 @@ impl Compute for Wired<dyn Compute> {
         fn get_flavor<'a>(&'a self, id: &'a FlavorId) -> CloudFuture<'a, Flavor>;
         fn find_flavor<'a>(&'a self, name_or_id: &'a str) -> CloudFuture<'a, Flavor>;
         fn get_server<'a>(&'a self, id: &'a ServerId) -> CloudFuture<'a, Server>;
-        fn list_servers<'a>(&'a self, owner_uid: &'a str) -> CloudFuture<'a, Vec<Server>>;
         fn list_managed_servers(&self) -> CloudFuture<'_, Vec<Server>>;
         fn delete_server<'a>(&'a self, id: &'a ServerId) -> CloudFuture<'a, ()>;
         fn update_server<'a>(&'a self, id: &'a ServerId, description: Option<&'a str>) -> CloudFuture<'a, Server>;
@@ -225,6 +250,9 @@ impl Network for Wired<dyn Network> {
 }
 
 impl LoadBalancing for Wired<dyn LoadBalancing> {
+    fn load_balancers_of<'a>(&'a self, owner_uid: &'a str) -> CloudFuture<'a, Vec<LoadBalancer>> {
+        self.wire.lookup(self.inner.load_balancers_of(owner_uid))
+    }
     wired! {
         create fn create_load_balancer<'a>(&'a self, request: &'a CreateLoadBalancer) -> CloudFuture<'a, LoadBalancer>;
         create fn create_listener<'a>(&'a self, request: &'a CreateListener) -> CloudFuture<'a, Listener>;
@@ -235,7 +263,6 @@ impl LoadBalancing for Wired<dyn LoadBalancing> {
     wired! {
         fn get_load_balancer<'a>(&'a self, id: &'a LoadBalancerId) -> CloudFuture<'a, LoadBalancer>;
         fn list_load_balancers<'a>(&'a self, filter: &'a LbFilter) -> CloudFuture<'a, Vec<LoadBalancer>>;
-        fn load_balancers_of<'a>(&'a self, owner_uid: &'a str) -> CloudFuture<'a, Vec<LoadBalancer>>;
         fn delete_load_balancer<'a>(&'a self, id: &'a LoadBalancerId) -> CloudFuture<'a, ()>;
         fn set_load_balancer_tags<'a>(&'a self, id: &'a LoadBalancerId, tags: &'a [String]) -> CloudFuture<'a, LoadBalancer>;
         fn get_status_tree<'a>(&'a self, id: &'a LoadBalancerId) -> CloudFuture<'a, StatusTree>;
