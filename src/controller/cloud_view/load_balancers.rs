@@ -303,11 +303,6 @@ impl LoadBalancerView {
         );
     }
 
-    pub fn clear(&self) {
-        self.owners.lock().clear();
-        *self.vouching.lock() = Vouching::default();
-    }
-
     /// The regions a refresh lists, and whether each needs its floating IPs too.
     pub fn regions(&self) -> Vec<(Option<String>, bool)> {
         let owners = self.owners.lock();
@@ -503,7 +498,7 @@ mod tests {
         assert!(view.vouches_none("uid-a", None), "forgotten once removed");
         view.forget(&a, None);
         assert!(!view.vouches_none("uid-a", None), "heard of since");
-        view.clear();
+        let view = LoadBalancerView::default();
         assert!(!view.vouches_none("uid-a", None), "a new term lists again");
     }
 

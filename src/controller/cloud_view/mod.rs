@@ -106,17 +106,10 @@ impl CloudView {
         if view.servers.listed() {
             return true;
         }
-        let Some(wakers) = self.wakers.lock().clone() else {
-            return false;
-        };
-        let project = Project {
-            id: &tenant.project,
-            view,
-            ports: tenant.ports.as_ref(),
-            ctx,
-        };
-        let listing = project.refresh_servers(&wakers);
-        view.first_server_listing.get_or_init(|| listing).await;
+        if let Some((project, wakers)) = self.in_term(ctx, tenant, view) {
+            let listing = || project.refresh_servers(&wakers);
+            view.first_server_listing.get_or_init(listing).await;
+        }
         view.servers.listed()
     }
 
@@ -131,25 +124,34 @@ impl CloudView {
         if view.load_balancers.listed(region) {
             return true;
         }
-        let Some(wakers) = self.wakers.lock().clone() else {
-            return false;
-        };
-        let once = {
-            let mut listings = view.first_lb_listings.lock();
-            listings
-                .entry(region.map(str::to_owned))
-                .or_default()
-                .clone()
-        };
+        if let Some((project, wakers)) = self.in_term(ctx, tenant, view) {
+            let once = {
+                let mut listings = view.first_lb_listings.lock();
+                let entry = listings.entry(region.map(str::to_owned)).or_default();
+                entry.clone()
+            };
+            let listing = || project.refresh_load_balancers(&wakers, region, false);
+            once.get_or_init(listing).await;
+        }
+        view.load_balancers.listed(region)
+    }
+
+    /// `tenant`'s project as a refresh sees it, and the reconciles it wakes; none
+    /// before the term started.
+    fn in_term<'a>(
+        &self,
+        ctx: &'a Context,
+        tenant: &'a Tenant,
+        view: &'a ProjectView,
+    ) -> Option<(Project<'a>, Wakers)> {
+        let wakers = self.wakers.lock().clone()?;
         let project = Project {
             id: &tenant.project,
             view,
             ports: tenant.ports.as_ref(),
             ctx,
         };
-        let listing = project.refresh_load_balancers(&wakers, region, false);
-        once.get_or_init(|| listing).await;
-        view.load_balancers.listed(region)
+        Some((project, wakers))
     }
 
     fn projects(&self) -> Vec<(String, Arc<ProjectView>)> {

@@ -107,10 +107,6 @@ impl ServerView {
         self.owners.lock().by_uid.is_empty()
     }
 
-    pub fn clear(&self) {
-        *self.owners.lock() = Owners::default();
-    }
-
     /// Takes in a full listing asked for at `asked`. Entries recorded since then are
     /// newer than the listing and stay. Returns the owners whose servers changed
     /// (appeared, went, or differ), whose reconcile should look again.
@@ -268,14 +264,14 @@ mod tests {
         view.replace(vec![server(&b, ServerStatus::Active)], Instant::now());
         assert!(view.vouches_none("uid-a"), "listed, not there");
         assert!(!view.vouches_none("uid-b"), "listed with a server");
-        view.clear();
+        let view = ServerView::default();
         assert!(!view.vouches_none("uid-a"), "a new term lists again");
         view.replace(Vec::new(), Instant::now());
         view.record(&a, &[server(&a, ServerStatus::Build)]);
         assert!(!view.vouches_none("uid-a"), "looked up since");
         let mut bare = server(&b, ServerStatus::Active);
         bare.metadata.clear();
-        view.clear();
+        let view = ServerView::default();
         view.replace(vec![bare], Instant::now());
         assert!(!view.vouches_none("uid-b"), "its owner tag shows it");
     }
