@@ -23,6 +23,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 
@@ -48,6 +49,9 @@ FAIRNESS = os.environ.get("VERDA_BENCH_FAIRNESS") == "1"
 # A command the operator runs under, e.g. "heaptrack -o /tmp/fleet" with a binary built
 # `--no-default-features` (heap by allocation site); peak RSS is then the wrapper's.
 WRAP = shlex.split(os.environ.get("VERDA_BENCH_OPERATOR_WRAP", ""))
+# A file to write the operator's RSS to every 2 s ("seconds MB" per line, from its start):
+# where in a run the peak comes.
+RSS_TRACE = os.environ.get("VERDA_BENCH_RSS_TRACE")
 CONFIRM_SECS = 5
 WRITE = re.compile(r"^(create|delete|update|replace|set|resize|confirm|add|remove)_")
 
@@ -200,6 +204,23 @@ def peak_rss_mb(pid):
     return float("nan")
 
 
+def trace_rss(pid, path):
+    """Samples the operator's RSS into `path` every 2 s until it exits."""
+    def sample():
+        started = time.monotonic()
+        with open(path, "w") as out:
+            while True:
+                try:
+                    with open(f"/proc/{pid}/status") as f:
+                        rss = next(int(l.split()[1]) for l in f if l.startswith("VmRSS:"))
+                except (OSError, StopIteration):
+                    return
+                out.write(f"{time.monotonic() - started:.0f} {rss / 1024:.1f}\n")
+                out.flush()
+                time.sleep(2)
+    threading.Thread(target=sample, daemon=True).start()
+
+
 def run(groups, workdir):
     ns = f"bench-{os.getpid()}-{groups}"
     procs = Processes()
@@ -258,6 +279,8 @@ def run(groups, workdir):
                                 *scope, "--leader-elect=false"],
                                env=operator_env, stderr=open(os.path.join(workdir, f"operator-{groups}.log"), "w"))
         wait_for("the operator's /metrics", lambda: _reachable(metrics_url), 30, 0.2)
+        if RSS_TRACE:
+            trace_rss(operator.pid, RSS_TRACE)
         manifest = os.path.join(workdir, f"fleet-{groups}.yaml")
         with open(manifest, "w") as f:
             f.write(manifests(groups, ns))

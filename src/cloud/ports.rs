@@ -48,7 +48,20 @@ pub trait Compute: Send + Sync {
     /// Every server tagged with this owner's UID, across all pages.
     fn list_servers<'a>(&'a self, owner_uid: &'a str) -> CloudFuture<'a, Vec<Server>>;
     /// Every server the operator created (tag `verda-managed`), across all pages.
-    fn list_managed_servers(&self) -> CloudFuture<'_, Vec<Server>>;
+    fn list_managed_servers(&self) -> CloudFuture<'_, Vec<Server>> {
+        Box::pin(async move {
+            let mut all = Vec::new();
+            self.each_managed_server_page(&mut |page| all.extend(page))
+                .await?;
+            Ok(all)
+        })
+    }
+    /// The same listing a page at a time, each given to `take` as it is read: what
+    /// keeps less than the servers (the cloud view) never holds them all at once.
+    fn each_managed_server_page<'a>(
+        &'a self,
+        take: &'a mut (dyn FnMut(Vec<Server>) + Send),
+    ) -> CloudFuture<'a, ()>;
     fn delete_server<'a>(&'a self, id: &'a ServerId) -> CloudFuture<'a, ()>;
     /// Set (or with `None` clear) the description.
     fn update_server<'a>(

@@ -78,14 +78,17 @@ impl Compute for OpenStackClient {
         })
     }
 
-    fn list_managed_servers(&self) -> CloudFuture<'_, Vec<Server>> {
+    fn each_managed_server_page<'a>(
+        &'a self,
+        take: &'a mut (dyn FnMut(Vec<Server>) + Send),
+    ) -> CloudFuture<'a, ()> {
         Box::pin(async move {
             let req = compute("list_managed_servers", Method::GET, "/servers/detail")
                 .query("tags", MANAGED_TAG);
-            let wires: Vec<ServerWire> = self
-                .list_all(req, "servers", "list the operator's servers")
-                .await?;
-            Ok(wires.into_iter().map(Server::from).collect())
+            let mut page =
+                |wires: Vec<ServerWire>| take(wires.into_iter().map(Server::from).collect());
+            self.list_pages(req, "servers", "list the operator's servers", &mut page)
+                .await
         })
     }
 

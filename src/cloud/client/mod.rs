@@ -173,24 +173,38 @@ impl OpenStackClient {
     /// Every item of a paginated list: follow `<key>_links` (Nova, Neutron, Octavia) or
     /// Glance's `next`, re-applying only the link's query to our own endpoint (a cloud
     /// behind a proxy may advertise another host in its links).
-    pub(crate) async fn list_all<T: DeserializeOwned>(
+    pub(crate) async fn list_all<T: DeserializeOwned + Send>(
+        &self,
+        req: Request,
+        key: &str,
+        action: &str,
+    ) -> CloudResult<Vec<T>> {
+        let mut items = Vec::new();
+        self.list_pages(req, key, action, &mut |batch| items.extend(batch))
+            .await?;
+        Ok(items)
+    }
+
+    /// As [`OpenStackClient::list_all`], each page given to `take` as it is read, so
+    /// that a caller keeping less than the items never holds the whole list.
+    pub(crate) async fn list_pages<T: DeserializeOwned>(
         &self,
         mut req: Request,
         key: &str,
         action: &str,
-    ) -> CloudResult<Vec<T>> {
+        take: &mut (dyn FnMut(Vec<T>) + Send),
+    ) -> CloudResult<()> {
         let fail = |k| CloudError::new(action, k);
-        let mut items = Vec::new();
         for _ in 0..MAX_PAGES {
             let reply = self.send(&req, action).await?;
             let (batch, rest) = page_items::<T>(&reply, key).map_err(fail)?;
             let got = batch.len();
-            items.extend(batch);
+            take(batch);
             let Some(next) = next_query(&rest, key) else {
-                return Ok(items);
+                return Ok(());
             };
             if got == 0 || next == req.query {
-                return Ok(items);
+                return Ok(());
             }
             req.query = next;
         }

@@ -41,6 +41,7 @@ pub use volumes::{VolumeOwner, VolumeView};
 pub use super::lock::Lock;
 use super::tenancy::Tenant;
 use super::{CloudPorts, Context};
+use crate::cloud::model::compute::Server;
 use crate::cloud::model::loadbalancing::LbFilter;
 use crate::cloud::model::network::FloatingIpFilter;
 use crate::cloud::orphans::ResourceKind;
@@ -271,15 +272,29 @@ impl Project<'_> {
         }
     }
 
+    /// The project's `verda-managed` servers, taken in page by page (at 10,000
+    /// servers a listing held whole beside the view was a fifth of the operator's
+    /// memory at its peak).
     async fn refresh_servers(&self, wakers: &Wakers) {
-        let asked = Instant::now();
-        match self.ports.compute().list_managed_servers().await {
-            Ok(listed) => {
-                let orphans = orphans::count_servers(self.ctx, &listed);
-                self.ctx
-                    .metrics
-                    .set_orphans(self.id, ResourceKind::Server.as_str(), orphans);
-                for owner in self.view.servers.replace(listed, asked) {
+        let mut listing = self.view.servers.listing().await;
+        let mut orphans = orphans::ServerOrphans::new(self.ctx);
+        let mut take = |page: Vec<Server>| {
+            orphans.add(&page);
+            listing.take(page);
+        };
+        match self
+            .ports
+            .compute()
+            .each_managed_server_page(&mut take)
+            .await
+        {
+            Ok(()) => {
+                self.ctx.metrics.set_orphans(
+                    self.id,
+                    ResourceKind::Server.as_str(),
+                    orphans.count(),
+                );
+                for owner in listing.finish() {
                     let _ = wakers.virtual_machines.send(object_ref(&owner));
                 }
             }

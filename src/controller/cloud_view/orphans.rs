@@ -14,13 +14,43 @@ use crate::cloud::orphans;
 use crate::cloud::owner::Owner;
 use crate::controller::Context;
 
-pub fn count_servers(ctx: &Context, listed: &[Server]) -> usize {
-    let live = uids(&ctx.caches.current().virtual_machines.store);
-    let scoped = listed.iter().filter(|s| match &ctx.watch_namespace {
-        None => true,
-        Some(ns) => Owner::from_metadata(&s.metadata).is_some_and(|o| &o.namespace == ns),
-    });
-    orphans::servers(scoped, &ctx.cluster, &live).len()
+/// The orphaned servers of a listing taken in page by page: each page checked against
+/// the watch cache as it was when the listing began, and what that left checked again
+/// at the end (an owner created meanwhile is not counted; one deleted meanwhile is
+/// counted by the next refresh).
+pub struct ServerOrphans<'a> {
+    ctx: &'a Context,
+    live: HashSet<String>,
+    candidates: Vec<String>,
+}
+
+impl<'a> ServerOrphans<'a> {
+    pub fn new(ctx: &'a Context) -> Self {
+        let live = uids(&ctx.caches.current().virtual_machines.store);
+        Self {
+            ctx,
+            live,
+            candidates: Vec::new(),
+        }
+    }
+
+    pub fn add(&mut self, page: &[Server]) {
+        let scoped = page.iter().filter(|s| match &self.ctx.watch_namespace {
+            None => true,
+            Some(ns) => Owner::from_metadata(&s.metadata).is_some_and(|o| &o.namespace == ns),
+        });
+        let found = orphans::servers(scoped, &self.ctx.cluster, &self.live);
+        self.candidates
+            .extend(found.into_iter().map(|o| o.owner_uid));
+    }
+
+    pub fn count(self) -> usize {
+        let live = uids(&self.ctx.caches.current().virtual_machines.store);
+        self.candidates
+            .iter()
+            .filter(|uid| !live.contains(*uid))
+            .count()
+    }
 }
 
 pub fn count_load_balancers(ctx: &Context, listed: &[LoadBalancer]) -> usize {

@@ -1,6 +1,6 @@
 //! The servers the operator owns, by owner UID: filled by one paginated list of the
-//! `verda-managed` tag per refresh and by the controllers' own reads, emptied for an
-//! owner by its own writes (read-your-writes).
+//! `verda-managed` tag per refresh (taken in page by page, see [`Listing`]) and by the
+//! controllers' own reads, emptied for an owner by its own writes (read-your-writes).
 //!
 //! It answers for an owner whose servers are all settled (ACTIVE or SHUTOFF, no task
 //! running) and recently confirmed; anything else — a BUILD, a resize, a view not
@@ -33,6 +33,7 @@ struct Entry {
 #[derive(Default)]
 pub struct ServerView {
     owners: Lock<Owners>,
+    listing: tokio::sync::Mutex<()>,
 }
 
 #[derive(Default)]
@@ -107,52 +108,126 @@ impl ServerView {
         self.owners.lock().by_uid.is_empty()
     }
 
-    /// Takes in a full listing asked for at `asked`. Entries recorded since then are
-    /// newer than the listing and stay. Returns the owners whose servers changed
-    /// (appeared, went, or differ), whose reconcile should look again.
-    pub fn replace(&self, listed: Vec<Server>, asked: Instant) -> Vec<Owner> {
-        let shown = listed
-            .iter()
-            .filter_map(|s| uid_from_tags(&s.tags).map(str::to_owned))
-            .collect();
-        let mut fresh: HashMap<String, Entry> = HashMap::new();
-        for server in listed {
-            let Some(owner) = Owner::from_metadata(&server.metadata) else {
-                continue;
-            };
-            fresh
-                .entry(owner.uid.clone())
-                .or_insert_with(|| Entry {
-                    owner,
-                    servers: Vec::new(),
-                    confirmed: asked,
-                })
-                .servers
-                .push(server);
-        }
-        let mut owners = self.owners.lock();
-        owners.listed = owners.listed.max(Some(asked));
-        owners.shown = shown;
-        let mut changed = Vec::new();
-        for (uid, entry) in std::mem::take(&mut owners.by_uid) {
-            if entry.confirmed > asked {
-                fresh.insert(uid, entry);
-                continue;
-            }
-            match fresh.get(&uid) {
-                Some(now) if same_servers(&now.servers, &entry.servers) => {}
-                _ => changed.push(entry.owner),
-            }
-        }
-        // Servers of owners the view did not know: their controllers read the cloud
-        // themselves, so nothing to wake; they are known from now on.
-        owners.by_uid = fresh;
-        changed
+    /// Starts taking in a full listing of the project, asked for now; one at a time
+    /// (a refresh and a first listing wait for each other).
+    pub async fn listing(&self) -> Listing<'_> {
+        let one_at_a_time = self.listing.lock().await;
+        Listing::new(self, one_at_a_time, Instant::now())
     }
 }
 
-fn same_servers(a: &[Server], b: &[Server]) -> bool {
-    a.len() == b.len() && a.iter().all(|s| b.contains(s))
+/// A full listing being taken in page by page, so that the view never holds the
+/// listing beside itself: a server the view already has as listed is dropped at
+/// once, and only what changed is kept aside. Until [`Listing::finish`] the view
+/// answers as before it; a listing dropped unfinished (a page failed) changes nothing.
+pub struct Listing<'a> {
+    view: &'a ServerView,
+    _one_at_a_time: tokio::sync::MutexGuard<'a, ()>,
+    asked: Instant,
+    /// The owners whose tags the listing showed.
+    shown: HashSet<String>,
+    /// What the listing showed of each owner, by UID.
+    taken: HashMap<String, Taken>,
+}
+
+/// One owner's servers as a listing shows them, against the view's entry.
+#[derive(Default)]
+struct Taken {
+    /// Which of the entry's servers the listing showed unchanged.
+    same: Vec<bool>,
+    /// Servers the entry does not have as listed (new, or changed).
+    other: Vec<Server>,
+    /// The owner, when the view had no entry for it.
+    new_owner: Option<Owner>,
+}
+
+impl<'a> Listing<'a> {
+    fn new(
+        view: &'a ServerView,
+        one_at_a_time: tokio::sync::MutexGuard<'a, ()>,
+        asked: Instant,
+    ) -> Self {
+        Self {
+            view,
+            _one_at_a_time: one_at_a_time,
+            asked,
+            shown: HashSet::new(),
+            taken: HashMap::new(),
+        }
+    }
+
+    /// Takes in one page.
+    pub fn take(&mut self, page: Vec<Server>) {
+        let owners = self.view.owners.lock();
+        for server in page {
+            if let Some(uid) = uid_from_tags(&server.tags) {
+                self.shown.insert(uid.to_owned());
+            }
+            let Some(owner) = Owner::from_metadata(&server.metadata) else {
+                continue;
+            };
+            let entry = owners.by_uid.get(&owner.uid);
+            // Recorded since the listing was asked for: newer than what it shows.
+            if entry.is_some_and(|e| e.confirmed > self.asked) {
+                continue;
+            }
+            let taken = self.taken.entry(owner.uid.clone()).or_default();
+            let Some(entry) = entry else {
+                taken.new_owner.get_or_insert(owner);
+                taken.other.push(server);
+                continue;
+            };
+            taken.same.resize(entry.servers.len(), false);
+            let unchanged =
+                (0..entry.servers.len()).find(|&i| !taken.same[i] && entry.servers[i] == server);
+            match unchanged {
+                Some(i) => taken.same[i] = true,
+                None => taken.other.push(server),
+            }
+        }
+    }
+
+    /// Takes the listing in as a whole. Entries recorded since it was asked for are
+    /// newer and stay. Returns the owners whose servers changed (appeared, went, or
+    /// differ), whose reconcile should look again.
+    pub fn finish(mut self) -> Vec<Owner> {
+        let asked = self.asked;
+        let mut owners = self.view.owners.lock();
+        owners.listed = owners.listed.max(Some(asked));
+        owners.shown = std::mem::take(&mut self.shown);
+        let mut changed = Vec::new();
+        owners.by_uid.retain(|uid, entry| {
+            if entry.confirmed > asked {
+                return true;
+            }
+            let Some(taken) = self.taken.remove(uid) else {
+                changed.push(entry.owner.clone());
+                return false;
+            };
+            let mut same = taken.same.iter().copied();
+            let before = entry.servers.len();
+            entry.servers.retain(|_| same.next().unwrap_or(false));
+            if entry.servers.len() != before || !taken.other.is_empty() {
+                changed.push(entry.owner.clone());
+            }
+            entry.servers.extend(taken.other);
+            entry.confirmed = asked;
+            true
+        });
+        // Servers of owners the view did not know: their controllers read the cloud
+        // themselves, so nothing to wake; they are known from now on.
+        // (One recorded since is newer, and stays.)
+        for (uid, taken) in self.taken.drain() {
+            if let Some(owner) = taken.new_owner {
+                owners.by_uid.entry(uid).or_insert(Entry {
+                    owner,
+                    servers: taken.other,
+                    confirmed: asked,
+                });
+            }
+        }
+        changed
+    }
 }
 
 /// Nothing is under way that a poll should follow.
@@ -192,6 +267,84 @@ mod tests {
 
     const AGE: Duration = Duration::from_secs(60);
 
+    /// A listing asked for at `asked`, taken in as one page.
+    fn replace(view: &ServerView, listed: Vec<Server>, asked: Instant) -> Vec<Owner> {
+        let mut listing = listing_asked_at(view, asked);
+        listing.take(listed);
+        listing.finish()
+    }
+
+    fn listing_asked_at(view: &ServerView, asked: Instant) -> Listing<'_> {
+        let one_at_a_time = view.listing.try_lock().expect("one listing at a time");
+        Listing::new(view, one_at_a_time, asked)
+    }
+
+    #[test]
+    fn a_listing_is_taken_in_page_by_page_and_only_as_a_whole() {
+        let view = ServerView::default();
+        let (a, b, c) = (owner("a"), owner("b"), owner("c"));
+        let mut first_of_b = server(&b, ServerStatus::Active);
+        first_of_b.id = ServerId::new("server-b-1");
+        replace(
+            &view,
+            vec![
+                server(&a, ServerStatus::Active),
+                first_of_b.clone(),
+                server(&b, ServerStatus::Active),
+            ],
+            Instant::now(),
+        );
+
+        let mut listing = listing_asked_at(&view, Instant::now());
+        listing.take(vec![server(&a, ServerStatus::Active), first_of_b]);
+        listing.take(vec![server(&c, ServerStatus::Active)]);
+        assert_eq!(
+            view.settled("uid-b", AGE).map(|s| s.len()),
+            Some(2),
+            "answers as before until finished"
+        );
+        assert!(
+            view.settled("uid-c", AGE).is_none(),
+            "nor knows a new owner yet"
+        );
+        let changed = listing.finish();
+        let names: Vec<&str> = changed.iter().map(|o| o.name.as_str()).collect();
+        assert_eq!(names, ["b"], "a server of b went; a is unchanged, c is new");
+        assert_eq!(view.settled("uid-a", AGE).map(|s| s.len()), Some(1));
+        assert_eq!(
+            view.settled("uid-b", AGE).map(|s| s[0].id.to_string()),
+            Some("server-b-1".into())
+        );
+        assert!(view.settled("uid-c", AGE).is_some());
+
+        let mut listing = listing_asked_at(&view, Instant::now());
+        listing.take(Vec::new());
+        drop(listing);
+        assert!(
+            view.settled("uid-a", AGE).is_some(),
+            "a listing that failed midway changes nothing"
+        );
+    }
+
+    #[test]
+    fn a_read_recorded_while_a_listing_is_taken_in_is_newer_than_it() {
+        let view = ServerView::default();
+        let (a, b) = (owner("a"), owner("b"));
+        replace(
+            &view,
+            vec![server(&a, ServerStatus::Active)],
+            Instant::now(),
+        );
+        let mut listing = listing_asked_at(&view, Instant::now());
+        listing.take(vec![server(&b, ServerStatus::Active)]);
+        view.record(&a, &[server(&a, ServerStatus::Build)]);
+        view.record(&b, &[server(&b, ServerStatus::Build)]);
+        listing.take(vec![server(&a, ServerStatus::Active)]);
+        assert!(listing.finish().is_empty());
+        assert!(view.settled("uid-a", AGE).is_none(), "the read saw BUILD");
+        assert!(view.settled("uid-b", AGE).is_none(), "the read saw BUILD");
+    }
+
     #[test]
     fn answers_only_for_settled_recently_confirmed_servers() {
         let view = ServerView::default();
@@ -223,7 +376,11 @@ mod tests {
         drifted.metadata = BTreeMap::from([("k".into(), "v".into())]);
         drifted.metadata.extend(a.server_metadata());
         let asked = Instant::now();
-        let changed = view.replace(vec![drifted, server(&c, ServerStatus::Active)], asked);
+        let changed = replace(
+            &view,
+            vec![drifted, server(&c, ServerStatus::Active)],
+            asked,
+        );
         let names: Vec<&str> = changed.iter().map(|o| o.name.as_str()).collect();
         assert!(names.contains(&"a") && names.contains(&"b"), "{names:?}");
         assert!(
@@ -241,7 +398,7 @@ mod tests {
         view.record(&a, &[server(&a, ServerStatus::Active)]);
         let asked = Instant::now();
         view.forget(&a);
-        view.replace(vec![server(&a, ServerStatus::Active)], asked);
+        replace(&view, vec![server(&a, ServerStatus::Active)], asked);
         assert!(view.settled("uid-a", AGE).is_none());
     }
 
@@ -251,7 +408,7 @@ mod tests {
         let a = owner("a");
         let asked = Instant::now();
         view.record(&a, &[server(&a, ServerStatus::Active)]);
-        let changed = view.replace(Vec::new(), asked);
+        let changed = replace(&view, Vec::new(), asked);
         assert!(changed.is_empty());
         assert!(view.settled("uid-a", AGE).is_some());
     }
@@ -261,18 +418,22 @@ mod tests {
         let view = ServerView::default();
         let (a, b) = (owner("a"), owner("b"));
         assert!(!view.vouches_none("uid-a"), "nothing listed yet");
-        view.replace(vec![server(&b, ServerStatus::Active)], Instant::now());
+        replace(
+            &view,
+            vec![server(&b, ServerStatus::Active)],
+            Instant::now(),
+        );
         assert!(view.vouches_none("uid-a"), "listed, not there");
         assert!(!view.vouches_none("uid-b"), "listed with a server");
         let view = ServerView::default();
         assert!(!view.vouches_none("uid-a"), "a new term lists again");
-        view.replace(Vec::new(), Instant::now());
+        replace(&view, Vec::new(), Instant::now());
         view.record(&a, &[server(&a, ServerStatus::Build)]);
         assert!(!view.vouches_none("uid-a"), "looked up since");
         let mut bare = server(&b, ServerStatus::Active);
         bare.metadata.clear();
         let view = ServerView::default();
-        view.replace(vec![bare], Instant::now());
+        replace(&view, vec![bare], Instant::now());
         assert!(!view.vouches_none("uid-b"), "its owner tag shows it");
     }
 
@@ -280,21 +441,21 @@ mod tests {
     fn a_create_is_never_vouched_for_by_a_listing_that_could_have_missed_it() {
         let view = ServerView::default();
         let a = owner("a");
-        view.replace(Vec::new(), Instant::now());
+        replace(&view, Vec::new(), Instant::now());
         let asked_before_the_create = Instant::now();
         view.creating(&a);
-        view.replace(Vec::new(), asked_before_the_create);
+        replace(&view, Vec::new(), asked_before_the_create);
         assert!(
             !view.vouches_none("uid-a"),
             "a listing asked for before the create does not speak for it"
         );
-        view.replace(Vec::new(), Instant::now());
+        replace(&view, Vec::new(), Instant::now());
         assert!(
             !view.vouches_none("uid-a"),
             "nor one that missed it: the owner is looked up from now on"
         );
         view.removed("uid-a");
-        view.replace(Vec::new(), Instant::now());
+        replace(&view, Vec::new(), Instant::now());
         assert!(
             view.vouches_none("uid-a"),
             "forgotten once its object is gone"

@@ -196,7 +196,7 @@ impl Compute for Wired<dyn Compute> {
         fn get_flavor<'a>(&'a self, id: &'a FlavorId) -> CloudFuture<'a, Flavor>;
         fn find_flavor<'a>(&'a self, name_or_id: &'a str) -> CloudFuture<'a, Flavor>;
         fn get_server<'a>(&'a self, id: &'a ServerId) -> CloudFuture<'a, Server>;
-        fn list_managed_servers(&self) -> CloudFuture<'_, Vec<Server>>;
+        fn each_managed_server_page<'a>(&'a self, take: &'a mut (dyn FnMut(Vec<Server>) + Send)) -> CloudFuture<'a, ()>;
         fn delete_server<'a>(&'a self, id: &'a ServerId) -> CloudFuture<'a, ()>;
         fn update_server<'a>(&'a self, id: &'a ServerId, description: Option<&'a str>) -> CloudFuture<'a, Server>;
         fn set_server_metadata<'a>(&'a self, id: &'a ServerId, metadata: &'a BTreeMap<String, String>, mode: MetadataMode) -> CloudFuture<'a, BTreeMap<String, String>>;
