@@ -127,22 +127,28 @@ pub fn servers<'a>(
 ) -> Vec<Orphan> {
     servers
         .into_iter()
-        .filter(|s| cluster.in_metadata(&s.metadata))
         .filter_map(|s| {
-            let owner = Owner::from_metadata(&s.metadata);
-            let uid = owner
-                .as_ref()
-                .map(|o| o.uid.clone())
-                .or_else(|| uid_from_tags(&s.tags).map(str::to_owned))?;
+            let uid = server_owner_uid(s, cluster)?;
             (!live.contains(&uid)).then(|| Orphan {
                 kind: ResourceKind::Server,
                 id: s.id.to_string(),
                 name: s.name.clone(),
                 owner_uid: uid,
-                owner: owner.map(|o| o.key()),
+                owner: Owner::from_metadata(&s.metadata).map(|o| o.key()),
             })
         })
         .collect()
+}
+
+/// The UID of the object a server of this cluster was made for (from its metadata, or
+/// its tag when the metadata was edited away); none for another cluster's.
+pub fn server_owner_uid(server: &Server, cluster: &ClusterId) -> Option<String> {
+    if !cluster.in_metadata(&server.metadata) {
+        return None;
+    }
+    Owner::from_metadata(&server.metadata)
+        .map(|o| o.uid)
+        .or_else(|| uid_from_tags(&server.tags).map(str::to_owned))
 }
 
 /// This cluster's data volumes whose owner is not live: a VirtualMachine's once it is

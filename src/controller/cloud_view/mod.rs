@@ -273,8 +273,8 @@ impl Project<'_> {
     }
 
     /// The project's `verda-managed` servers, taken in page by page (at 10,000
-    /// servers a listing held whole beside the view was a fifth of the operator's
-    /// memory at its peak).
+    /// servers a listing held whole beside the view raised the operator's peak RSS by
+    /// 30–40 MB).
     async fn refresh_servers(&self, wakers: &Wakers) {
         let mut listing = self.view.servers.listing().await;
         let mut orphans = orphans::ServerOrphans::new(self.ctx);

@@ -14,23 +14,19 @@ use crate::cloud::orphans;
 use crate::cloud::owner::Owner;
 use crate::controller::Context;
 
-/// The orphaned servers of a listing taken in page by page: each page checked against
-/// the watch cache as it was when the listing began, and what that left checked again
-/// at the end (an owner created meanwhile is not counted; one deleted meanwhile is
-/// counted by the next refresh).
+/// The orphaned servers of a listing taken in page by page: the owner of each of this
+/// cluster's servers is noted as its page is read, and checked against the watch cache
+/// once the listing is complete.
 pub struct ServerOrphans<'a> {
     ctx: &'a Context,
-    live: HashSet<String>,
-    candidates: Vec<String>,
+    owners: Vec<String>,
 }
 
 impl<'a> ServerOrphans<'a> {
     pub fn new(ctx: &'a Context) -> Self {
-        let live = uids(&ctx.caches.current().virtual_machines.store);
         Self {
             ctx,
-            live,
-            candidates: Vec::new(),
+            owners: Vec::new(),
         }
     }
 
@@ -39,14 +35,13 @@ impl<'a> ServerOrphans<'a> {
             None => true,
             Some(ns) => Owner::from_metadata(&s.metadata).is_some_and(|o| &o.namespace == ns),
         });
-        let found = orphans::servers(scoped, &self.ctx.cluster, &self.live);
-        self.candidates
-            .extend(found.into_iter().map(|o| o.owner_uid));
+        let owners = scoped.filter_map(|s| orphans::server_owner_uid(s, &self.ctx.cluster));
+        self.owners.extend(owners);
     }
 
     pub fn count(self) -> usize {
         let live = uids(&self.ctx.caches.current().virtual_machines.store);
-        self.candidates
+        self.owners
             .iter()
             .filter(|uid| !live.contains(*uid))
             .count()
