@@ -16,6 +16,7 @@ pub mod leader_election;
 pub mod metrics;
 pub mod orphans;
 pub mod run;
+pub mod shards;
 /// The OpenStack simulator (its own crate, `sim/`): the embedded default cloud.
 pub use verda_sim as sim;
 pub mod telemetry;

@@ -1,0 +1,4 @@
+//! Active-active shards (`--shards`, not wired yet): replicas divide the cluster's
+//! namespaces among themselves through Leases in the API server.
+
+pub mod ring;
