@@ -6,8 +6,15 @@
 //! for an expired lease cannot both win: the loser gets 409 Conflict and stays follower.
 //! Expiry compares the holder's `renewTime` with our clock, so clocks must agree to well
 //! within the lease duration (the usual Kubernetes assumption).
+//!
+//! The holder stops on its own [`Fence`]: two thirds of the lease duration after it *sent*
+//! its last renewal that got through (as client-go's renew deadline), whatever the API
+//! server answers or fails to answer meanwhile. A peer takes over no earlier than the whole
+//! lease duration after that renewal's `renewTime`, so the two never run together.
 
 use std::time::Duration;
+
+use tokio::time::Instant;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
@@ -74,6 +81,12 @@ pub enum LeaseError {
         name: String,
         source: kube::Error,
     },
+    #[error("lease {namespace}/{name}: the API server did not answer within {after:?}")]
+    Timeout {
+        namespace: String,
+        name: String,
+        after: Duration,
+    },
 }
 
 impl LeaseError {
@@ -82,7 +95,10 @@ impl LeaseError {
     pub fn hint(&self) -> Option<String> {
         let Self::Api {
             namespace, source, ..
-        } = self;
+        } = self
+        else {
+            return None;
+        };
         match crate::kube_error::api_code(source)? {
             404 => Some(format!(
                 "create the namespace (kubectl create namespace {namespace}), pass \
@@ -136,14 +152,16 @@ impl LeaderElector {
         }
     }
 
-    /// Reads the lease and acquires or renews it when [`decide`] says so. Returns
-    /// whether we hold the lease afterwards; losing a write race is not an error.
-    pub async fn try_acquire_or_renew(&self) -> Result<bool, LeaseError> {
+    /// Reads the lease and acquires or renews it when [`decide`] says so. Returns, when we
+    /// hold the lease afterwards, the instant its `renewTime` was stamped (what peers count
+    /// its expiry from); `None` when another holds it — losing a write race is no error.
+    pub async fn try_acquire_or_renew(&self) -> Result<Option<Instant>, LeaseError> {
         let current = self
             .api
             .get_opt(&self.name)
             .await
             .map_err(|e| self.error("read", e))?;
+        let stamped = Instant::now();
         let decision = decide(
             current.as_ref().and_then(|l| l.spec.as_ref()),
             &self.identity,
@@ -151,7 +169,7 @@ impl LeaderElector {
             Timestamp::now(),
         );
         let result = match decision {
-            Decision::Follow { .. } => return Ok(false),
+            Decision::Follow { .. } => return Ok(None),
             Decision::Create(spec) => {
                 let lease = Lease {
                     metadata: ObjectMeta {
@@ -172,10 +190,23 @@ impl LeaderElector {
             }
         };
         match result {
-            Ok(_) => Ok(true),
+            Ok(_) => Ok(Some(stamped)),
             // Another candidate wrote first (AlreadyExists or a stale resourceVersion).
-            Err(kube::Error::Api(status)) if status.code == 409 => Ok(false),
+            Err(kube::Error::Api(status)) if status.code == 409 => Ok(None),
             Err(e) => Err(self.error("write", e)),
+        }
+    }
+
+    /// [`Self::try_acquire_or_renew`], given up when the API server has not answered
+    /// within `within` (a hung connection must not hold the loop past the fence).
+    async fn attempt(&self, within: Duration) -> Result<Option<Instant>, LeaseError> {
+        match tokio::time::timeout(within, self.try_acquire_or_renew()).await {
+            Ok(attempt) => attempt,
+            Err(_) => Err(LeaseError::Timeout {
+                namespace: self.namespace.clone(),
+                name: self.name.clone(),
+                after: within,
+            }),
         }
     }
 
@@ -210,9 +241,10 @@ impl LeaderElector {
     }
 }
 
-/// Runs `lead` while this candidate holds the lease: tries every `retry_every`, starts
-/// `lead` on acquiring, aborts it on losing the lease (or when renewals fail for a whole
-/// lease duration), and releases the lease when `shutdown` resolves.
+/// Runs `lead` while this candidate holds the lease: tries every `retry_every` (sooner
+/// after a failed try), starts `lead` on acquiring, aborts it on losing the lease or when
+/// its [`Fence`] passes without a renewal getting through, and releases the lease when
+/// `shutdown` resolves.
 ///
 /// A first attempt that fails in a way waiting cannot fix ([`LeaseError::hint`]) ends
 /// the election with that error instead of retrying forever.
@@ -227,12 +259,19 @@ where
 {
     let mut term = Term {
         leading: None,
-        last_renewed: tokio::time::Instant::now(),
+        fence: Fence::new(elector.lease_duration),
     };
     let mut ever_answered = false;
     tokio::pin!(shutdown);
     loop {
-        let attempt = elector.try_acquire_or_renew().await;
+        let attempt = tokio::select! {
+            attempt = elector.attempt(retry_every) => attempt,
+            () = term.fence.passed(), if term.leading.is_some() => {
+                term.stop(elector);
+                continue;
+            }
+            () = &mut shutdown => break,
+        };
         if let Err(error) = &attempt
             && !ever_answered
             && let Some(hint) = error.hint()
@@ -243,10 +282,17 @@ where
             });
         }
         ever_answered |= attempt.is_ok();
+        // A failed renewal is retried within the fence, not a whole period later.
+        let pause = if attempt.is_ok() {
+            retry_every
+        } else {
+            retry_every / 4
+        };
         term.follow(elector, attempt, &mut lead);
         tokio::select! {
             () = &mut shutdown => break,
-            () = tokio::time::sleep(retry_every) => {}
+            () = tokio::time::sleep(pause) => {}
+            () = term.fence.passed(), if term.leading.is_some() => term.stop(elector),
         }
     }
     if let Some(task) = term.leading.take() {
@@ -260,28 +306,73 @@ where
     Ok(())
 }
 
-/// This replica's time as leader: the controllers' task while it leads, and when the
-/// Lease was last renewed.
+/// Until when a holder may act on its Lease: two thirds of the lease duration after the
+/// last renewal that got through was stamped. Counted from the stamp, not from the
+/// answer, since a peer counts the lease's expiry from the `renewTime` it reads.
+#[derive(Debug)]
+pub struct Fence {
+    renew_deadline: Duration,
+    until: Option<Instant>,
+}
+
+impl Fence {
+    pub fn new(lease_duration: Duration) -> Self {
+        Self {
+            renew_deadline: lease_duration * 2 / 3,
+            until: None,
+        }
+    }
+
+    /// A renewal stamped at `stamped` got through.
+    pub fn renewed(&mut self, stamped: Instant) {
+        self.until = Some(stamped + self.renew_deadline);
+    }
+
+    /// The lease is lost or given up.
+    pub fn lapse(&mut self) {
+        self.until = None;
+    }
+
+    /// Whether the holder may still act.
+    pub fn holds(&self) -> bool {
+        self.until.is_some_and(|until| Instant::now() < until)
+    }
+
+    /// Resolves once the holder may no longer act (never, while nothing is held).
+    pub async fn passed(&self) {
+        match self.until {
+            Some(until) => tokio::time::sleep_until(until).await,
+            None => std::future::pending().await,
+        }
+    }
+}
+
+/// This replica's time as leader: the controllers' task while it leads, and its fence.
 struct Term {
     leading: Option<tokio::task::JoinHandle<()>>,
-    last_renewed: tokio::time::Instant,
+    fence: Fence,
 }
 
 impl Term {
     /// Starts the controllers on acquiring the Lease; stops them on losing it, or once
-    /// it expired without a renewal getting through.
+    /// its fence passed without a renewal getting through.
     fn follow<F>(
         &mut self,
         elector: &LeaderElector,
-        attempt: Result<bool, LeaseError>,
+        attempt: Result<Option<Instant>, LeaseError>,
         lead: &mut F,
     ) where
         F: FnMut() -> tokio::task::JoinHandle<()>,
     {
         match attempt {
-            Ok(true) => {
-                self.last_renewed = tokio::time::Instant::now();
-                if self.leading.is_none() {
+            Ok(Some(stamped)) => {
+                self.fence.renewed(stamped);
+                if !self.fence.holds() {
+                    // The answer came too late to act on; the next renewal may count.
+                    if self.leading.is_some() {
+                        self.stop(elector);
+                    }
+                } else if self.leading.is_none() {
                     tracing::info!(
                         identity = elector.identity(),
                         "acquired the lease; starting controllers"
@@ -289,7 +380,8 @@ impl Term {
                     self.leading = Some(lead());
                 }
             }
-            Ok(false) => {
+            Ok(None) => {
+                self.fence.lapse();
                 if let Some(task) = self.leading.take() {
                     tracing::warn!(
                         identity = elector.identity(),
@@ -300,13 +392,24 @@ impl Term {
             }
             Err(error) => {
                 tracing::warn!(%error, "lease renewal failed");
-                if self.leading.is_some() && self.last_renewed.elapsed() >= elector.lease_duration {
-                    tracing::warn!("lease expired without renewal; stopping controllers");
-                    if let Some(task) = self.leading.take() {
-                        task.abort();
-                    }
+                if self.leading.is_some() && !self.fence.holds() {
+                    self.stop(elector);
                 }
             }
+        }
+    }
+
+    /// Stops the controllers: no renewal got through within the fence, so a peer may
+    /// take the lease over once it expires.
+    fn stop(&mut self, elector: &LeaderElector) {
+        self.fence.lapse();
+        if let Some(task) = self.leading.take() {
+            tracing::warn!(
+                identity = elector.identity(),
+                "no lease renewal got through within two thirds of the lease duration; \
+                 stopping controllers before a standby may take over"
+            );
+            task.abort();
         }
     }
 }
@@ -374,6 +477,31 @@ mod tests {
             decide(Some(&lease), "a", DURATION, at(1)),
             Decision::Update(_)
         ));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_fence_counts_from_when_the_renewal_was_stamped_not_from_its_answer() {
+        let mut fence = Fence::new(DURATION);
+        assert!(!fence.holds(), "nothing held yet");
+        let stamped = Instant::now();
+        // The answer takes 4 s to come back.
+        tokio::time::advance(Duration::from_secs(4)).await;
+        fence.renewed(stamped);
+        assert!(fence.holds());
+        tokio::time::advance(Duration::from_secs(5)).await;
+        assert!(fence.holds(), "9 s after the stamp");
+        tokio::time::timeout(Duration::from_secs(5), fence.passed())
+            .await
+            .expect("the fence passes");
+        assert_eq!(stamped.elapsed(), Duration::from_secs(10), "2/3 of 15 s");
+        assert!(!fence.holds());
+        fence.lapse();
+        assert!(
+            tokio::time::timeout(Duration::from_secs(100), fence.passed())
+                .await
+                .is_err(),
+            "a lapsed fence never passes again"
+        );
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! VERDA_E2E_KUBECONFIG): one leader at a time, takeover when the holder stops.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
@@ -59,6 +59,22 @@ fn candidate(
         stop,
         task,
     }
+}
+
+/// A client whose requests hang, as to an API server gone silent, while `stalled` is set.
+fn stallable(client: kube::Client, stalled: Arc<AtomicBool>) -> kube::Client {
+    let namespace = client.default_namespace().to_owned();
+    let service = tower::service_fn(move |request: http::Request<kube::client::Body>| {
+        let client = client.clone();
+        let stalled = stalled.clone();
+        async move {
+            if stalled.load(Ordering::SeqCst) {
+                std::future::pending::<()>().await;
+            }
+            client.send(request).await
+        }
+    });
+    kube::Client::new(service, namespace)
 }
 
 async fn wait_until(what: &str, mut check: impl FnMut() -> bool) {
@@ -143,6 +159,55 @@ async fn a_holder_that_vanishes_without_releasing_is_replaced_after_expiry() {
         b.leading.load(Ordering::SeqCst) == 1
     })
     .await;
+    let _ = b.stop.send(());
+    b.task.await.expect("stopped");
+}
+
+#[tokio::test]
+async fn a_holder_whose_api_server_goes_silent_stops_before_a_standby_takes_over() {
+    let cluster = TestCluster::from_env_or_start().await.expect("cluster");
+    let ns = cluster.namespace("lease").await.expect("namespace");
+    let running = Arc::new(AtomicUsize::new(0));
+    let stalled = Arc::new(AtomicBool::new(false));
+    let silenced = stallable(cluster.client(), stalled.clone());
+    let a = candidate(silenced, &ns, "silenced", running.clone());
+    wait_until("the first replica leads", || {
+        a.leading.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    let b = candidate(cluster.client(), &ns, "standby", running.clone());
+    stalled.store(true, Ordering::SeqCst);
+    let silent_since = std::time::Instant::now();
+    // Sampled holder first: a holder seen stopped while the standby was not yet leading
+    // stopped before the takeover.
+    let mut a_stopped_after = None;
+    loop {
+        let a_runs = a.leading.load(Ordering::SeqCst);
+        let b_runs = b.leading.load(Ordering::SeqCst);
+        if b_runs == 1 {
+            assert_eq!(a_runs, 0, "two leaders at once");
+            break;
+        }
+        if a_runs == 0 && a_stopped_after.is_none() {
+            a_stopped_after = Some(silent_since.elapsed());
+        }
+        assert!(
+            silent_since.elapsed() < DURATION * 5,
+            "the standby never took over"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let stopped = a_stopped_after.expect("the silenced holder stopped before the takeover");
+    // Its last renewal went out before the silence: it stops within two thirds of the
+    // lease duration of it, while a standby waits the whole duration.
+    assert!(
+        stopped <= DURATION * 2 / 3 + Duration::from_millis(300),
+        "stopped {stopped:?} after the silence"
+    );
+
+    stalled.store(false, Ordering::SeqCst);
+    let _ = a.stop.send(());
+    a.task.await.expect("stopped");
     let _ = b.stop.send(());
     b.task.await.expect("stopped");
 }
