@@ -18,11 +18,13 @@
 //! namespace: with every object in one namespace that scan made convergence quadratic.
 
 pub mod index;
+pub mod namespaced;
 
+use std::collections::HashMap;
 use std::fmt::Debug;
 use std::sync::{Arc, PoisonError, RwLock};
 
-use futures::stream::BoxStream;
+use futures::stream::{AbortHandle, BoxStream, SelectAll};
 use futures::{StreamExt, TryStreamExt};
 use kube::api::Api;
 use kube::runtime::reflector::{self, ObjectRef, Store, store::Writer};
@@ -33,6 +35,7 @@ use tokio::sync::{mpsc, watch};
 use verda_api::v1alpha1::{LoadBalancer, VirtualMachine, VirtualMachineGroup};
 
 use self::index::{KeyIndex, Keyed};
+use self::namespaced::{Coverage, Namespaced};
 use super::Context;
 
 /// One kind's store and whether its first listing is in.
@@ -244,11 +247,7 @@ where
         let reader = writer.as_reader();
         let shared = reader.clone();
         let listed_kind = kind.clone();
-        // managedFields are never read here and are often the bulk of an object.
-        let watch = watcher(api, watcher::Config::default().any_semantic())
-            .default_backoff()
-            .modify(|obj| obj.managed_fields_mut().clear());
-        let changes = reflector::reflector(writer, watch)
+        let changes = reflector::reflector(writer, watch(api))
             .inspect_ok(move |event| {
                 // The reflector has applied the event (swapped the listing in) by now.
                 follow(&index, &reader, event);
@@ -265,24 +264,122 @@ where
             .filter_map(|change| futures::future::ready(change.ok()))
             .for_each(|event| {
                 for passed in in_store(&mut listing, by_reference(event)) {
-                    let obj = match passed {
-                        // The reflector stored it before passing the event on; a
-                        // miss would be a kube-runtime change, not worth a panic.
-                        Passed::Stored(key) => match shared.get(&key) {
-                            Some(obj) => obj,
-                            None => continue,
-                        },
-                        Passed::Deleted(obj) => Arc::new(obj),
-                    };
-                    for listener in &self.listeners {
-                        // A listener gone means its controller stopped; the others go on.
-                        let _ = listener.send(obj.clone());
-                    }
+                    self.pass_on(&shared, passed);
                 }
                 futures::future::ready(())
             })
             .await;
     }
+
+    /// Watches the namespaces `coverage` names, each on its own, into `cache`, and passes
+    /// every change on, until the task ends. The cache is ready once every namespace
+    /// named so far has been listed.
+    async fn run_namespaced(
+        self,
+        client: kube::Client,
+        cache: CacheWriter<K>,
+        mut coverage: mpsc::UnboundedReceiver<Coverage>,
+    ) where
+        K: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+    {
+        let kind = K::kind(&());
+        let CacheWriter {
+            writer,
+            ready,
+            index,
+        } = cache;
+        let mut store = Namespaced::new(writer, index);
+        let reader = store.reader();
+        let mut watches = SelectAll::new();
+        let mut stops: HashMap<String, AbortHandle> = HashMap::new();
+        let mut covering = true;
+        loop {
+            tokio::select! {
+                change = coverage.recv(), if covering => match change {
+                    Some(Coverage::Watch(namespace)) if !stops.contains_key(&namespace) => {
+                        let api = Api::namespaced(client.clone(), &namespace);
+                        let (events, stop) = futures::stream::abortable(namespace_watch(api, namespace.clone()));
+                        watches.push(events);
+                        stops.insert(namespace, stop);
+                    }
+                    Some(Coverage::Watch(_)) => {}
+                    Some(Coverage::Drop(namespace)) => {
+                        if let Some(stop) = stops.remove(&namespace) {
+                            stop.abort();
+                        }
+                        store.drop_namespace(&namespace);
+                    }
+                    None => covering = false,
+                },
+                Some((namespace, event)) = watches.next(), if !watches.is_empty() => {
+                    let listing = matches!(event, watcher::Event::InitDone);
+                    let passed = store.apply(&namespace, event);
+                    if listing && store.listed(&namespace) {
+                        tracing::info!(kind = %kind, namespace = %namespace, objects = passed.len(), "listed; watching");
+                        if stops.keys().all(|n| store.listed(n)) {
+                            ready.send_replace(true);
+                        }
+                    }
+                    for passed in passed {
+                        self.pass_on(&reader, passed);
+                    }
+                }
+                else => break,
+            }
+        }
+    }
+
+    /// Hands `passed` to every listener, as the store now holds it.
+    fn pass_on(&self, store: &Store<K>, passed: Passed<K>) {
+        let obj = match passed {
+            // Stored before it is passed on; a miss would be a kube-runtime change, not
+            // worth a panic.
+            Passed::Stored(key) => match store.get(&key) {
+                Some(obj) => obj,
+                None => return,
+            },
+            Passed::Deleted(obj) => Arc::new(obj),
+        };
+        for listener in &self.listeners {
+            // A listener gone means its controller stopped; the others go on.
+            let _ = listener.send(obj.clone());
+        }
+    }
+}
+
+/// A kind's watch over `api`, retrying with backoff; managedFields are never read here
+/// and are often the bulk of an object.
+fn watch<K>(api: Api<K>) -> impl futures::Stream<Item = Result<watcher::Event<K>, watcher::Error>>
+where
+    K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + 'static,
+{
+    watcher(api, watcher::Config::default().any_semantic())
+        .default_backoff()
+        .modify(|obj| obj.managed_fields_mut().clear())
+}
+
+/// One namespace's watch, its events tagged with the namespace; failures are logged and
+/// retried.
+fn namespace_watch<K>(
+    api: Api<K>,
+    namespace: String,
+) -> BoxStream<'static, (String, watcher::Event<K>)>
+where
+    K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + 'static,
+{
+    let kind = K::kind(&());
+    watch(api)
+        .filter_map(move |change| {
+            let tagged = match change {
+                Ok(event) => Some((namespace.clone(), event)),
+                Err(error) => {
+                    tracing::warn!(kind = %kind, namespace = %namespace, %error, "watch failed; retrying with backoff");
+                    None
+                }
+            };
+            futures::future::ready(tagged)
+        })
+        .boxed()
 }
 
 /// An object a watch event passes on: one the store holds, by reference (listeners
@@ -332,8 +429,29 @@ pub struct Feeds {
 }
 
 impl Feeds {
-    /// Runs the three watches into the caches `writers` fill.
+    /// Runs the three kinds' watches into the caches `writers` fill: over the cluster,
+    /// or with `--namespace` over that namespace only.
     pub async fn run(self, ctx: &Context, writers: Writers) {
+        if let Some(namespace) = &ctx.watch_namespace {
+            let only = || {
+                let (coverage, covered) = mpsc::unbounded_channel();
+                let _ = coverage.send(Coverage::Watch(namespace.clone()));
+                covered
+            };
+            let client = &ctx.watch_client;
+            tokio::join!(
+                self.virtual_machines.run_namespaced(
+                    client.clone(),
+                    writers.virtual_machines,
+                    only()
+                ),
+                self.groups
+                    .run_namespaced(client.clone(), writers.groups, only()),
+                self.load_balancers
+                    .run_namespaced(client.clone(), writers.load_balancers, only()),
+            );
+            return;
+        }
         tokio::join!(
             self.virtual_machines
                 .run(ctx.watched(), writers.virtual_machines),
