@@ -217,6 +217,13 @@ impl Simulator {
         snapshot::servers(&self.sim.world())
     }
 
+    /// The servers not being deleted.
+    pub fn live_servers(&self) -> Vec<SimServer> {
+        let mut servers = self.servers();
+        servers.retain(|s| !s.deleting);
+        servers
+    }
+
     pub fn server_groups(&self) -> Vec<SimServerGroup> {
         snapshot::server_groups(&self.sim.world())
     }

@@ -7,6 +7,7 @@ use std::time::Duration;
 use super::backoff::Backoff;
 use super::cloud_view::CloudView;
 use super::events::{Recorder, Reporter};
+use super::scope::Scope;
 use super::tenancy::Tenancy;
 use super::watch_cache::CacheSlot;
 use crate::cloud::budget::Budgets;
@@ -106,6 +107,8 @@ pub struct Context {
     pub view: CloudView,
     /// The cluster recorded on every cloud resource the operator creates.
     pub cluster: ClusterId,
+    /// The namespaces this replica reconciles: all, or as a shard those it owns.
+    pub scope: Scope,
 }
 
 impl Context {
@@ -139,7 +142,14 @@ impl Context {
             caches: CacheSlot::new(),
             view: CloudView::default(),
             cluster,
+            scope: Scope::All,
         }
+    }
+
+    /// The same context, reconciling only the namespaces `scope` admits.
+    pub fn scoped(mut self, scope: Scope) -> Self {
+        self.scope = scope;
+        self
     }
 
     /// The owner record of `obj`'s cloud resources, naming this cluster.

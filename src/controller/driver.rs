@@ -26,11 +26,24 @@ use super::tenancy::Tenant;
 use crate::metrics::{ControllerLabels, ReconcileLabels};
 
 /// [`reconcile`] as a task of its own: what the controllers run (see [`ReconcileTask`]).
+/// Only for an object of a namespace this replica reconciles now (`Scope::admit`); the
+/// reconcile stops where it is if the namespace's term is closed under it.
 pub fn reconcile_in_task<K: Reconciler>(
     obj: Arc<K>,
     ctx: Arc<Context>,
 ) -> ReconcileTask<Result<Action, ReconcileError>> {
-    ReconcileTask::spawn(reconcile(obj, ctx))
+    let Some(mut admission) = ctx.scope.admit(&obj.namespace().unwrap_or_default()) else {
+        // Another replica's namespace: its owner reconciles the object, and it comes
+        // back here only with the namespace, listed anew.
+        return ReconcileTask::spawn(async { Ok(Action::await_change()) });
+    };
+    ReconcileTask::spawn(async move {
+        let reconcile = Box::pin(reconcile(obj, ctx));
+        tokio::select! {
+            result = reconcile => result,
+            () = admission.revoked() => Ok(Action::await_change()),
+        }
+    })
 }
 
 /// Reconciles `obj`: [`converge`] while it lives, its kind's cleanup once it is being

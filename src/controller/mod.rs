@@ -19,6 +19,7 @@ pub mod problem;
 pub mod progress;
 pub mod reconcile_task;
 pub mod reconciler;
+pub mod scope;
 pub mod status_patch;
 pub mod tenancy;
 pub mod virtual_machine;

@@ -264,7 +264,7 @@ impl Objects {
 }
 
 fn live_servers(sim: &Simulator) -> Vec<verda_operator::sim::SimServer> {
-    sim.servers().into_iter().filter(|s| !s.deleting).collect()
+    sim.live_servers()
 }
 
 /// Waits until every object is Ready and the cloud holds exactly what they own.

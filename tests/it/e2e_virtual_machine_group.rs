@@ -26,11 +26,7 @@ async fn wait_ready_replicas(env: &Env, n: i32) -> VirtualMachineGroup {
 }
 
 fn live_servers(env: &Env) -> Vec<verda_operator::sim::SimServer> {
-    env.sim
-        .servers()
-        .into_iter()
-        .filter(|s| !s.deleting)
-        .collect()
+    env.sim.live_servers()
 }
 
 #[tokio::test]

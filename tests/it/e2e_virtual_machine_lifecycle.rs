@@ -164,12 +164,7 @@ async fn a_server_deleted_outside_kubernetes_is_recreated_with_an_event() {
         (id != first_id && is_true(&status.conditions, READY)).then_some(id)
     })
     .await;
-    let live: Vec<_> = env
-        .sim
-        .servers()
-        .into_iter()
-        .filter(|s| !s.deleting)
-        .collect();
+    let live = env.sim.live_servers();
     assert_eq!(live.len(), 1, "{live:?}");
     assert_eq!(live[0].id, second);
     eventually("a Recreated event", LIMIT, || async {

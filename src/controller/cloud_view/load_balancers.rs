@@ -18,6 +18,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use super::Lock;
+use super::servers::asked_since;
 use crate::cloud::ids::PoolId;
 use crate::cloud::model::loadbalancing::{
     HealthMonitor, Listener, ListenerTree, LoadBalancer, Member, OperatingStatus, Pool,
@@ -156,27 +157,44 @@ pub struct LoadBalancerView {
 /// What a vouch that an owner has no load balancer rests on.
 #[derive(Default)]
 struct Vouching {
-    /// Regions listed during this term, each with the owners its latest listing showed.
-    listed: HashMap<Option<String>, HashSet<String>>,
+    /// Regions listed during this term, each with when its latest listing was asked
+    /// for and the owners it showed.
+    listed: HashMap<Option<String>, (Instant, HashSet<String>)>,
     /// Owners this process has sent a create for, until they are removed.
     created: HashSet<String>,
 }
 
 impl LoadBalancerView {
     /// Whether the owner has no load balancer in `region`, on the word of a listing of
-    /// this term (see the module's comment).
-    pub fn vouches_none(&self, uid: &str, region: Option<&str>) -> bool {
+    /// this term asked for since `since` (see the module's comment, and
+    /// `ServerView::vouches_none`).
+    pub fn vouches_none(&self, uid: &str, region: Option<&str>, since: Option<Instant>) -> bool {
         let vouching = self.vouching.lock();
         let listed = vouching.listed.get(&region.map(str::to_owned));
-        listed.is_some_and(|shown| !shown.contains(uid))
+        listed
+            .is_some_and(|(asked, shown)| asked_since(Some(*asked), since) && !shown.contains(uid))
             && !vouching.created.contains(uid)
             && !self.owners.lock().contains_key(uid)
     }
 
-    /// Whether `region` was listed during this term.
-    pub fn listed(&self, region: Option<&str>) -> bool {
+    /// Whether `region` was listed during this term, asked for since `since`.
+    pub fn listed(&self, region: Option<&str>, since: Option<Instant>) -> bool {
         let region = region.map(str::to_owned);
-        self.vouching.lock().listed.contains_key(&region)
+        let asked = self
+            .vouching
+            .lock()
+            .listed
+            .get(&region)
+            .map(|(asked, _)| *asked);
+        asked_since(asked, since)
+    }
+
+    /// Drops what the view saw of `namespace`'s owners (see
+    /// `ServerView::forget_namespace`).
+    pub fn forget_namespace(&self, namespace: &str) {
+        self.owners
+            .lock()
+            .retain(|_, entry| entry.owner.namespace != namespace);
     }
 
     /// Before a create is sent: the owner is never again vouched for.
@@ -329,10 +347,16 @@ impl LoadBalancerView {
         let by_owner = by_owner(listed);
         let changed = self.confirm_entries(region, &by_owner, fips, asked);
         let shown = by_owner.keys().map(|uid| uid.to_string()).collect();
-        self.vouching
-            .lock()
+        let mut vouching = self.vouching.lock();
+        let region = region.map(str::to_owned);
+        // Of two listings taken in out of order, the one asked for later speaks.
+        let latest = vouching
             .listed
-            .insert(region.map(str::to_owned), shown);
+            .get(&region)
+            .is_none_or(|(at, _)| *at <= asked);
+        if latest {
+            vouching.listed.insert(region, (asked, shown));
+        }
         changed
     }
 
@@ -486,20 +510,47 @@ mod tests {
     fn only_a_listing_of_the_region_in_this_term_vouches_that_an_owner_has_none() {
         let view = LoadBalancerView::default();
         let (a, b) = (owner("a"), owner("b"));
-        assert!(!view.vouches_none("uid-a", None), "nothing listed yet");
+        assert!(
+            !view.vouches_none("uid-a", None, None),
+            "nothing listed yet"
+        );
         view.confirm(None, &[lb(&b, "t1")], None, Instant::now());
-        assert!(view.vouches_none("uid-a", None), "listed, not there");
-        assert!(!view.vouches_none("uid-b", None), "listed with one");
-        assert!(!view.vouches_none("uid-a", Some("east")), "another region");
+        assert!(view.vouches_none("uid-a", None, None), "listed, not there");
+        assert!(!view.vouches_none("uid-b", None, None), "listed with one");
+        assert!(
+            !view.vouches_none("uid-a", Some("east"), None),
+            "another region"
+        );
         view.creating(&a);
         view.confirm(None, &[lb(&b, "t1")], None, Instant::now());
-        assert!(!view.vouches_none("uid-a", None), "a create was sent");
+        assert!(!view.vouches_none("uid-a", None, None), "a create was sent");
         view.removed("uid-a");
-        assert!(view.vouches_none("uid-a", None), "forgotten once removed");
+        assert!(
+            view.vouches_none("uid-a", None, None),
+            "forgotten once removed"
+        );
         view.forget(&a, None);
-        assert!(!view.vouches_none("uid-a", None), "heard of since");
+        assert!(!view.vouches_none("uid-a", None, None), "heard of since");
         let view = LoadBalancerView::default();
-        assert!(!view.vouches_none("uid-a", None), "a new term lists again");
+        assert!(
+            !view.vouches_none("uid-a", None, None),
+            "a new term lists again"
+        );
+        view.confirm(None, &[], None, Instant::now());
+        let term = Instant::now();
+        assert!(
+            !view.listed(None, Some(term)),
+            "asked before the namespace's term"
+        );
+        assert!(!view.vouches_none("uid-a", None, Some(term)));
+        view.confirm(None, &[], None, Instant::now());
+        assert!(view.vouches_none("uid-a", None, Some(term)), "asked since");
+        let stale = term - Duration::from_millis(1);
+        view.confirm(None, &[lb(&a, "t1")], None, stale);
+        assert!(
+            view.vouches_none("uid-a", None, Some(term)),
+            "an older listing taken in late does not replace the latest"
+        );
     }
 
     #[test]

@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use kube::runtime::reflector::ObjectRef;
-use tokio::sync::{OnceCell, mpsc};
+use tokio::sync::mpsc;
 use verda_api::v1alpha1::{LoadBalancer, VirtualMachine, VirtualMachineGroup};
 
 pub use load_balancers::{Cached, LoadBalancerView, OctaviaTree, QUIET};
@@ -70,10 +70,10 @@ pub struct ProjectView {
     /// Each LoadBalancer's pool members when it last converged (drift reports).
     pub lb_members: MemberMemory,
     ports: Lock<Option<Weak<dyn CloudPorts>>>,
-    /// The listing of servers taken on demand, once.
-    first_server_listing: OnceCell<()>,
-    /// The listings of load balancers taken on demand, once per region.
-    first_lb_listings: Lock<HashMap<Option<String>, Arc<OnceCell<()>>>>,
+    /// When a listing of servers was last taken on demand.
+    server_listing_tried: Tried,
+    /// When a listing of load balancers was last taken on demand, per region.
+    lb_listings_tried: Lock<HashMap<Option<String>, Arc<Tried>>>,
 }
 
 impl CloudView {
@@ -94,24 +94,42 @@ impl CloudView {
         view
     }
 
+    /// `namespace` is handed to another replica: what this view saw of its owners is
+    /// dropped, so that, should it come back, nothing seen before answers for it. The
+    /// owners it sent creates for stay remembered (they are looked up, not vouched for).
+    pub fn forget_namespace(&self, namespace: &str) {
+        for (_, project) in self.projects() {
+            project.servers.forget_namespace(namespace);
+            project.volumes.forget_namespace(namespace);
+            project.load_balancers.forget_namespace(namespace);
+        }
+    }
+
     /// A new term: nothing seen yet, and these reconciles to wake.
     pub fn start(&self, wakers: Wakers) {
         self.projects.lock().clear();
         *self.wakers.lock() = Some(wakers);
     }
 
-    /// Whether `view` (`tenant`'s project) holds a listing of servers of this term. If
-    /// it does not, lists them first: once per term, the first refresh taken early, by
-    /// whichever reconcile asks first while the others wait for it.
-    pub async fn servers_listed(&self, ctx: &Context, tenant: &Tenant, view: &ProjectView) -> bool {
-        if view.servers.listed() {
+    /// Whether `view` (`tenant`'s project) holds a listing of servers of this term asked
+    /// for since `since` (see [`Scope::since`](super::scope::Scope::since)). If it does
+    /// not, lists them first: once per term, the first refresh taken early, by whichever
+    /// reconcile asks first while the others wait for it.
+    pub async fn servers_listed(
+        &self,
+        ctx: &Context,
+        tenant: &Tenant,
+        view: &ProjectView,
+        since: Option<Instant>,
+    ) -> bool {
+        if view.servers.listed(since) {
             return true;
         }
         if let Some((project, wakers)) = self.in_term(ctx, tenant, view) {
-            let listing = || project.refresh_servers(&wakers);
-            view.first_server_listing.get_or_init(listing).await;
+            let listing = project.refresh_servers(&wakers);
+            list_once_since(&view.server_listing_tried, since, listing).await;
         }
-        view.servers.listed()
+        view.servers.listed(since)
     }
 
     /// As [`CloudView::servers_listed`], for the load balancers of `region`.
@@ -121,20 +139,21 @@ impl CloudView {
         tenant: &Tenant,
         view: &ProjectView,
         region: Option<&str>,
+        since: Option<Instant>,
     ) -> bool {
-        if view.load_balancers.listed(region) {
+        if view.load_balancers.listed(region, since) {
             return true;
         }
         if let Some((project, wakers)) = self.in_term(ctx, tenant, view) {
-            let once = {
-                let mut listings = view.first_lb_listings.lock();
+            let tried = {
+                let mut listings = view.lb_listings_tried.lock();
                 let entry = listings.entry(region.map(str::to_owned)).or_default();
                 entry.clone()
             };
-            let listing = || project.refresh_load_balancers(&wakers, region, false);
-            once.get_or_init(listing).await;
+            let listing = project.refresh_load_balancers(&wakers, region, false);
+            list_once_since(&tried, since, listing).await;
         }
-        view.load_balancers.listed(region)
+        view.load_balancers.listed(region, since)
     }
 
     /// `tenant`'s project as a refresh sees it, and the reconciles it wakes; none
@@ -162,6 +181,21 @@ impl CloudView {
             .map(|(p, v)| (p.clone(), v.clone()))
             .collect()
     }
+}
+
+/// When a listing was last taken on demand, held while it is taken.
+type Tried = tokio::sync::Mutex<Option<Instant>>;
+
+/// Takes `listing` unless one was tried since `since` (at all, when `None`): a burst of
+/// creates waits for one listing, and one that failed is not retried by each of them
+/// (they look their owners up instead).
+async fn list_once_since(tried: &Tried, since: Option<Instant>, listing: impl Future<Output = ()>) {
+    let mut tried = tried.lock().await;
+    if servers::asked_since(*tried, since) {
+        return;
+    }
+    *tried = Some(Instant::now());
+    listing.await;
 }
 
 /// The reconciles a refresh (or a changed credentials Secret) wakes.

@@ -10,7 +10,8 @@
 //! its own, when a listing of the project asked for during this term (this process's
 //! lead: the view is new with each) did not show one, the view has heard nothing of the
 //! owner since, and this process has sent no create for it. That holds because only the
-//! leader creates: a server made in an earlier term predates the listing (Nova's
+//! leader creates (or, with shards, the owner of the namespace, and only a listing asked
+//! for since it took the namespace vouches): a server made in an earlier term predates the listing (Nova's
 //! tag-filtered listing shows a server from the moment its create is answered, build
 //! requests included), and one made in this term is remembered
 //! ([`ServerView::creating`]) until its owner is removed — not by entries a later
@@ -58,12 +59,13 @@ impl ServerView {
     }
 
     /// Whether the owner has no server, on the word of a listing of this term (see the
-    /// module's comment): true only when one was taken in and neither it nor anything
-    /// since has shown, written or looked up a server of the owner, and no create was
-    /// sent for it.
-    pub fn vouches_none(&self, uid: &str) -> bool {
+    /// module's comment): true only when one asked for since `since` (the owner's
+    /// namespace's term, when this replica is one of several shards) was taken in and
+    /// neither it nor anything since has shown, written or looked up a server of the
+    /// owner, and no create was sent for it.
+    pub fn vouches_none(&self, uid: &str, since: Option<Instant>) -> bool {
         let owners = self.owners.lock();
-        owners.listed.is_some()
+        asked_since(owners.listed, since)
             && !owners.shown.contains(uid)
             && !owners.by_uid.contains_key(uid)
             && !owners.created.contains(uid)
@@ -81,9 +83,9 @@ impl ServerView {
         self.owners.lock().created.remove(uid);
     }
 
-    /// Whether a full listing has been taken in.
-    pub fn listed(&self) -> bool {
-        self.owners.lock().listed.is_some()
+    /// Whether a full listing asked for since `since` (any, when `None`) has been taken in.
+    pub fn listed(&self, since: Option<Instant>) -> bool {
+        asked_since(self.owners.lock().listed, since)
     }
 
     /// What an authoritative read of the owner's servers found.
@@ -106,6 +108,15 @@ impl ServerView {
 
     pub fn is_empty(&self) -> bool {
         self.owners.lock().by_uid.is_empty()
+    }
+
+    /// Drops what the view saw of `namespace`'s owners: another replica reconciles them
+    /// now, and what it writes would not reach this view.
+    pub fn forget_namespace(&self, namespace: &str) {
+        let mut owners = self.owners.lock();
+        owners
+            .by_uid
+            .retain(|_, entry| entry.owner.namespace != namespace);
     }
 
     /// Starts taking in a full listing of the project, asked for now; one at a time
@@ -234,6 +245,12 @@ impl<'a> Listing<'a> {
 fn is_settled(server: &Server) -> bool {
     matches!(server.status, ServerStatus::Active | ServerStatus::Shutoff)
         && server.task_state.is_none()
+}
+
+/// Whether a listing asked for at `asked` speaks for a term begun at `since` (for the
+/// view's whole life, when `None`).
+pub(super) fn asked_since(asked: Option<Instant>, since: Option<Instant>) -> bool {
+    asked.is_some_and(|asked| since.is_none_or(|since| asked >= since))
 }
 
 #[cfg(test)]
@@ -417,24 +434,61 @@ mod tests {
     fn only_a_listing_of_this_term_vouches_that_an_owner_has_no_server() {
         let view = ServerView::default();
         let (a, b) = (owner("a"), owner("b"));
-        assert!(!view.vouches_none("uid-a"), "nothing listed yet");
+        assert!(!view.vouches_none("uid-a", None), "nothing listed yet");
         replace(
             &view,
             vec![server(&b, ServerStatus::Active)],
             Instant::now(),
         );
-        assert!(view.vouches_none("uid-a"), "listed, not there");
-        assert!(!view.vouches_none("uid-b"), "listed with a server");
+        assert!(view.vouches_none("uid-a", None), "listed, not there");
+        assert!(!view.vouches_none("uid-b", None), "listed with a server");
         let view = ServerView::default();
-        assert!(!view.vouches_none("uid-a"), "a new term lists again");
+        assert!(!view.vouches_none("uid-a", None), "a new term lists again");
         replace(&view, Vec::new(), Instant::now());
         view.record(&a, &[server(&a, ServerStatus::Build)]);
-        assert!(!view.vouches_none("uid-a"), "looked up since");
+        assert!(!view.vouches_none("uid-a", None), "looked up since");
         let mut bare = server(&b, ServerStatus::Active);
         bare.metadata.clear();
         let view = ServerView::default();
         replace(&view, vec![bare], Instant::now());
-        assert!(!view.vouches_none("uid-b"), "its owner tag shows it");
+        assert!(!view.vouches_none("uid-b", None), "its owner tag shows it");
+    }
+
+    #[test]
+    fn a_listing_asked_for_before_a_namespace_s_term_does_not_vouch_for_it() {
+        let view = ServerView::default();
+        let before = Instant::now();
+        replace(&view, Vec::new(), before);
+        // This shard took the owner's namespace after that listing was asked for:
+        // another replica may have created for it meanwhile.
+        let term = Instant::now();
+        assert!(
+            view.vouches_none("uid-a", None),
+            "for the view's whole life"
+        );
+        assert!(!view.listed(Some(term)));
+        assert!(
+            !view.vouches_none("uid-a", Some(term)),
+            "asked before the term"
+        );
+        replace(&view, Vec::new(), Instant::now());
+        assert!(view.listed(Some(term)));
+        assert!(view.vouches_none("uid-a", Some(term)), "asked since");
+    }
+
+    #[test]
+    fn a_namespace_handed_over_is_forgotten_and_others_kept() {
+        let view = ServerView::default();
+        let (a, mut b) = (owner("a"), owner("b"));
+        b.namespace = "other".into();
+        view.record(&a, &[server(&a, ServerStatus::Active)]);
+        view.record(&b, &[server(&b, ServerStatus::Active)]);
+        view.forget_namespace(&a.namespace);
+        assert!(
+            view.settled("uid-a", AGE).is_none(),
+            "read again if it comes back"
+        );
+        assert!(view.settled("uid-b", AGE).is_some());
     }
 
     #[test]
@@ -446,18 +500,18 @@ mod tests {
         view.creating(&a);
         replace(&view, Vec::new(), asked_before_the_create);
         assert!(
-            !view.vouches_none("uid-a"),
+            !view.vouches_none("uid-a", None),
             "a listing asked for before the create does not speak for it"
         );
         replace(&view, Vec::new(), Instant::now());
         assert!(
-            !view.vouches_none("uid-a"),
+            !view.vouches_none("uid-a", None),
             "nor one that missed it: the owner is looked up from now on"
         );
         view.removed("uid-a");
         replace(&view, Vec::new(), Instant::now());
         assert!(
-            view.vouches_none("uid-a"),
+            view.vouches_none("uid-a", None),
             "forgotten once its object is gone"
         );
     }

@@ -54,6 +54,14 @@ pub struct VolumeView {
 }
 
 impl VolumeView {
+    /// Drops what the view saw of `namespace`'s owners (see
+    /// `ServerView::forget_namespace`).
+    pub fn forget_namespace(&self, namespace: &str) {
+        self.owners
+            .lock()
+            .retain(|_, entry| entry.owner.owner.namespace != namespace);
+    }
+
     /// The owner's volumes, when the view can answer for them.
     pub fn settled(&self, owner: &VolumeOwner, max_age: Duration) -> Option<Vec<Volume>> {
         let owners = self.owners.lock();

@@ -90,10 +90,13 @@ pub async fn vouched_none(
         return false;
     }
     let region = lb.spec.region.as_deref();
+    let since = ctx.scope.since(&from.owner.namespace);
     ctx.view
-        .load_balancers_listed(ctx, tenant, view, region)
+        .load_balancers_listed(ctx, tenant, view, region, since)
         .await
-        && view.load_balancers.vouches_none(&from.owner.uid, region)
+        && view
+            .load_balancers
+            .vouches_none(&from.owner.uid, region, since)
 }
 
 /// No load balancer, as the listing vouched.

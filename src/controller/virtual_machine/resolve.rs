@@ -149,7 +149,9 @@ async fn vouched_none(from: &Sources<'_>) -> bool {
     if !from.creates || vm.spec.import.is_some() || recorded.is_some() {
         return false;
     }
-    ctx.view.servers_listed(ctx, tenant, view).await && view.servers.vouches_none(&owner.uid)
+    let since = ctx.scope.since(&owner.namespace);
+    ctx.view.servers_listed(ctx, tenant, view, since).await
+        && view.servers.vouches_none(&owner.uid, since)
 }
 
 /// A boot volume must hold the image: at least its `min_disk` (Nova refuses less).

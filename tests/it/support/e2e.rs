@@ -11,6 +11,7 @@ use serde::de::DeserializeOwned;
 use verda_operator::cloud::budget::Budgets;
 use verda_operator::cloud::{ClientOptions, OpenStackClient};
 use verda_operator::config::Config;
+use verda_operator::controller::scope::Scope;
 use verda_operator::controller::{self, CloudPorts, Context, Timing};
 use verda_operator::embedded_cloud::simulator_cloud;
 use verda_operator::metrics::Metrics;
@@ -50,7 +51,8 @@ impl Env {
 
     /// As [`Env::start`], with the operator configuration `config`.
     pub async fn start_configured(sim_config: SimConfig, timing: Timing, config: Config) -> Self {
-        Self::launch(sim_config, timing, config, None, |client| Arc::new(client)).await
+        let settings = (timing, config, None, Scope::All);
+        Self::launch(sim_config, settings, |client| Arc::new(client)).await
     }
 
     /// As [`Env::start`], the operator's requests spending from `budgets`, as the
@@ -61,7 +63,8 @@ impl Env {
         budgets: Arc<Budgets>,
     ) -> Self {
         let wrap = |client| Arc::new(client) as Arc<dyn CloudPorts>;
-        Self::launch(sim_config, timing, Config::default(), Some(budgets), wrap).await
+        let settings = (timing, Config::default(), Some(budgets), Scope::All);
+        Self::launch(sim_config, settings, wrap).await
     }
 
     /// As [`Env::start`], the controllers seeing the cloud through the ports `wrap`
@@ -71,20 +74,26 @@ impl Env {
         timing: Timing,
         wrap: impl FnOnce(OpenStackClient) -> Arc<dyn CloudPorts>,
     ) -> Self {
-        Self::launch(sim_config, timing, Config::default(), None, wrap).await
+        let settings = (timing, Config::default(), None, Scope::All);
+        Self::launch(sim_config, settings, wrap).await
+    }
+
+    /// As [`Env::start`], the controllers reconciling only the namespaces `scope` admits
+    /// (as one of several shards does).
+    pub async fn start_scoped(sim_config: SimConfig, timing: Timing, scope: Scope) -> Self {
+        let settings = (timing, Config::default(), None, scope);
+        Self::launch(sim_config, settings, |client| Arc::new(client)).await
     }
 
     async fn launch(
         sim_config: SimConfig,
-        timing: Timing,
-        config: Config,
-        budgets: Option<Arc<Budgets>>,
+        settings: Settings,
         wrap: impl FnOnce(OpenStackClient) -> Arc<dyn CloudPorts>,
     ) -> Self {
         let cluster = TestCluster::from_env_or_start().await.expect("a cluster");
         let ns = cluster.namespace("e2e").await.expect("a namespace");
         let sim = Simulator::start(sim_config).await.expect("simulator");
-        let ctx = context_with(&cluster, &ns, &sim, (timing, config, budgets), wrap).await;
+        let ctx = context_with(&cluster, &ns, &sim, settings, wrap).await;
         let controllers = tokio::spawn(controller::run_all(ctx.clone()));
         Env {
             cluster,
@@ -223,14 +232,19 @@ async fn context(
     timing: Timing,
     wrap: impl FnOnce(OpenStackClient) -> Arc<dyn CloudPorts>,
 ) -> Arc<Context> {
-    context_with(cluster, ns, sim, (timing, Config::default(), None), wrap).await
+    let settings = (timing, Config::default(), None, Scope::All);
+    context_with(cluster, ns, sim, settings, wrap).await
 }
+
+/// How the controllers of a test run: timing, configuration, request budgets, and the
+/// namespaces they reconcile.
+type Settings = (Timing, Config, Option<Arc<Budgets>>, Scope);
 
 async fn context_with(
     cluster: &TestCluster,
     ns: &str,
     sim: &Simulator,
-    (timing, config, budgets): (Timing, Config, Option<Arc<Budgets>>),
+    (timing, config, budgets, scope): Settings,
     wrap: impl FnOnce(OpenStackClient) -> Arc<dyn CloudPorts>,
 ) -> Arc<Context> {
     let metrics = Metrics::new();
@@ -245,7 +259,8 @@ async fn context_with(
         .await
         .expect("the cluster's identity");
     let ctx = Context::new(cluster.client(), config, metrics, wrap(client), timing, id)
-        .watching(Some(ns.to_owned()));
+        .watching(Some(ns.to_owned()))
+        .scoped(scope);
     Arc::new(match budgets {
         Some(budgets) => ctx.with_budgets(budgets),
         None => ctx,

@@ -1,0 +1,213 @@
+//! Which namespaces this replica reconciles: every one (a single replica, or the leader),
+//! or, as one of several shards, the namespaces it owns — each for a *term*, from the
+//! moment it took the namespace until it closes it.
+//!
+//! Every reconcile is admitted through [`Scope::admit`] and holds its admission to the
+//! end, so closing a term ([`OwnedNamespaces::close`]) first refuses new reconciles of the
+//! namespace, then lets those running finish for a grace, then stops the rest where they
+//! are (as a crash would) and returns only once none is left: after it, this replica
+//! writes nothing more for the namespace and another may take it over.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::{OwnedRwLockReadGuard, RwLock, watch};
+
+use super::lock::Lock;
+
+/// The namespaces this replica reconciles.
+#[derive(Clone, Default)]
+pub enum Scope {
+    /// Every namespace, for as long as the controllers run.
+    #[default]
+    All,
+    /// Those it owns, each for its term.
+    Owned(Arc<OwnedNamespaces>),
+}
+
+impl Scope {
+    /// Leave to reconcile an object of `namespace` now, to be held until the reconcile
+    /// ends; `None` when the namespace is not this replica's (or is being closed).
+    pub fn admit(&self, namespace: &str) -> Option<Admission> {
+        match self {
+            Self::All => Some(Admission { term: None }),
+            Self::Owned(owned) => owned.admit(namespace),
+        }
+    }
+
+    /// Since when this replica has reconciled `namespace` without a break: a listing of
+    /// the cloud asked for earlier may predate another replica's writes for it. `None`
+    /// for every namespace of the controllers' whole run (their cloud view is new with
+    /// each run).
+    pub fn since(&self, namespace: &str) -> Option<Instant> {
+        match self {
+            Self::All => None,
+            // Not owned: nothing of it is admitted, and no earlier listing vouches.
+            Self::Owned(owned) => Some(owned.since(namespace).unwrap_or_else(Instant::now)),
+        }
+    }
+}
+
+/// The namespaces a shard owns, and their terms.
+#[derive(Default)]
+pub struct OwnedNamespaces {
+    terms: Lock<HashMap<String, Arc<Term>>>,
+}
+
+struct Term {
+    since: Instant,
+    /// Read-held by each admitted reconcile; written by the close that waits them out.
+    running: Arc<RwLock<()>>,
+    /// Set when the close's grace is over: admitted reconciles stop where they are.
+    cancel: watch::Sender<bool>,
+}
+
+impl OwnedNamespaces {
+    /// Starts a term for `namespace` (none new if one is open).
+    pub fn open(&self, namespace: &str) {
+        self.terms
+            .lock()
+            .entry(namespace.to_owned())
+            .or_insert_with(|| {
+                Arc::new(Term {
+                    since: Instant::now(),
+                    running: Arc::new(RwLock::new(())),
+                    cancel: watch::channel(false).0,
+                })
+            });
+    }
+
+    /// Whether `namespace` is in an open term.
+    pub fn owns(&self, namespace: &str) -> bool {
+        self.terms.lock().contains_key(namespace)
+    }
+
+    /// The namespaces in open terms.
+    pub fn namespaces(&self) -> Vec<String> {
+        self.terms.lock().keys().cloned().collect()
+    }
+
+    fn since(&self, namespace: &str) -> Option<Instant> {
+        self.terms.lock().get(namespace).map(|term| term.since)
+    }
+
+    fn admit(&self, namespace: &str) -> Option<Admission> {
+        let term = self.terms.lock().get(namespace)?.clone();
+        let running = term.running.clone().try_read_owned().ok()?;
+        Some(Admission {
+            term: Some((running, term.cancel.subscribe())),
+        })
+    }
+
+    /// Ends `namespace`'s term: refuses its new reconciles at once, lets the running
+    /// ones finish within `grace`, then stops the rest; returns when none is left.
+    /// Returns at once if no term was open.
+    pub async fn close(&self, namespace: &str, grace: Duration) {
+        let Some(term) = self.terms.lock().remove(namespace) else {
+            return;
+        };
+        let drained = term.running.clone().write_owned();
+        tokio::pin!(drained);
+        tokio::select! {
+            _ = &mut drained => return,
+            () = tokio::time::sleep(grace) => {}
+        }
+        term.cancel.send_replace(true);
+        drained.await;
+    }
+}
+
+/// Leave to reconcile one object, held for as long as the reconcile runs.
+pub struct Admission {
+    term: Option<(OwnedRwLockReadGuard<()>, watch::Receiver<bool>)>,
+}
+
+impl Admission {
+    /// Resolves when the term is closing and its grace is over: the reconcile must stop
+    /// where it is. Never, in [`Scope::All`].
+    pub async fn revoked(&mut self) {
+        match &mut self.term {
+            // The sender lives as long as the close that waits for this admission.
+            Some((_, cancel)) => drop(cancel.wait_for(|revoked| *revoked).await),
+            None => std::future::pending().await,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn owned(namespaces: &[&str]) -> (Scope, Arc<OwnedNamespaces>) {
+        let owned = Arc::new(OwnedNamespaces::default());
+        for ns in namespaces {
+            owned.open(ns);
+        }
+        (Scope::Owned(owned.clone()), owned)
+    }
+
+    #[test]
+    fn all_admits_every_namespace_for_the_whole_run() {
+        assert!(Scope::All.admit("any").is_some());
+        assert_eq!(Scope::All.since("any"), None);
+    }
+
+    #[test]
+    fn only_owned_namespaces_are_admitted_and_each_since_its_own_term() {
+        let (scope, owned) = owned(&["a"]);
+        assert!(scope.admit("a").is_some());
+        assert!(scope.admit("b").is_none(), "not ours");
+        let a_since = scope.since("a").expect("a term");
+        std::thread::sleep(Duration::from_millis(2));
+        owned.open("b");
+        assert!(scope.since("b").expect("b term") > a_since);
+        owned.open("a");
+        assert_eq!(scope.since("a"), Some(a_since), "reopening keeps the term");
+        assert!(scope.since("c").expect("not ours") > a_since);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn closing_refuses_new_reconciles_and_waits_for_running_ones() {
+        let (scope, owned) = owned(&["a"]);
+        let running = scope.admit("a").expect("admitted");
+        let started = tokio::time::Instant::now();
+        let close = tokio::spawn({
+            let owned = owned.clone();
+            async move { owned.close("a", Duration::from_secs(5)).await }
+        });
+        tokio::task::yield_now().await;
+        assert!(scope.admit("a").is_none(), "closing: no new reconcile");
+        assert!(!owned.owns("a"));
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert!(!close.is_finished(), "a reconcile still runs");
+        drop(running);
+        close.await.expect("closed");
+        assert_eq!(
+            started.elapsed(),
+            Duration::from_secs(1),
+            "no grace left to wait"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_reconcile_still_running_after_the_grace_is_revoked() {
+        let (scope, owned) = owned(&["a"]);
+        let mut stuck = scope.admit("a").expect("admitted");
+        let started = tokio::time::Instant::now();
+        let close = tokio::spawn({
+            let owned = owned.clone();
+            async move { owned.close("a", Duration::from_secs(5)).await }
+        });
+        // The reconcile notices the revocation and stops, dropping its admission.
+        stuck.revoked().await;
+        assert_eq!(started.elapsed(), Duration::from_secs(5));
+        drop(stuck);
+        close.await.expect("closed");
+        // A new term is a new start.
+        owned.open("a");
+        let mut next = scope.admit("a").expect("admitted again");
+        let revoked = tokio::time::timeout(Duration::from_secs(60), next.revoked()).await;
+        assert!(revoked.is_err(), "the new term is not revoked");
+    }
+}
