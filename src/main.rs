@@ -150,6 +150,13 @@ struct RunArgs {
     /// replicas only one acts (default: on inside a cluster, off outside one).
     #[arg(long, env = "VERDA_LEADER_ELECT", num_args = 0..=1, default_missing_value = "true")]
     leader_elect: Option<bool>,
+    /// Run as one of several active shards that divide the namespaces among themselves
+    /// through Leases (instead of one leader doing all). Not yet for production use.
+    #[arg(long, env = "VERDA_SHARDS", num_args = 0..=1, default_missing_value = "true", hide = true, conflicts_with = "namespace")]
+    shards: Option<bool>,
+    /// With --shards: divide only the namespaces with these labels (a label selector).
+    #[arg(long, env = "VERDA_SHARD_NAMESPACE_SELECTOR", hide = true)]
+    shard_namespace_selector: Option<String>,
     /// Namespace of the leader-election Lease (default: the pod's namespace).
     #[arg(long, env = "POD_NAMESPACE", default_value = "verda-system")]
     lease_namespace: String,
@@ -232,6 +239,8 @@ fn run_operator(args: RunArgs) -> Result<(), String> {
         config: args.config,
         namespace: args.namespace,
         leader_elect: args.leader_elect.unwrap_or_else(in_cluster),
+        shards: args.shards.unwrap_or(false),
+        shard_namespace_selector: args.shard_namespace_selector,
         lease_namespace: args.lease_namespace,
         lease_name: args.lease_name,
         identity: args.identity.unwrap_or_else(default_identity),

@@ -15,12 +15,14 @@ use tokio::sync::watch;
 use crate::cloud::CloudSelection;
 use crate::cloud::budget::Budgets;
 use crate::config::{Config, ConfigError};
+use crate::controller::scope::{OwnedNamespaces, Scope};
 use crate::controller::{self, CloudPorts, Context, Timing};
 use crate::embedded_cloud::{self, CloudSetupError};
 use crate::http::{self, Health};
 use crate::kube_clients::KubeClients;
 use crate::leader_election::{FatalLeaseError, LeaderElector, run_elected};
 use crate::metrics::Metrics;
+use crate::shards::{self, ShardOptions};
 
 /// Options of the `run` command.
 #[derive(Clone, Debug)]
@@ -35,6 +37,11 @@ pub struct RunOptions {
     pub namespace: Option<String>,
     /// Whether to hold a Lease before running the controllers (several replicas).
     pub leader_elect: bool,
+    /// Whether to run as one of several shards dividing the namespaces (overrides
+    /// `leader_elect`).
+    pub shards: bool,
+    /// With `shards`: only the namespaces with these labels (a label selector).
+    pub shard_namespace_selector: Option<String>,
     pub lease_namespace: String,
     pub lease_name: String,
     pub identity: String,
@@ -106,14 +113,20 @@ pub async fn run(options: RunOptions) -> Result<(), RunError> {
     let ports: Arc<dyn CloudPorts> = Arc::new(cloud.client.clone());
     let cluster = controller::cluster::identify(&client, &config).await?;
     tracing::info!(%cluster, "cloud resources record this cluster");
+    let owned = options.shards.then(Arc::<OwnedNamespaces>::default);
+    let scope = owned.clone().map_or(Scope::All, Scope::Owned);
     let ctx = Arc::new(
         Context::new(client.clone(), config, metrics, ports, timing, cluster)
             .watching(options.namespace.clone())
             .watching_through(clients.watches.clone())
             .reporting_as(&options.identity)
-            .with_budgets(budgets),
+            .with_budgets(budgets)
+            .scoped(scope),
     );
-    let elected = run_controllers(&options, clients.lease, ctx).await;
+    let elected = match owned {
+        Some(owned) => run_shard(&options, clients.lease, ctx, owned).await,
+        None => run_controllers(&options, clients.lease, ctx).await,
+    };
     tracing::info!("shutting down");
     health.set_ready(false);
     let _ = stop_tx.send(true);
@@ -155,6 +168,34 @@ async fn run_controllers(
     })
     .await
     .map_err(RunError::from)
+}
+
+/// Runs the controllers as one shard until a termination signal: they reconcile the
+/// namespaces this replica holds claims on, which it hands back before it stops.
+async fn run_shard(
+    options: &RunOptions,
+    lease_client: kube::Client,
+    ctx: Arc<Context>,
+    owned: Arc<OwnedNamespaces>,
+) -> Result<(), RunError> {
+    let signals = termination_signal()?;
+    tracing::info!(
+        identity = %options.identity,
+        ring = %options.lease_name,
+        "running as one of several shards: reconciling the namespaces this replica claims"
+    );
+    let controllers = tokio::spawn(controller::run_all(ctx.clone()));
+    let shard = ShardOptions {
+        lease_namespace: options.lease_namespace.clone(),
+        ring: options.lease_name.clone(),
+        identity: options.identity.clone(),
+        lease_duration: options.lease_duration,
+        namespace_selector: options.shard_namespace_selector.clone(),
+    };
+    let ran = shards::run(ctx, owned, lease_client, shard, signals).await;
+    controllers.abort();
+    let _ = controllers.await;
+    ran.map_err(RunError::from)
 }
 
 /// Builds the Kubernetes clients (from `kubeconfig`, else `KUBECONFIG`, `~/.kube/config`

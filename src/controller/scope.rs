@@ -12,9 +12,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::sync::{OwnedRwLockReadGuard, RwLock, watch};
+use tokio::sync::{OwnedRwLockReadGuard, RwLock, mpsc, watch};
 
 use super::lock::Lock;
+use super::watch_cache::namespaced::Coverage;
 
 /// The namespaces this replica reconciles.
 #[derive(Clone, Default)]
@@ -49,10 +50,16 @@ impl Scope {
     }
 }
 
-/// The namespaces a shard owns, and their terms.
+/// The namespaces a shard owns, and their terms. One task opens and closes them (the
+/// shard's loop): an open and a close of one namespace never overlap.
 #[derive(Default)]
 pub struct OwnedNamespaces {
     terms: Lock<HashMap<String, Arc<Term>>>,
+    /// The kinds' watch feeds, told which namespaces to watch.
+    feeds: Lock<Vec<mpsc::UnboundedSender<Coverage>>>,
+    /// Set while this replica may not act at all (its membership lapsed): nothing is
+    /// admitted, whatever terms are open.
+    fenced: std::sync::atomic::AtomicBool,
 }
 
 struct Term {
@@ -64,18 +71,38 @@ struct Term {
 }
 
 impl OwnedNamespaces {
-    /// Starts a term for `namespace` (none new if one is open).
+    /// Starts a term for `namespace` (none new if one is open), and has the feeds watch
+    /// it: its listing wakes its objects' reconciles, admitted from now on.
     pub fn open(&self, namespace: &str) {
-        self.terms
+        let mut terms = self.terms.lock();
+        if terms.contains_key(namespace) {
+            return;
+        }
+        let term = Term {
+            since: Instant::now(),
+            running: Arc::new(RwLock::new(())),
+            cancel: watch::channel(false).0,
+        };
+        terms.insert(namespace.to_owned(), Arc::new(term));
+        self.tell(Coverage::Watch(namespace.to_owned()));
+    }
+
+    /// A feed's coverage: every namespace open now, then each opened or closed.
+    pub fn coverage(&self) -> mpsc::UnboundedReceiver<Coverage> {
+        let (feed, coverage) = mpsc::unbounded_channel();
+        let terms = self.terms.lock();
+        for namespace in terms.keys() {
+            let _ = feed.send(Coverage::Watch(namespace.clone()));
+        }
+        self.feeds.lock().push(feed);
+        coverage
+    }
+
+    fn tell(&self, change: Coverage) {
+        // A feed gone is a controller stopped; the others go on.
+        self.feeds
             .lock()
-            .entry(namespace.to_owned())
-            .or_insert_with(|| {
-                Arc::new(Term {
-                    since: Instant::now(),
-                    running: Arc::new(RwLock::new(())),
-                    cancel: watch::channel(false).0,
-                })
-            });
+            .retain(|feed| feed.send(change.clone()).is_ok());
     }
 
     /// Whether `namespace` is in an open term.
@@ -93,6 +120,9 @@ impl OwnedNamespaces {
     }
 
     fn admit(&self, namespace: &str) -> Option<Admission> {
+        if self.fenced.load(std::sync::atomic::Ordering::SeqCst) {
+            return None;
+        }
         let term = self.terms.lock().get(namespace)?.clone();
         let running = term.running.clone().try_read_owned().ok()?;
         Some(Admission {
@@ -100,21 +130,43 @@ impl OwnedNamespaces {
         })
     }
 
+    /// Stops everything at once: no reconcile is admitted and those running are revoked
+    /// (the terms stay open, to be closed by whoever lifts the fence).
+    pub fn fence(&self) {
+        self.fenced.store(true, std::sync::atomic::Ordering::SeqCst);
+        for term in self.terms.lock().values() {
+            term.cancel.send_replace(true);
+        }
+    }
+
+    /// Lifts [`OwnedNamespaces::fence`]: terms opened from now on admit again.
+    pub fn unfence(&self) {
+        self.fenced
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+    }
+
     /// Ends `namespace`'s term: refuses its new reconciles at once, lets the running
-    /// ones finish within `grace`, then stops the rest; returns when none is left.
-    /// Returns at once if no term was open.
-    pub async fn close(&self, namespace: &str, grace: Duration) {
+    /// ones finish within `grace`, then stops the rest; once none is left, the feeds drop
+    /// the namespace's watches and objects. Returns then, with whether any reconcile had
+    /// to be stopped (its last request may still be on its way). At once if no term was
+    /// open.
+    pub async fn close(&self, namespace: &str, grace: Duration) -> bool {
         let Some(term) = self.terms.lock().remove(namespace) else {
-            return;
+            return false;
         };
         let drained = term.running.clone().write_owned();
         tokio::pin!(drained);
-        tokio::select! {
-            _ = &mut drained => return,
-            () = tokio::time::sleep(grace) => {}
-        }
-        term.cancel.send_replace(true);
-        drained.await;
+        let stopped = tokio::select! {
+            biased;
+            _ = &mut drained => false,
+            () = tokio::time::sleep(grace) => {
+                term.cancel.send_replace(true);
+                drained.await;
+                true
+            }
+        };
+        self.tell(Coverage::Drop(namespace.to_owned()));
+        stopped
     }
 }
 
@@ -170,6 +222,8 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn closing_refuses_new_reconciles_and_waits_for_running_ones() {
         let (scope, owned) = owned(&["a"]);
+        let mut coverage = owned.coverage();
+        assert_eq!(coverage.try_recv(), Ok(Coverage::Watch("a".into())));
         let running = scope.admit("a").expect("admitted");
         let started = tokio::time::Instant::now();
         let close = tokio::spawn({
@@ -181,13 +235,34 @@ mod tests {
         assert!(!owned.owns("a"));
         tokio::time::sleep(Duration::from_secs(1)).await;
         assert!(!close.is_finished(), "a reconcile still runs");
+        assert!(
+            coverage.try_recv().is_err(),
+            "watched while a reconcile runs"
+        );
         drop(running);
-        close.await.expect("closed");
+        assert!(!close.await.expect("closed"), "none stopped");
         assert_eq!(
             started.elapsed(),
             Duration::from_secs(1),
-            "no grace left to wait"
+            "no grace waited out"
         );
+        assert_eq!(coverage.try_recv(), Ok(Coverage::Drop("a".into())));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_fence_revokes_every_running_reconcile_and_admits_none() {
+        let (scope, owned) = owned(&["a", "b"]);
+        let mut running = scope.admit("a").expect("admitted");
+        owned.fence();
+        tokio::time::timeout(Duration::from_millis(1), running.revoked())
+            .await
+            .expect("revoked at once");
+        assert!(scope.admit("b").is_none(), "fenced");
+        drop(running);
+        assert!(!owned.close("a", Duration::ZERO).await);
+        owned.unfence();
+        owned.open("a");
+        assert!(scope.admit("a").is_some(), "a new term after the fence");
     }
 
     #[tokio::test(start_paused = true)]
@@ -203,9 +278,11 @@ mod tests {
         stuck.revoked().await;
         assert_eq!(started.elapsed(), Duration::from_secs(5));
         drop(stuck);
-        close.await.expect("closed");
-        // A new term is a new start.
+        assert!(close.await.expect("closed"), "one stopped");
+        // A new term is a new start, and a feed that starts now watches it.
         owned.open("a");
+        let mut coverage = owned.coverage();
+        assert_eq!(coverage.try_recv(), Ok(Coverage::Watch("a".into())));
         let mut next = scope.admit("a").expect("admitted again");
         let revoked = tokio::time::timeout(Duration::from_secs(60), next.revoked()).await;
         assert!(revoked.is_err(), "the new term is not revoked");

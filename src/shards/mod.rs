@@ -1,5 +1,343 @@
-//! Active-active shards (`--shards`, not wired yet): replicas divide the cluster's
-//! namespaces among themselves through Leases in the API server.
+//! Active-active shards (`--shards`): every replica runs the controllers, and the
+//! replicas divide the cluster's namespaces among themselves through Leases in the API
+//! server.
+//!
+//! Each replica renews a member Lease of its own (`<ring>-member-<identity>`) and, while
+//! it holds it, keeps its claims: a claim Lease per namespace (`<ring>-ns-<namespace>`)
+//! names the one replica that reconciles it. Each round it reads the ring (member
+//! Leases, claims, namespaces), computes who should own what ([`ring::assign`]) and acts
+//! on each claim as [`claim::decide`] says: it takes a namespace only when its claim is
+//! missing, released, or held by a member it has seen dead; it gives one up only by
+//! stopping every reconcile of it first and then releasing the claim. A replica whose
+//! membership lapses (its renewals do not get through) stops everything at once, before
+//! any peer may judge it dead.
 
 pub mod claim;
 pub mod ring;
+pub mod roster;
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams, Preconditions};
+use kube::{Client, ResourceExt};
+use tokio::sync::watch;
+
+use self::claim::Claim;
+use self::roster::{Liveness, Names, Round, holder};
+use crate::controller::Context;
+use crate::controller::scope::OwnedNamespaces;
+use crate::leader_election::{FatalLeaseError, LeaderElector, run_elected};
+
+/// How long a namespace's running reconciles may finish before they are stopped.
+const GRACE: Duration = Duration::from_secs(5);
+/// After stopping reconciles mid-way: time for a request already sent to land before
+/// another replica may look.
+const SETTLE: Duration = Duration::from_secs(1);
+/// Beyond a member's lease duration, how long its Lease may stay unchanged before it
+/// counts as dead (its own fence passes a third of the duration earlier).
+const MARGIN: Duration = Duration::from_secs(2);
+
+/// Where the ring's Leases live and who this replica is.
+#[derive(Clone, Debug)]
+pub struct ShardOptions {
+    pub lease_namespace: String,
+    /// The ring's name, the prefix of its Leases' names.
+    pub ring: String,
+    pub identity: String,
+    pub lease_duration: Duration,
+    /// Only the namespaces with these labels are divided (a label selector); every
+    /// namespace when `None`.
+    pub namespace_selector: Option<String>,
+}
+
+/// Runs this replica as one shard until `shutdown` resolves: renews its membership,
+/// keeps its claims while it is a member, and on shutdown hands every namespace it owns
+/// back (stopped, then released) before it leaves the ring.
+pub async fn run(
+    ctx: Arc<Context>,
+    owned: Arc<OwnedNamespaces>,
+    lease_client: Client,
+    options: ShardOptions,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), FatalLeaseError> {
+    let names = Names {
+        ring: options.ring.clone(),
+    };
+    let member = LeaderElector::new(
+        lease_client.clone(),
+        &options.lease_namespace,
+        &names.member(&options.identity),
+        &options.identity,
+        options.lease_duration,
+    );
+    let shard = Arc::new(Shard {
+        ctx,
+        owned,
+        leases: Api::namespaced(lease_client.clone(), &options.lease_namespace),
+        namespaces: Api::all(lease_client),
+        names,
+        options,
+    });
+    let (stop, stopping) = watch::channel(false);
+    let (done, handed_back) = watch::channel(false);
+    let every = shard.options.lease_duration / 3;
+    let leaving = async {
+        shutdown.await;
+        stop.send_replace(true);
+        // Bounded: a replica that is no member now has nothing to hand back.
+        let mut handed_back = handed_back.clone();
+        let wait = handed_back.wait_for(|done| *done);
+        let _ = tokio::time::timeout(GRACE + SETTLE + every * 3, wait).await;
+    };
+    run_elected(&member, every, leaving, || {
+        let shard = shard.clone();
+        tokio::spawn(shard.keep_claims(stopping.clone(), done.clone()))
+    })
+    .await
+}
+
+/// One replica of the ring.
+struct Shard {
+    ctx: Arc<Context>,
+    owned: Arc<OwnedNamespaces>,
+    leases: Api<Lease>,
+    namespaces: Api<Namespace>,
+    names: Names,
+    options: ShardOptions,
+}
+
+/// Fences the owned namespaces when the task keeping the claims ends for any reason
+/// (membership lost, shutdown): nothing is reconciled without a member keeping it.
+struct FenceOnDrop(Arc<OwnedNamespaces>);
+
+impl Drop for FenceOnDrop {
+    fn drop(&mut self) {
+        self.0.fence();
+    }
+}
+
+impl Shard {
+    /// While this replica is a member: each round, reads the ring and acts on every
+    /// claim; on `stop`, hands every namespace back and says so on `done`.
+    async fn keep_claims(
+        self: Arc<Self>,
+        mut stop: watch::Receiver<bool>,
+        done: watch::Sender<bool>,
+    ) {
+        let _fence = FenceOnDrop(self.owned.clone());
+        // Terms left from before the membership lapsed were revoked by the fence; their
+        // namespaces are taken again only by writing their claims again.
+        for namespace in self.owned.namespaces() {
+            self.owned.close(&namespace, Duration::ZERO).await;
+        }
+        self.owned.unfence();
+        let mut liveness = Liveness::new(self.options.lease_duration + MARGIN);
+        loop {
+            if *stop.borrow() {
+                self.hand_back_all().await;
+                done.send_replace(true);
+                return;
+            }
+            match self.read(&mut liveness).await {
+                Ok(round) => self.act(&round, &liveness).await,
+                Err(error) => tracing::warn!(
+                    error = %crate::kube_error::describe(&error),
+                    "could not read the shards' Leases and namespaces; trying again next round"
+                ),
+            }
+            tokio::select! {
+                () = tokio::time::sleep(self.options.lease_duration / 3) => {}
+                _ = stop.changed() => {}
+            }
+        }
+    }
+
+    async fn read(&self, liveness: &mut Liveness) -> Result<Round, kube::Error> {
+        let leases = self.leases.list(&ListParams::default()).await?.items;
+        let mut selected = ListParams::default();
+        if let Some(selector) = &self.options.namespace_selector {
+            selected = selected.labels(selector);
+        }
+        let namespaces = self.namespaces.list_metadata(&selected).await?;
+        let namespaces: BTreeSet<String> = namespaces.items.iter().map(|n| n.name_any()).collect();
+        Ok(Round::read(
+            &self.names,
+            leases,
+            namespaces,
+            liveness,
+            Instant::now(),
+        ))
+    }
+
+    /// Takes, keeps or hands back each namespace as the ring and its claim say.
+    async fn act(&self, round: &Round, liveness: &Liveness) {
+        let now = Instant::now();
+        let me = self.options.identity.as_str();
+        let mut members = liveness.members(now);
+        members.insert(me.to_owned());
+        let assigned = ring::assign(&members, &round.namespaces, &round.holders());
+        let mine = assigned.get(me).cloned().unwrap_or_default();
+        let mut candidates: BTreeSet<String> = round.namespaces.clone();
+        candidates.extend(round.claims.keys().cloned());
+        candidates.extend(self.owned.namespaces());
+        let mut hand_backs = Vec::new();
+        for namespace in candidates {
+            let lease = round.claims.get(&namespace);
+            if !round.namespaces.contains(&namespace) {
+                // Gone (its objects with it): a claim of ours is deleted.
+                let ours = lease.filter(|l| holder(l) == Some(me)).cloned();
+                if ours.is_some() || self.owned.owns(&namespace) {
+                    hand_backs.push(self.hand_back(namespace, ours, None));
+                }
+                continue;
+            }
+            let live = |member: &str| member == me || liveness.live(member, now);
+            let spec = lease.and_then(|l| l.spec.as_ref());
+            match claim::decide(spec, me, mine.contains(&namespace), live, Timestamp::now()) {
+                Claim::Create(spec) => self.take(&namespace, None, spec).await,
+                Claim::Take(spec) => self.take(&namespace, lease, spec).await,
+                Claim::Keep if !self.owned.owns(&namespace) => {
+                    let mut spec = spec.cloned().unwrap_or_default();
+                    spec.acquire_time = Some(MicroTime(Timestamp::now()));
+                    self.take(&namespace, lease, spec).await;
+                }
+                Claim::Keep => {}
+                Claim::Release(spec) => {
+                    hand_backs.push(self.hand_back(namespace, lease.cloned(), Some(spec)));
+                }
+                Claim::Wait { .. } | Claim::NotOurs => {
+                    // Held by another: nothing of it may run here.
+                    if self.owned.owns(&namespace) {
+                        hand_backs.push(self.hand_back(namespace, None, None));
+                    }
+                }
+            }
+        }
+        futures::future::join_all(hand_backs).await;
+    }
+
+    /// Writes the claim with this replica as holder (a create when there is none, else
+    /// a replace guarded by the read's resourceVersion) and, if that got through, opens
+    /// the namespace's term.
+    async fn take(&self, namespace: &str, current: Option<&Lease>, spec: LeaseSpec) {
+        let name = self.names.claim(namespace);
+        let written = match current {
+            None => {
+                let lease = Lease {
+                    metadata: ObjectMeta {
+                        name: Some(name.clone()),
+                        ..ObjectMeta::default()
+                    },
+                    spec: Some(spec),
+                };
+                self.leases.create(&PostParams::default(), &lease).await
+            }
+            Some(current) => {
+                let mut lease = current.clone();
+                lease.spec = Some(spec);
+                self.leases
+                    .replace(&name, &PostParams::default(), &lease)
+                    .await
+            }
+        };
+        match written {
+            Ok(_) => {
+                tracing::info!(%namespace, identity = %self.options.identity, "took the namespace's claim; reconciling it");
+                self.owned.open(namespace);
+            }
+            // Another replica wrote first; the next round reads who.
+            Err(kube::Error::Api(status)) if status.code == 409 => {}
+            Err(error) => tracing::warn!(
+                %namespace,
+                error = %crate::kube_error::describe(&error),
+                "could not write the namespace's claim; trying again next round"
+            ),
+        }
+    }
+
+    /// Stops reconciling `namespace` (running reconciles finish within [`GRACE`]), drops
+    /// what this replica held of it, then writes `release` to its claim — or deletes the
+    /// claim when the namespace is gone (`release` none and the claim ours).
+    async fn hand_back(&self, namespace: String, claim: Option<Lease>, release: Option<LeaseSpec>) {
+        let stopped = self.owned.close(&namespace, GRACE).await;
+        self.ctx.view.forget_namespace(&namespace);
+        if stopped {
+            tokio::time::sleep(SETTLE).await;
+        }
+        let Some(claim) = claim else {
+            return;
+        };
+        let name = claim.name_any();
+        let written = match release {
+            Some(spec) => {
+                let mut released = claim.clone();
+                released.spec = Some(spec);
+                let params = PostParams::default();
+                self.leases
+                    .replace(&name, &params, &released)
+                    .await
+                    .map(drop)
+            }
+            None => {
+                let params = DeleteParams {
+                    preconditions: Some(Preconditions {
+                        resource_version: claim.resource_version(),
+                        uid: None,
+                    }),
+                    ..DeleteParams::default()
+                };
+                self.leases.delete(&name, &params).await.map(drop)
+            }
+        };
+        match written {
+            Ok(()) => {
+                tracing::info!(%namespace, identity = %self.options.identity, "stopped reconciling the namespace and released its claim")
+            }
+            Err(error) => tracing::warn!(
+                %namespace,
+                error = %crate::kube_error::describe(&error),
+                "stopped reconciling the namespace but could not release its claim; another replica takes it once this one's membership ends"
+            ),
+        }
+    }
+
+    /// On shutdown: every namespace this replica holds, stopped and released.
+    async fn hand_back_all(&self) {
+        let me = self.options.identity.as_str();
+        let leases = match self.leases.list(&ListParams::default()).await {
+            Ok(leases) => leases.items,
+            Err(error) => {
+                tracing::warn!(error = %crate::kube_error::describe(&error), "could not read the claims to release them; other replicas take them once this one's membership ends");
+                Vec::new()
+            }
+        };
+        let mut liveness = Liveness::new(Duration::ZERO);
+        let round = Round::read(
+            &self.names,
+            leases,
+            BTreeSet::new(),
+            &mut liveness,
+            Instant::now(),
+        );
+        let mut hand_backs = Vec::new();
+        for (namespace, lease) in round.claims {
+            if holder(&lease) == Some(me) {
+                let release = LeaseSpec {
+                    holder_identity: Some(String::new()),
+                    ..lease.spec.clone().unwrap_or_default()
+                };
+                hand_backs.push(self.hand_back(namespace, Some(lease), Some(release)));
+            }
+        }
+        futures::future::join_all(hand_backs).await;
+        for namespace in self.owned.namespaces() {
+            self.owned.close(&namespace, GRACE).await;
+        }
+    }
+}

@@ -28,6 +28,7 @@ mod e2e_load_balancer;
 mod e2e_metrics;
 mod e2e_rollout;
 mod e2e_scope;
+mod e2e_shards;
 mod e2e_shared_clusters;
 mod e2e_upgrade;
 mod e2e_virtual_machine;

@@ -37,22 +37,38 @@ use verda_api::v1alpha1::{LoadBalancer, VirtualMachine, VirtualMachineGroup};
 use self::index::{KeyIndex, Keyed};
 use self::namespaced::{Coverage, Namespaced};
 use super::Context;
+use super::scope::{OwnedNamespaces, Scope};
 
-/// One kind's store and whether its first listing is in.
+/// One kind's store and where its first listing is in.
 #[derive(Clone)]
 pub struct Cache<K: Resource<DynamicType = ()> + Clone + 'static> {
     pub store: Store<K>,
     /// kube's `Store::wait_until_ready` wakes only the last of several concurrent
     /// waiters (a single-waker oneshot), and the controller's own runner is already
     /// one; reconciles wait on this instead.
-    ready: watch::Receiver<bool>,
+    ready: watch::Receiver<Listed>,
     index: Arc<RwLock<KeyIndex>>,
+}
+
+/// Where a kind's store holds a complete first listing.
+#[derive(Clone, Debug, Default)]
+pub struct Listed {
+    /// The cluster's, from one watch over every namespace.
+    everywhere: bool,
+    /// These namespaces', each from a watch of its own.
+    namespaces: std::collections::HashSet<String>,
+}
+
+impl Listed {
+    fn covers(&self, namespace: &str) -> bool {
+        self.everywhere || self.namespaces.contains(namespace)
+    }
 }
 
 /// The write ends of one [`Cache`].
 pub struct CacheWriter<K: Resource<DynamicType = ()> + Clone + 'static> {
     writer: Writer<K>,
-    ready: watch::Sender<bool>,
+    ready: watch::Sender<Listed>,
     index: Arc<RwLock<KeyIndex>>,
 }
 
@@ -61,7 +77,7 @@ where
     K: Resource<DynamicType = ()> + Clone + 'static,
 {
     let (store, writer) = reflector::store();
-    let (ready_tx, ready) = watch::channel(false);
+    let (ready_tx, ready) = watch::channel(Listed::default());
     let index = Arc::new(RwLock::new(KeyIndex::default()));
     (
         Cache {
@@ -78,11 +94,11 @@ where
 }
 
 impl<K: Resource<DynamicType = ()> + Clone + 'static> Cache<K> {
-    /// Once the first listing is in (at once after that). A stopped watch leaves the
-    /// store as it is, to be read anyway.
-    async fn filled(&self) {
+    /// Once the first listing of `namespace` is in (at once after that). A stopped
+    /// watch leaves the store as it is, to be read anyway.
+    async fn filled(&self, namespace: &str) {
         let mut ready = self.ready.clone();
-        let _ = ready.wait_for(|r| *r).await;
+        let _ = ready.wait_for(|listed| listed.covers(namespace)).await;
     }
 }
 
@@ -253,7 +269,7 @@ where
                 follow(&index, &reader, event);
                 if matches!(event, watcher::Event::InitDone) {
                     tracing::info!(kind = %listed_kind, objects = reader.state().len(), "listed; watching");
-                    ready.send_replace(true);
+                    ready.send_modify(|listed| listed.everywhere = true);
                 }
             });
         let mut listing = Vec::new();
@@ -295,37 +311,40 @@ where
         let mut covering = true;
         loop {
             tokio::select! {
-                change = coverage.recv(), if covering => match change {
-                    Some(Coverage::Watch(namespace)) if !stops.contains_key(&namespace) => {
-                        let api = Api::namespaced(client.clone(), &namespace);
-                        let (events, stop) = futures::stream::abortable(namespace_watch(api, namespace.clone()));
-                        watches.push(events);
-                        stops.insert(namespace, stop);
-                    }
-                    Some(Coverage::Watch(_)) => {}
-                    Some(Coverage::Drop(namespace)) => {
-                        if let Some(stop) = stops.remove(&namespace) {
-                            stop.abort();
-                        }
-                        store.drop_namespace(&namespace);
-                    }
-                    None => covering = false,
-                },
-                Some((namespace, event)) = watches.next(), if !watches.is_empty() => {
-                    let listing = matches!(event, watcher::Event::InitDone);
-                    let passed = store.apply(&namespace, event);
-                    if listing && store.listed(&namespace) {
-                        tracing::info!(kind = %kind, namespace = %namespace, objects = passed.len(), "listed; watching");
-                        if stops.keys().all(|n| store.listed(n)) {
-                            ready.send_replace(true);
-                        }
-                    }
-                    for passed in passed {
-                        self.pass_on(&reader, passed);
-                    }
-                }
-                else => break,
-            }
+                           change = coverage.recv(), if covering => match change {
+                               Some(Coverage::Watch(namespace)) if !stops.contains_key(&namespace) => {
+                                   let api = Api::namespaced(client.clone(), &namespace);
+                                   let (events, stop) = futures::stream::abortable(namespace_watch(api, namespace.clone()));
+                                   watches.push(events);
+                                   stops.insert(namespace, stop);
+                               }
+                               Some(Coverage::Watch(_)) => {}
+                               Some(Coverage::Drop(namespace)) => {
+                                   if let Some(stop) = stops.remove(&namespace) {
+                                       stop.abort();
+                                   }
+                                   ready.send_modify(|listed| {
+            let _ = listed.namespaces.remove(&namespace);
+            });
+                                   store.drop_namespace(&namespace);
+                               }
+                               None => covering = false,
+                           },
+                           Some((namespace, event)) = watches.next(), if !watches.is_empty() => {
+                               let listing = matches!(event, watcher::Event::InitDone);
+                               let passed = store.apply(&namespace, event);
+                               if listing && store.listed(&namespace) && !ready.borrow().covers(&namespace) {
+                                   tracing::info!(kind = %kind, namespace = %namespace, objects = passed.len(), "listed; watching");
+                                   ready.send_modify(|listed| {
+            let _ = listed.namespaces.insert(namespace.clone());
+            });
+                               }
+                               for passed in passed {
+                                   self.pass_on(&reader, passed);
+                               }
+                           }
+                           else => break,
+                       }
         }
     }
 
@@ -432,12 +451,13 @@ impl Feeds {
     /// Runs the three kinds' watches into the caches `writers` fill: over the cluster,
     /// or with `--namespace` over that namespace only.
     pub async fn run(self, ctx: &Context, writers: Writers) {
-        if let Some(namespace) = &ctx.watch_namespace {
-            let only = || {
-                let (coverage, covered) = mpsc::unbounded_channel();
-                let _ = coverage.send(Coverage::Watch(namespace.clone()));
-                covered
-            };
+        let covered = match (&ctx.scope, &ctx.watch_namespace) {
+            (Scope::Owned(owned), _) => Some(Coverages::Owned(owned.clone())),
+            (Scope::All, Some(namespace)) => Some(Coverages::Only(namespace.clone())),
+            (Scope::All, None) => None,
+        };
+        if let Some(covered) = covered {
+            let only = || covered.feed();
             let client = &ctx.watch_client;
             tokio::join!(
                 self.virtual_machines.run_namespaced(
@@ -462,12 +482,33 @@ impl Feeds {
     }
 }
 
+/// Where the namespaces watched one by one come from.
+enum Coverages {
+    /// A shard's owned namespaces, as they come and go.
+    Owned(Arc<OwnedNamespaces>),
+    /// `--namespace`.
+    Only(String),
+}
+
+impl Coverages {
+    fn feed(&self) -> mpsc::UnboundedReceiver<Coverage> {
+        match self {
+            Self::Owned(owned) => owned.coverage(),
+            Self::Only(namespace) => {
+                let (coverage, covered) = mpsc::unbounded_channel();
+                let _ = coverage.send(Coverage::Watch(namespace.clone()));
+                covered
+            }
+        }
+    }
+}
+
 /// The objects of `cache` in `namespace`, once it has been filled.
 pub async fn in_namespace<K>(cache: &Cache<K>, namespace: &str) -> Vec<Arc<K>>
 where
     K: Resource<DynamicType = ()> + Clone + 'static,
 {
-    cache.filled().await;
+    cache.filled(namespace).await;
     cache
         .store
         .state_filter(|obj| obj.namespace().as_deref() == Some(namespace))
@@ -478,7 +519,7 @@ pub async fn with_key<K>(cache: &Cache<K>, namespace: &str, key: &str) -> Vec<Ar
 where
     K: Resource<DynamicType = ()> + Keyed + Clone + 'static,
 {
-    cache.filled().await;
+    cache.filled(namespace).await;
     cache.with_key_now(namespace, key)
 }
 
@@ -487,7 +528,7 @@ pub async fn exists<K>(cache: &Cache<K>, namespace: &str, name: &str) -> bool
 where
     K: Resource<DynamicType = ()> + Clone + 'static,
 {
-    cache.filled().await;
+    cache.filled(namespace).await;
     cache
         .store
         .get(&ObjectRef::new(name).within(namespace))
@@ -526,7 +567,9 @@ mod tests {
             })
             .collect();
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        writers.groups.ready.send_replace(true);
+        writers.groups.ready.send_modify(|listed| {
+            let _ = listed.namespaces.insert("ns".into());
+        });
         for waiter in waiters {
             let found = tokio::time::timeout(std::time::Duration::from_secs(5), waiter)
                 .await

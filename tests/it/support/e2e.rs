@@ -11,7 +11,7 @@ use serde::de::DeserializeOwned;
 use verda_operator::cloud::budget::Budgets;
 use verda_operator::cloud::{ClientOptions, OpenStackClient};
 use verda_operator::config::Config;
-use verda_operator::controller::scope::Scope;
+use verda_operator::controller::scope::{OwnedNamespaces, Scope};
 use verda_operator::controller::{self, CloudPorts, Context, Timing};
 use verda_operator::embedded_cloud::simulator_cloud;
 use verda_operator::metrics::Metrics;
@@ -125,14 +125,7 @@ impl Env {
     /// The simulator's cloud as the operator's own credentials reach it, for a test to
     /// change things behind the operator's back.
     pub fn cloud(&self) -> Arc<dyn CloudPorts> {
-        Arc::new(
-            OpenStackClient::new(
-                simulator_cloud(&self.sim),
-                Metrics::new(),
-                ClientOptions::default(),
-            )
-            .expect("cloud client"),
-        )
+        cloud_of(&self.sim)
     }
 
     pub fn api<K>(&self) -> Api<K>
@@ -234,6 +227,28 @@ async fn context(
 ) -> Arc<Context> {
     let settings = (timing, Config::default(), None, Scope::All);
     context_with(cluster, ns, sim, settings, wrap).await
+}
+
+/// The simulator's cloud as the operator's own credentials reach it, for a test to
+/// change things behind the operator's back.
+pub fn cloud_of(sim: &Simulator) -> Arc<dyn CloudPorts> {
+    let options = ClientOptions::default();
+    let client = OpenStackClient::new(simulator_cloud(sim), Metrics::new(), options);
+    Arc::new(client.expect("cloud client"))
+}
+
+/// A context for one of several shards: its own metrics and cloud client on `sim`,
+/// reconciling the namespaces `owned` holds.
+pub async fn shard_context(
+    cluster: &TestCluster,
+    sim: &Simulator,
+    identity: &str,
+    owned: Arc<OwnedNamespaces>,
+) -> Context {
+    let settings = (test_timing(), Config::default(), None, Scope::Owned(owned));
+    let ctx = context_with(cluster, "unused", sim, settings, |client| Arc::new(client)).await;
+    let ctx = Arc::into_inner(ctx).expect("not shared yet");
+    ctx.watching(None).reporting_as(identity)
 }
 
 /// How the controllers of a test run: timing, configuration, request budgets, and the

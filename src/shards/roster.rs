@@ -1,0 +1,249 @@
+//! The ring as one replica sees it: which members are alive, who holds which
+//! namespace's claim, and which namespaces exist — read from the API server each round.
+//!
+//! A member is alive while this replica sees its Lease change: judged by our own
+//! monotonic clock since we last saw its `resourceVersion` move, never by comparing its
+//! `renewTime` with our wall clock, so clocks need not agree.
+
+use std::collections::{BTreeSet, HashMap};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::ResourceExt;
+
+/// Lease names of one ring: `<ring>-member-<identity>` and `<ring>-ns-<namespace>`.
+#[derive(Clone, Debug)]
+pub struct Names {
+    pub ring: String,
+}
+
+impl Names {
+    pub fn member(&self, identity: &str) -> String {
+        lease_name(&format!("{}-member-{identity}", self.ring))
+    }
+
+    pub fn claim(&self, namespace: &str) -> String {
+        lease_name(&format!("{}-ns-{namespace}", self.ring))
+    }
+
+    /// The namespace a claim Lease is for, from its name.
+    fn claimed<'a>(&self, lease: &'a str) -> Option<&'a str> {
+        lease.strip_prefix(&format!("{}-ns-", self.ring))
+    }
+
+    fn is_member(&self, lease: &str) -> bool {
+        lease.starts_with(&format!("{}-member-", self.ring))
+    }
+}
+
+/// A valid object name: lower case, other characters than letters, digits, `-` and `.`
+/// as `-` (the identity itself is the Lease's holder).
+fn lease_name(raw: &str) -> String {
+    let mut name: String = raw
+        .chars()
+        .map(|c| c.to_ascii_lowercase())
+        .map(|c| match c {
+            'a'..='z' | '0'..='9' | '-' | '.' => c,
+            _ => '-',
+        })
+        .collect();
+    name.truncate(253);
+    name
+}
+
+/// One round's reading of the ring.
+#[derive(Debug, Default)]
+pub struct Round {
+    /// Claims by namespace.
+    pub claims: HashMap<String, Lease>,
+    /// The namespaces that exist.
+    pub namespaces: BTreeSet<String>,
+}
+
+impl Round {
+    /// Sorts a listing of the lease namespace into claims and member Leases; the member
+    /// Leases go to `liveness`.
+    pub fn read(
+        names: &Names,
+        leases: Vec<Lease>,
+        namespaces: BTreeSet<String>,
+        liveness: &mut Liveness,
+        now: Instant,
+    ) -> Self {
+        let mut claims = HashMap::new();
+        let mut members = Vec::new();
+        for lease in leases {
+            let name = lease.name_any();
+            if let Some(namespace) = names.claimed(&name) {
+                claims.insert(namespace.to_owned(), lease);
+            } else if names.is_member(&name) {
+                members.push(lease);
+            }
+        }
+        liveness.observe(&members, now);
+        Self { claims, namespaces }
+    }
+
+    /// Who holds each namespace's claim (released claims have no holder).
+    pub fn holders(&self) -> HashMap<String, String> {
+        self.claims
+            .iter()
+            .filter_map(|(namespace, lease)| {
+                let holder = holder(lease)?;
+                Some((namespace.clone(), holder.to_owned()))
+            })
+            .collect()
+    }
+}
+
+/// The holder a Lease names, if any.
+pub fn holder(lease: &Lease) -> Option<&str> {
+    let holder = lease.spec.as_ref()?.holder_identity.as_deref()?;
+    (!holder.is_empty()).then_some(holder)
+}
+
+/// When this replica last saw each member's Lease change.
+#[derive(Debug)]
+pub struct Liveness {
+    seen: HashMap<String, Seen>,
+    /// How long a member's Lease may stay as it is before the member counts as dead:
+    /// its lease duration and a margin.
+    dead_after: Duration,
+}
+
+#[derive(Debug)]
+struct Seen {
+    version: String,
+    changed: Instant,
+}
+
+impl Liveness {
+    pub fn new(dead_after: Duration) -> Self {
+        Self {
+            seen: HashMap::new(),
+            dead_after,
+        }
+    }
+
+    /// Takes in the member Leases as listed at `now`. A member seen for the first time
+    /// counts as just renewed; one whose Lease is released (no holder) or gone is
+    /// forgotten: dead.
+    pub fn observe(&mut self, members: &[Lease], now: Instant) {
+        let mut seen = HashMap::new();
+        for lease in members {
+            let Some(identity) = holder(lease) else {
+                continue;
+            };
+            let version = lease.resource_version().unwrap_or_default();
+            let changed = match self.seen.get(identity) {
+                Some(before) if before.version == version => before.changed,
+                _ => now,
+            };
+            seen.insert(identity.to_owned(), Seen { version, changed });
+        }
+        self.seen = seen;
+    }
+
+    /// Whether `member` is alive as of `now`.
+    pub fn live(&self, member: &str, now: Instant) -> bool {
+        self.seen
+            .get(member)
+            .is_some_and(|seen| now.saturating_duration_since(seen.changed) < self.dead_after)
+    }
+
+    /// The members alive as of `now`.
+    pub fn members(&self, now: Instant) -> BTreeSet<String> {
+        self.seen
+            .keys()
+            .filter(|member| self.live(member, now))
+            .cloned()
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::coordination::v1::LeaseSpec;
+    use kube::api::ObjectMeta;
+
+    use super::*;
+
+    fn lease(name: &str, holder: &str, version: &str) -> Lease {
+        Lease {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                resource_version: Some(version.into()),
+                ..ObjectMeta::default()
+            },
+            spec: Some(LeaseSpec {
+                holder_identity: Some(holder.into()),
+                ..LeaseSpec::default()
+            }),
+        }
+    }
+
+    const DEAD_AFTER: Duration = Duration::from_secs(17);
+
+    #[test]
+    fn a_member_is_dead_once_its_lease_stays_unchanged_past_the_margin() {
+        let mut liveness = Liveness::new(DEAD_AFTER);
+        let t0 = Instant::now();
+        let at = |secs| t0 + Duration::from_secs(secs);
+        liveness.observe(
+            &[lease("r-member-a", "a", "1"), lease("r-member-b", "b", "1")],
+            t0,
+        );
+        assert_eq!(
+            liveness.members(t0),
+            BTreeSet::from(["a".into(), "b".into()])
+        );
+        // a renews, b does not.
+        liveness.observe(
+            &[lease("r-member-a", "a", "2"), lease("r-member-b", "b", "1")],
+            at(10),
+        );
+        assert!(liveness.live("b", at(16)));
+        liveness.observe(
+            &[lease("r-member-a", "a", "3"), lease("r-member-b", "b", "1")],
+            at(17),
+        );
+        assert!(liveness.live("a", at(17)));
+        assert!(!liveness.live("b", at(17)), "unchanged for 17 s");
+        assert!(!liveness.live("c", at(17)), "never seen");
+    }
+
+    #[test]
+    fn a_released_or_deleted_member_lease_is_dead_at_once() {
+        let mut liveness = Liveness::new(DEAD_AFTER);
+        let now = Instant::now();
+        liveness.observe(
+            &[lease("r-member-a", "a", "1"), lease("r-member-b", "b", "1")],
+            now,
+        );
+        liveness.observe(&[lease("r-member-b", "", "2")], now);
+        assert!(!liveness.live("b", now), "released");
+        assert!(!liveness.live("a", now), "its Lease is gone");
+    }
+
+    #[test]
+    fn a_listing_is_sorted_into_claims_and_members_of_this_ring_only() {
+        let names = Names { ring: "r".into() };
+        let mut liveness = Liveness::new(DEAD_AFTER);
+        let now = Instant::now();
+        let leases = vec![
+            lease(&names.member("pod-A_1"), "pod-A_1", "1"),
+            lease(&names.claim("team-a"), "pod-A_1", "1"),
+            lease(&names.claim("team-b"), "", "1"),
+            lease("r", "leader", "1"),
+            lease("other-ns-team-c", "x", "1"),
+        ];
+        let round = Round::read(&names, leases, BTreeSet::new(), &mut liveness, now);
+        assert_eq!(names.member("pod-A_1"), "r-member-pod-a-1");
+        assert_eq!(liveness.members(now), BTreeSet::from(["pod-A_1".into()]));
+        assert_eq!(round.claims.len(), 2);
+        assert_eq!(
+            round.holders(),
+            HashMap::from([("team-a".into(), "pod-A_1".into())])
+        );
+    }
+}
