@@ -221,6 +221,42 @@ def trace_rss(pid, path):
     threading.Thread(target=sample, daemon=True).start()
 
 
+def start_apiserver(procs, workdir, tag, history):
+    """The test API server; returns its kubeconfig."""
+    kubeconfig = os.path.join(workdir, f"kubeconfig-{tag}")
+    procs.start([APISERVER, "--kubeconfig", kubeconfig, "--history-limit", str(history)],
+                stdout=subprocess.DEVNULL)
+    wait_for("the test API server", lambda: os.path.exists(kubeconfig)
+             and os.path.getsize(kubeconfig) > 0, 30, 0.1)
+    return kubeconfig
+
+
+def start_simulator(procs, workdir, tag, quota):
+    """`verda-operator simulate`; returns its clouds.yaml (cloud verda-sim) and the
+    second project's."""
+    sim_port = free_port()
+    team_clouds = os.path.join(workdir, f"team-clouds-{tag}.yaml")
+    sim = procs.start([OPERATOR, "simulate", "--listen", f"127.0.0.1:{sim_port}", "--delay", "0",
+                       "--sim-instance-quota", str(quota),
+                       "--sim-hosts", str(max(3, REPLICAS)),
+                       "--sim-latency", LATENCY, "--sim-build-delay", BUILD,
+                       "--team-clouds", team_clouds],
+                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    clouds = []
+    for line in sim.stdout:
+        if line.startswith("#"):
+            continue
+        clouds.append(line)
+        # The file ends with the second cloud entry's last key.
+        if sum("identity_api_version" in c for c in clouds) == 2 or len(clouds) > 60:
+            break
+    clouds_file = os.path.join(workdir, f"clouds-{tag}.yaml")
+    with open(clouds_file, "w") as f:
+        f.write("".join(clouds))
+    subprocess.Popen(["cat"], stdin=sim.stdout, stdout=subprocess.DEVNULL)
+    return clouds_file, team_clouds
+
+
 def run(groups, workdir):
     ns = f"bench-{os.getpid()}-{groups}"
     procs = Processes()
@@ -228,36 +264,13 @@ def run(groups, workdir):
         env = dict(os.environ)
         real_cluster = os.environ.get("VERDA_BENCH_REAL_CLUSTER") == "1"
         if not real_cluster:
-            kubeconfig = os.path.join(workdir, f"kubeconfig-{groups}")
             # A watch history of 20 changes per object, so a paginated list of a large
             # fleet outlives the churn as on a real API server (the default 10,000 does
             # not at 10,000 VMs: the operator's watches relist in a loop).
             history = max(10_000, groups * (REPLICAS + 1) * 20)
-            procs.start([APISERVER, "--kubeconfig", kubeconfig, "--history-limit", str(history)],
-                        stdout=subprocess.DEVNULL)
-            wait_for("the test API server", lambda: os.path.exists(kubeconfig)
-                     and os.path.getsize(kubeconfig) > 0, 30, 0.1)
-            env["KUBECONFIG"] = kubeconfig
-        sim_port = free_port()
-        team_clouds = os.path.join(workdir, f"team-clouds-{groups}.yaml")
-        sim = procs.start([OPERATOR, "simulate", "--listen", f"127.0.0.1:{sim_port}", "--delay", "0",
-                           "--sim-instance-quota", str(groups * REPLICAS * 2),
-                           "--sim-hosts", str(max(3, REPLICAS)),
-                           "--sim-latency", LATENCY, "--sim-build-delay", BUILD,
-                           "--team-clouds", team_clouds],
-                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        clouds = []
-        for line in sim.stdout:
-            if line.startswith("#"):
-                continue
-            clouds.append(line)
-            # The file ends with the second cloud entry's last key.
-            if sum("identity_api_version" in c for c in clouds) == 2 or len(clouds) > 60:
-                break
-        clouds_file = os.path.join(workdir, f"clouds-{groups}.yaml")
-        with open(clouds_file, "w") as f:
-            f.write("".join(clouds))
-        subprocess.Popen(["cat"], stdin=sim.stdout, stdout=subprocess.DEVNULL)
+            env["KUBECONFIG"] = start_apiserver(procs, workdir, str(groups), history)
+        clouds_file, team_clouds = start_simulator(procs, workdir, str(groups),
+                                                   groups * REPLICAS * 2)
         config_file = os.path.join(workdir, "operator.yaml")
         with open(config_file, "w") as f:
             rate, burst = BUDGET.split("/")

@@ -155,7 +155,13 @@ async fn run_cleanup<K: Reconciler>(
                 .iter()
                 .filter(|f| *f != K::FINALIZER)
                 .collect();
-            patch_finalizers(api, &*obj, json!(remaining), "remove the finalizer").await?;
+            match patch_finalizers(api, &*obj, json!(remaining), "remove the finalizer").await {
+                // Already gone: a reconcile of a store copy a moment older than the
+                // deletion removed the finalizer first.
+                Err(ReconcileError::Kube { source, .. })
+                    if crate::kube_error::api_code(&source) == Some(404) => {}
+                removed => removed?,
+            }
             Ok(Action::await_change())
         }
     }

@@ -301,3 +301,30 @@ async fn a_paused_object_goes_without_a_cloud_call_and_keeps_other_finalizers() 
         json!({"op": "add", "path": "/metadata/finalizers", "value": ["someone.else/keep"]})
     );
 }
+
+#[tokio::test]
+async fn removing_the_finalizer_of_an_object_already_gone_is_done() {
+    // A reconcile of a store copy a moment older than the deletion: the object and its
+    // finalizer are gone by the time this one removes it.
+    let server = refusing_finalizer(404, "NotFound");
+    let paused = vm(json!({"metadata": {
+        "deletionTimestamp": "2026-01-01T00:00:00Z",
+        "annotations": {"verda.linecorp.com/reconcile-policy": "skip"},
+        "finalizers": [finalizers::VIRTUAL_MACHINE],
+    }}));
+    let action = reconcile(paused, context(&server))
+        .await
+        .expect("done, not failed");
+    assert_eq!(action, Action::await_change());
+    assert_eq!(
+        server.writes(),
+        [format!("PATCH {VM_PATH}")],
+        "no failure reported"
+    );
+    let warnings = server
+        .events()
+        .into_iter()
+        .filter(|e| e["type"] == "Warning")
+        .count();
+    assert_eq!(warnings, 0, "{:?}", server.events());
+}
