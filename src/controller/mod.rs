@@ -38,7 +38,8 @@ pub async fn run_all(ctx: Arc<Context>) {
         "controllers running"
     );
     // `verda_leader` is 1 exactly while this future runs: losing the lease drops it.
-    let _leading = Leading::mark(&ctx.metrics);
+    // Shards hold no leader Lease (their gauges are verda_shard_*).
+    let _leading = matches!(ctx.scope, scope::Scope::All).then(|| Leading::mark(&ctx.metrics));
     // Fresh caches first: the controllers read them from the start. The cloud view
     // starts empty too: another replica may have led in between.
     let writers = ctx.caches.renew();

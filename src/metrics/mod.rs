@@ -4,6 +4,7 @@
 //! set, so a metric label can never be assembled from `Debug` output or carry a secret.
 
 mod conditions;
+pub mod shards;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -121,6 +122,8 @@ pub struct Metrics {
     conditions: conditions::ConditionMetrics,
     /// 1 while this process holds the leader Lease and runs the controllers.
     pub leader: Gauge,
+    /// With `--shards`: what this replica holds of the ring.
+    pub shards: shards::ShardMetrics,
 }
 
 impl Metrics {
@@ -137,6 +140,7 @@ impl Metrics {
             registry,
             conditions,
             leader: Gauge::default(),
+            shards: shards::ShardMetrics::default(),
             paused_objects: Family::default(),
             paused: Mutex::default(),
             orphaned_resources: Family::default(),
@@ -235,6 +239,7 @@ impl Metrics {
             "1 while this replica holds the leader Lease and runs the controllers, 0 on a standby",
             self.leader.clone(),
         );
+        self.shards.register(registry);
     }
 
     /// Counts one request to `service` made for `project` (`None`: not known yet).

@@ -30,7 +30,10 @@ use tokio::sync::watch;
 
 use self::claim::Claim;
 use self::roster::{Liveness, Names, Round, holder};
+use verda_api::v1alpha1::{LoadBalancer, VirtualMachine, VirtualMachineGroup};
+
 use crate::controller::Context;
+use crate::controller::object::Managed;
 use crate::controller::scope::OwnedNamespaces;
 use crate::leader_election::{FatalLeaseError, LeaderElector, run_elected};
 
@@ -145,7 +148,10 @@ impl Shard {
                 return;
             }
             match self.read(&mut liveness).await {
-                Ok(round) => self.act(&round, &liveness).await,
+                Ok(round) => {
+                    self.act(&round, &liveness).await;
+                    self.export(&liveness);
+                }
                 Err(error) => tracing::warn!(
                     error = %crate::kube_error::describe(&error),
                     "could not read the shards' Leases and namespaces; trying again next round"
@@ -155,6 +161,28 @@ impl Shard {
                 () = tokio::time::sleep(self.options.lease_duration / 3) => {}
                 _ = stop.changed() => {}
             }
+        }
+    }
+
+    /// The shard gauges, as of the round just acted on.
+    fn export(&self, liveness: &Liveness) {
+        let metrics = &self.ctx.metrics.shards;
+        let mut members = liveness.members(Instant::now());
+        members.insert(self.options.identity.clone());
+        metrics.members.set(members.len() as i64);
+        metrics.namespaces.set(self.owned.namespaces().len() as i64);
+        let caches = self.ctx.caches.current();
+        let counts = [
+            (
+                VirtualMachine::CONTROLLER,
+                caches.virtual_machines.store.len(),
+            ),
+            (VirtualMachineGroup::CONTROLLER, caches.groups.store.len()),
+            (LoadBalancer::CONTROLLER, caches.load_balancers.store.len()),
+        ];
+        for (kind, count) in counts {
+            let labels = crate::metrics::KindLabels { kind };
+            metrics.objects.get_or_create(&labels).set(count as i64);
         }
     }
 

@@ -19,6 +19,7 @@ use verda_api::v1alpha1::VirtualMachine;
 use verda_operator::cloud::ids::ServerId;
 use verda_operator::controller;
 use verda_operator::controller::scope::OwnedNamespaces;
+use verda_operator::metrics::{KindLabels, Metrics};
 use verda_operator::shards::{self, ShardOptions};
 use verda_operator::sim::{SimConfig, Simulator};
 use verda_test_apiserver::TestCluster;
@@ -31,6 +32,7 @@ const NAMESPACES: usize = 6;
 struct Replica {
     identity: String,
     owned: Arc<OwnedNamespaces>,
+    metrics: Arc<Metrics>,
     controllers: tokio::task::JoinHandle<()>,
     shard: tokio::task::JoinHandle<()>,
     stop: oneshot::Sender<()>,
@@ -61,6 +63,7 @@ impl Replica {
         Replica {
             identity: identity.to_owned(),
             owned,
+            metrics: ctx.metrics.clone(),
             controllers,
             shard,
             stop,
@@ -191,6 +194,19 @@ async fn three_shards_divide_the_namespaces_survive_a_killed_one_and_hand_back_o
             replica.identity
         );
     }
+    eventually("each replica's gauges show its share", LIMIT, || async {
+        let shown = replicas.iter().all(|r| {
+            let shards = &r.metrics.shards;
+            let vms = KindLabels {
+                kind: "virtualmachine",
+            };
+            let vms = shards.objects.get_or_create(&vms).get();
+            let leader = r.metrics.leader.get();
+            shards.namespaces.get() == 2 && shards.members.get() == 3 && vms == 2 && leader == 0
+        });
+        shown.then_some(())
+    })
+    .await;
     assert_eq!(sim.live_servers().len(), NAMESPACES, "one server each");
 
     // Kill one; delete a server in one of its namespaces behind everyone's back.
