@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use support::e2e::{cloud_of, eventually, sample, shard_context};
+use support::e2e::{cloud_of, eventually, sample, shard_context, test_timing};
 use tokio::sync::oneshot;
 use verda_api::conditions::{READY, is_true};
 use verda_api::v1alpha1::VirtualMachine;
@@ -208,6 +208,21 @@ async fn three_shards_divide_the_namespaces_survive_a_killed_one_and_hand_back_o
     })
     .await;
     assert_eq!(sim.live_servers().len(), NAMESPACES, "one server each");
+    // Refreshes of each replica's cloud view list all six servers: none is an orphan to
+    // a replica that holds only two namespaces' objects.
+    tokio::time::sleep(test_timing().resync * 2).await;
+    for replica in &replicas {
+        let text = replica.metrics.encode();
+        assert!(
+            text.contains(r#"verda_orphaned_cloud_resources{resource="server"} 0"#),
+            "{}: {}",
+            replica.identity,
+            text.lines()
+                .filter(|l| l.contains("orphaned"))
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+    }
 
     // Kill one; delete a server in one of its namespaces behind everyone's back.
     let killed = replicas.remove(0);

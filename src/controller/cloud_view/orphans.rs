@@ -1,8 +1,10 @@
 //! The orphan gauge, counted from what a refresh listed anyway (no call of its own):
 //! this cluster's servers and load balancers whose owner is in no watch cache. With a
-//! single watched namespace only that namespace's resources are counted.
+//! single watched namespace only that namespace's resources are counted; a shard counts
+//! the servers and volumes of the namespaces it owns, and no load balancer (their owner's
+//! namespace is only in their names, where `team` and `team-a` cannot be told apart).
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 
 use kube::ResourceExt;
 use kube::runtime::reflector::Store;
@@ -13,6 +15,7 @@ use crate::cloud::model::volume::Volume;
 use crate::cloud::orphans;
 use crate::cloud::owner::Owner;
 use crate::controller::Context;
+use crate::controller::scope::Scope;
 
 /// The orphaned servers of a listing taken in page by page: the owner of each of this
 /// cluster's servers is noted as its page is read, and checked against the watch cache
@@ -31,10 +34,7 @@ impl<'a> ServerOrphans<'a> {
     }
 
     pub fn add(&mut self, page: &[Server]) {
-        let scoped = page.iter().filter(|s| match &self.ctx.watch_namespace {
-            None => true,
-            Some(ns) => Owner::from_metadata(&s.metadata).is_some_and(|o| &o.namespace == ns),
-        });
+        let scoped = page.iter().filter(|s| counted(self.ctx, &s.metadata));
         let owners = scoped.filter_map(|s| orphans::server_owner_uid(s, &self.ctx.cluster));
         self.owners.extend(owners);
     }
@@ -50,10 +50,13 @@ impl<'a> ServerOrphans<'a> {
 
 pub fn count_load_balancers(ctx: &Context, listed: &[LoadBalancer]) -> usize {
     let live = uids(&ctx.caches.current().load_balancers.store);
-    let scoped = listed.iter().filter(|l| match &ctx.watch_namespace {
-        None => true,
-        Some(ns) => l.name.starts_with(&format!("verda-{ns}-")),
-    });
+    let scoped = listed
+        .iter()
+        .filter(|l| match (&ctx.scope, &ctx.watch_namespace) {
+            (Scope::Owned(_), _) => false,
+            (Scope::All, None) => true,
+            (Scope::All, Some(ns)) => l.name.starts_with(&format!("verda-{ns}-")),
+        });
     orphans::load_balancers(scoped, &ctx.cluster, &live).len()
 }
 
@@ -63,11 +66,20 @@ pub fn count_volumes(ctx: &Context, listed: &[Volume]) -> usize {
     let caches = ctx.caches.current();
     let mut live = uids(&caches.virtual_machines.store);
     live.extend(uids(&caches.groups.store));
-    let scoped = listed.iter().filter(|v| match &ctx.watch_namespace {
-        None => true,
-        Some(ns) => Owner::from_metadata(&v.metadata).is_some_and(|o| &o.namespace == ns),
-    });
+    let scoped = listed.iter().filter(|v| counted(ctx, &v.metadata));
     orphans::volumes(scoped, &ctx.cluster, &live).len()
+}
+
+/// Whether a resource recording `metadata` counts here: every one when all namespaces
+/// are watched, else those whose owner's namespace is watched (`--namespace`) or owned
+/// (a shard).
+fn counted(ctx: &Context, metadata: &BTreeMap<String, String>) -> bool {
+    let owner = || Owner::from_metadata(metadata);
+    match (&ctx.scope, &ctx.watch_namespace) {
+        (Scope::Owned(owned), _) => owner().is_some_and(|o| owned.owns(&o.namespace)),
+        (Scope::All, None) => true,
+        (Scope::All, Some(ns)) => owner().is_some_and(|o| &o.namespace == ns),
+    }
 }
 
 /// The UIDs of the objects a watch cache holds.
