@@ -20,11 +20,10 @@
 pub mod index;
 pub mod namespaced;
 
-use std::collections::HashMap;
 use std::fmt::Debug;
 use std::sync::{Arc, PoisonError, RwLock};
 
-use futures::stream::{AbortHandle, BoxStream, SelectAll};
+use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 use kube::api::Api;
 use kube::runtime::reflector::{self, ObjectRef, Store, store::Writer};
@@ -35,7 +34,7 @@ use tokio::sync::{mpsc, watch};
 use verda_api::v1alpha1::{LoadBalancer, VirtualMachine, VirtualMachineGroup};
 
 use self::index::{KeyIndex, Keyed};
-use self::namespaced::{Coverage, Namespaced};
+use self::namespaced::{Coverage, Namespaced, Watches};
 use super::Context;
 use super::scope::{OwnedNamespaces, Scope};
 
@@ -288,8 +287,8 @@ where
     }
 
     /// Watches the namespaces `coverage` names, each on its own, into `cache`, and passes
-    /// every change on, until the task ends. The cache is ready once every namespace
-    /// named so far has been listed.
+    /// every change on, until the task ends. The cache is ready for a namespace once its
+    /// first listing is in.
     async fn run_namespaced(
         self,
         client: kube::Client,
@@ -298,53 +297,32 @@ where
     ) where
         K: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
     {
-        let kind = K::kind(&());
         let CacheWriter {
             writer,
             ready,
             index,
         } = cache;
-        let mut store = Namespaced::new(writer, index);
+        let mut store = Namespaced::new(writer, index, ready);
         let reader = store.reader();
-        let mut watches = SelectAll::new();
-        let mut stops: HashMap<String, AbortHandle> = HashMap::new();
+        let mut watches = Watches::new(client);
         let mut covering = true;
         loop {
             tokio::select! {
-                           change = coverage.recv(), if covering => match change {
-                               Some(Coverage::Watch(namespace)) if !stops.contains_key(&namespace) => {
-                                   let api = Api::namespaced(client.clone(), &namespace);
-                                   let (events, stop) = futures::stream::abortable(namespace_watch(api, namespace.clone()));
-                                   watches.push(events);
-                                   stops.insert(namespace, stop);
-                               }
-                               Some(Coverage::Watch(_)) => {}
-                               Some(Coverage::Drop(namespace)) => {
-                                   if let Some(stop) = stops.remove(&namespace) {
-                                       stop.abort();
-                                   }
-                                   ready.send_modify(|listed| {
-            let _ = listed.namespaces.remove(&namespace);
-            });
-                                   store.drop_namespace(&namespace);
-                               }
-                               None => covering = false,
-                           },
-                           Some((namespace, event)) = watches.next(), if !watches.is_empty() => {
-                               let listing = matches!(event, watcher::Event::InitDone);
-                               let passed = store.apply(&namespace, event);
-                               if listing && store.listed(&namespace) && !ready.borrow().covers(&namespace) {
-                                   tracing::info!(kind = %kind, namespace = %namespace, objects = passed.len(), "listed; watching");
-                                   ready.send_modify(|listed| {
-            let _ = listed.namespaces.insert(namespace.clone());
-            });
-                               }
-                               for passed in passed {
-                                   self.pass_on(&reader, passed);
-                               }
-                           }
-                           else => break,
-                       }
+                change = coverage.recv(), if covering => match change {
+                    Some(Coverage::Watch(namespace)) => watches.start(&namespace),
+                    Some(Coverage::Drop(namespace)) => {
+                        watches.stop(&namespace);
+                        store.drop_namespace(&namespace);
+                    }
+                    None => covering = false,
+                },
+                Some((namespace, event)) = watches.next(), if !watches.is_empty() => {
+                    for passed in store.apply(&namespace, event) {
+                        self.pass_on(&reader, passed);
+                    }
+                }
+                else => break,
+            }
         }
     }
 

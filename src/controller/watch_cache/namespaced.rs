@@ -9,14 +9,21 @@
 //! store. The store is made ready, empty, before the first watch starts.
 
 use std::collections::{HashMap, HashSet};
+use std::fmt::Debug;
 use std::sync::{Arc, PoisonError, RwLock};
 
+use futures::StreamExt;
+use futures::stream::{AbortHandle, Abortable, BoxStream, SelectAll, abortable};
+use k8s_openapi::NamespaceResourceScope;
+use kube::api::Api;
 use kube::runtime::reflector::{ObjectRef, Store, store::Writer};
 use kube::runtime::watcher::Event;
 use kube::{Resource, ResourceExt};
+use serde::de::DeserializeOwned;
+use tokio::sync::watch;
 
-use super::Passed;
 use super::index::{KeyIndex, Keyed};
+use super::{Listed, Passed, namespace_watch};
 
 /// Which namespaces a kind's watches cover; sent to its feed while it runs.
 #[derive(Clone, Debug, PartialEq)]
@@ -28,20 +35,25 @@ pub enum Coverage {
     Drop(String),
 }
 
-/// One kind's store and index as the watches of several namespaces fill them.
+/// One kind's store, index and readiness as the watches of several namespaces fill them.
 pub(super) struct Namespaced<K: Resource<DynamicType = ()> + Clone + 'static> {
     writer: Writer<K>,
     index: Arc<RwLock<KeyIndex>>,
+    /// The namespaces whose first listing is in, as the cache's readers see them.
+    ready: watch::Sender<Listed>,
     /// Listings in progress, by namespace: passed on once complete, as a whole.
     listings: HashMap<String, Vec<K>>,
-    listed: HashSet<String>,
 }
 
 impl<K> Namespaced<K>
 where
     K: Resource<DynamicType = ()> + Keyed + Clone + 'static,
 {
-    pub(super) fn new(mut writer: Writer<K>, index: Arc<RwLock<KeyIndex>>) -> Self {
+    pub(super) fn new(
+        mut writer: Writer<K>,
+        index: Arc<RwLock<KeyIndex>>,
+        ready: watch::Sender<Listed>,
+    ) -> Self {
         // kube-runtime's controller starts reconciling once the store has been listed
         // into; an empty listing, before any namespace's, says so.
         writer.apply_watcher_event(&Event::Init);
@@ -49,8 +61,8 @@ where
         Self {
             writer,
             index,
+            ready,
             listings: HashMap::new(),
-            listed: HashSet::new(),
         }
     }
 
@@ -59,8 +71,9 @@ where
     }
 
     /// Whether `namespace`'s first listing is in.
-    pub(super) fn listed(&self, namespace: &str) -> bool {
-        self.listed.contains(namespace)
+    #[cfg(test)]
+    fn listed(&self, namespace: &str) -> bool {
+        self.ready.borrow().covers(namespace)
     }
 
     /// Takes in one event of `namespace`'s watch; returns what to pass on to the
@@ -93,8 +106,16 @@ where
                 // Gone while the watch was down: dropped, as the reflector's swap drops
                 // them, without a wake-up.
                 self.remove(namespace, |obj| !names.contains(&obj.name_any()));
-                self.listed.insert(namespace.to_owned());
-                listing.into_iter().map(|obj| self.store(obj)).collect()
+                let objects = listing.len();
+                let passed = listing.into_iter().map(|obj| self.store(obj)).collect();
+                let first = self
+                    .ready
+                    .send_if_modified(|listed| listed.namespaces.insert(namespace.to_owned()));
+                if first {
+                    let kind = K::kind(&());
+                    tracing::info!(%kind, %namespace, objects, "listed; watching");
+                }
+                passed
             }
         }
     }
@@ -103,7 +124,8 @@ where
     /// progress is dropped, and no controller hears of it.
     pub(super) fn drop_namespace(&mut self, namespace: &str) {
         self.listings.remove(namespace);
-        self.listed.remove(namespace);
+        self.ready
+            .send_if_modified(|listed| listed.namespaces.remove(namespace));
         self.remove(namespace, |_| true);
     }
 
@@ -131,6 +153,61 @@ where
             .write()
             .unwrap_or_else(PoisonError::into_inner)
             .set(&obj.namespace().unwrap_or_default(), &obj.name_any(), keys);
+    }
+}
+
+/// One namespace's watch events, each with its namespace.
+type Tagged<K> = BoxStream<'static, (String, Event<K>)>;
+
+/// One watch per namespace, their events merged, each stoppable on its own.
+pub(super) struct Watches<K> {
+    client: kube::Client,
+    events: SelectAll<Abortable<Tagged<K>>>,
+    stops: HashMap<String, AbortHandle>,
+}
+
+impl<K> Watches<K>
+where
+    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + Debug
+        + DeserializeOwned
+        + Send
+        + 'static,
+{
+    pub(super) fn new(client: kube::Client) -> Self {
+        Self {
+            client,
+            events: SelectAll::new(),
+            stops: HashMap::new(),
+        }
+    }
+
+    /// Starts watching `namespace`, unless it is watched already.
+    pub(super) fn start(&mut self, namespace: &str) {
+        if self.stops.contains_key(namespace) {
+            return;
+        }
+        let api = Api::namespaced(self.client.clone(), namespace);
+        let (events, stop) = abortable(namespace_watch(api, namespace.to_owned()));
+        self.events.push(events);
+        self.stops.insert(namespace.to_owned(), stop);
+    }
+
+    /// Stops watching `namespace`: none of its events comes after this.
+    pub(super) fn stop(&mut self, namespace: &str) {
+        if let Some(stop) = self.stops.remove(namespace) {
+            stop.abort();
+        }
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.events.is_empty()
+    }
+
+    /// The next event of any namespace watched, with its namespace.
+    pub(super) async fn next(&mut self) -> Option<(String, Event<K>)> {
+        self.events.next().await
     }
 }
 
@@ -197,7 +274,8 @@ mod tests {
     fn namespaced() -> (Namespaced<VirtualMachine>, Arc<RwLock<KeyIndex>>) {
         let (_, writer) = reflector::store();
         let index = Arc::new(RwLock::new(KeyIndex::default()));
-        (Namespaced::new(writer, index.clone()), index)
+        let ready = watch::channel(Listed::default()).0;
+        (Namespaced::new(writer, index.clone(), ready), index)
     }
 
     #[tokio::test]
