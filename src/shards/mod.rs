@@ -345,21 +345,13 @@ impl Shard {
                 Vec::new()
             }
         };
-        let mut liveness = Liveness::new(Duration::ZERO);
-        let round = Round::read(
-            &self.names,
-            leases,
-            BTreeSet::new(),
-            &mut liveness,
-            Instant::now(),
-        );
         let mut hand_backs = Vec::new();
-        for (namespace, lease) in round.claims {
-            if holder(&lease) == Some(me) {
-                let release = LeaseSpec {
-                    holder_identity: Some(String::new()),
-                    ..lease.spec.clone().unwrap_or_default()
-                };
+        for (namespace, lease) in Round::claims(&self.names, leases) {
+            // Ours, and to be ours no longer: released as a rebalance releases it.
+            let spec = lease.spec.as_ref();
+            if let Claim::Release(release) =
+                claim::decide(spec, me, false, |_| true, Timestamp::now())
+            {
                 hand_backs.push(self.hand_back(namespace, Some(lease), Some(release)));
             }
         }

@@ -70,18 +70,14 @@ impl Round {
         liveness: &mut Liveness,
         now: Instant,
     ) -> Self {
-        let mut claims = HashMap::new();
-        let mut members = Vec::new();
-        for lease in leases {
-            let name = lease.name_any();
-            if let Some(namespace) = names.claimed(&name) {
-                claims.insert(namespace.to_owned(), lease);
-            } else if names.is_member(&name) {
-                members.push(lease);
-            }
-        }
+        let (claims, members) = sort(names, leases);
         liveness.observe(&members, now);
         Self { claims, namespaces }
+    }
+
+    /// The claims among a listing of the lease namespace, by namespace.
+    pub fn claims(names: &Names, leases: Vec<Lease>) -> HashMap<String, Lease> {
+        sort(names, leases).0
     }
 
     /// Who holds each namespace's claim (released claims have no holder).
@@ -94,6 +90,21 @@ impl Round {
             })
             .collect()
     }
+}
+
+/// A listing of the lease namespace as this ring's claims (by namespace) and members.
+fn sort(names: &Names, leases: Vec<Lease>) -> (HashMap<String, Lease>, Vec<Lease>) {
+    let mut claims = HashMap::new();
+    let mut members = Vec::new();
+    for lease in leases {
+        let name = lease.name_any();
+        if let Some(namespace) = names.claimed(&name) {
+            claims.insert(namespace.to_owned(), lease);
+        } else if names.is_member(&name) {
+            members.push(lease);
+        }
+    }
+    (claims, members)
 }
 
 /// The holder a Lease names, if any.
