@@ -23,6 +23,7 @@ use super::progress;
 use super::reconcile_task::ReconcileTask;
 use super::reconciler::{Cleanup, Reconciler, converge};
 use super::tenancy::Tenant;
+use crate::cloud::write_log;
 use crate::metrics::{ControllerLabels, ReconcileLabels};
 
 /// [`reconcile`] as a task of its own: what the controllers run (see [`ReconcileTask`]).
@@ -38,11 +39,27 @@ pub fn reconcile_in_task<K: Reconciler>(
         return ReconcileTask::spawn(async { Ok(Action::await_change()) });
     };
     ReconcileTask::spawn(async move {
+        let key = object_key(&*obj);
         let reconcile = Box::pin(reconcile(obj, ctx));
-        tokio::select! {
-            result = reconcile => result,
-            () = admission.revoked() => Ok(Action::await_change()),
+        let (result, writes) = write_log::recording(async {
+            tokio::select! {
+                result = reconcile => result,
+                () = admission.revoked() => Ok(Action::await_change()),
+            }
+        })
+        .await;
+        if let Some((first_sent_ms, last_done_ms)) = writes.span_ms() {
+            tracing::debug!(
+                target: "verda_operator::cloud_writes",
+                controller = K::CONTROLLER,
+                object = %key,
+                writes = writes.count,
+                first_sent_ms = first_sent_ms as u64,
+                last_done_ms = last_done_ms as u64,
+                "cloud writes of one reconcile"
+            );
         }
+        result
     })
 }
 
@@ -67,7 +84,9 @@ pub async fn reconcile<K: Reconciler>(
             ctx.metrics
                 .set_paused(K::CONTROLLER, &key, !policy.writes());
             match Box::pin(ensure_finalizer(&api, &*obj)).await {
-                Ok(()) => match Box::pin(tenant_of(&api, &*obj, &ctx, false)).await {
+                // A newer copy is on its way, with an event of its own.
+                Ok(false) => Ok(Action::await_change()),
+                Ok(true) => match Box::pin(tenant_of(&api, &*obj, &ctx, false)).await {
                     Ok(tenant) => {
                         Box::pin(converge(obj.clone(), ctx.clone(), tenant, policy)).await
                     }
@@ -160,7 +179,9 @@ async fn run_cleanup<K: Reconciler>(
                 // deletion removed the finalizer first.
                 Err(ReconcileError::Kube { source, .. })
                     if crate::kube_error::api_code(&source) == Some(404) => {}
-                removed => removed?,
+                // Removed, or the copy was stale: the newer one is cleaned up again
+                // (cleanup is idempotent) and removes it then.
+                removed => drop(removed?),
             }
             Ok(Action::await_change())
         }
@@ -211,39 +232,43 @@ async fn tenant_of<K: Managed>(
 
 /// Adds our finalizer when missing, so no cloud resource is ever created for an object
 /// that could vanish without cleanup.
-async fn ensure_finalizer<K: Managed>(api: &Api<K>, obj: &K) -> Result<(), ReconcileError> {
+/// Adds the finalizer unless present; false when `obj` was a stale copy.
+async fn ensure_finalizer<K: Managed>(api: &Api<K>, obj: &K) -> Result<bool, ReconcileError> {
     if obj.finalizers().iter().any(|f| f == K::FINALIZER) {
-        return Ok(());
+        return Ok(true);
     }
     let mut finalizers = obj.finalizers().to_vec();
     finalizers.push(K::FINALIZER.to_owned());
     patch_finalizers(api, obj, json!(finalizers), "add the finalizer").await
 }
 
-/// Sets `metadata.finalizers`, guarded by the read resourceVersion so a concurrent
-/// change is never overwritten (409 → the next event retries).
+/// Sets `metadata.finalizers` on the copy `obj` is: a merge patch carrying its
+/// resourceVersion, a precondition the API server checks (409 Conflict when the object
+/// changed since), so a concurrent change is never overwritten. False on a conflict: the
+/// newer copy comes with its own event. (A JSON patch `test` of the resourceVersion
+/// fails as 422 Invalid instead, which reads as a refusal that does not heal.)
 async fn patch_finalizers<K: Managed>(
     api: &Api<K>,
     obj: &K,
     finalizers: serde_json::Value,
     action: &'static str,
-) -> Result<(), ReconcileError> {
-    let patch: json_patch::Patch = serde_json::from_value(json!([
-        {"op": "test", "path": "/metadata/resourceVersion", "value": obj.resource_version()},
-        {"op": "add", "path": "/metadata/finalizers", "value": finalizers},
-    ]))
-    .map_err(|e| ReconcileError::Finalizer {
-        object: object_key(obj),
-        message: e.to_string(),
-    })?;
-    api.patch(
-        &obj.name_any(),
-        &PatchParams::default(),
-        &Patch::<()>::Json(patch),
-    )
-    .await
-    .map(drop)
-    .map_err(ReconcileError::kube(action, &object_key(obj)))
+) -> Result<bool, ReconcileError> {
+    let patch = json!({"metadata": {
+        "resourceVersion": obj.resource_version(),
+        "finalizers": finalizers,
+    }});
+    match api
+        .patch(
+            &obj.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(patch),
+        )
+        .await
+    {
+        Ok(_) => Ok(true),
+        Err(e) if crate::kube_error::api_code(&e) == Some(409) => Ok(false),
+        Err(e) => Err(ReconcileError::kube(action, &object_key(obj))(e)),
+    }
 }
 
 /// Ready=False with the error's category, plus a Warning event when that is news.
