@@ -236,6 +236,11 @@ impl Owner {
     }
 }
 
+/// The namespace of the owner recorded in `metadata`, if any.
+pub fn namespace_in(metadata: &BTreeMap<String, String>) -> Option<&str> {
+    metadata.get(META_NAMESPACE).map(String::as_str)
+}
+
 /// A data volume's record: the owner, the name in the spec, the replica index.
 pub fn volume_record(metadata: &BTreeMap<String, String>) -> Option<(Owner, String, Option<u32>)> {
     let owner = Owner::from_metadata(metadata)?;

@@ -2,7 +2,7 @@
 //! configuration, metrics, the event recorder and the retry bookkeeping.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::backoff::Backoff;
 use super::cloud_view::CloudView;
@@ -183,6 +183,15 @@ impl Context {
     pub fn watching(mut self, namespace: Option<String>) -> Self {
         self.watch_namespace = namespace;
         self
+    }
+
+    /// Whether a listing of the cloud asked for at `asked` is taken in for the owners of
+    /// `namespace`: those this replica reconciles (see [`Scope::speaks_for`]).
+    pub fn listing_speaks_for(&self, namespace: &str, asked: Instant) -> bool {
+        self.watch_namespace
+            .as_ref()
+            .is_none_or(|ns| ns == namespace)
+            && self.scope.speaks_for(namespace, asked)
     }
 
     /// How long a refresh of the cloud view vouches for what it saw.

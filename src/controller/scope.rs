@@ -48,6 +48,18 @@ impl Scope {
             Self::Owned(owned) => Some(owned.since(namespace).unwrap_or_else(Instant::now)),
         }
     }
+
+    /// Whether a listing of the cloud asked for at `asked` may be taken in for the
+    /// owners of `namespace`: every namespace's, in [`Scope::All`]; a shard's, only
+    /// those of namespaces it has owned since before `asked` (a view holding the other
+    /// shards' resources would not divide memory, and an older listing may predate the
+    /// previous owner's last writes).
+    pub fn speaks_for(&self, namespace: &str, asked: Instant) -> bool {
+        match self {
+            Self::All => true,
+            Self::Owned(owned) => owned.since(namespace).is_some_and(|since| since <= asked),
+        }
+    }
 }
 
 /// The namespaces a shard owns, and their terms. One task opens and closes them (the
@@ -217,6 +229,23 @@ mod tests {
         owned.open("a");
         assert_eq!(scope.since("a"), Some(a_since), "reopening keeps the term");
         assert!(scope.since("c").expect("not ours") > a_since);
+    }
+
+    #[test]
+    fn a_listing_speaks_for_namespaces_owned_since_before_it_was_asked_for() {
+        let (scope, owned) = owned(&["a"]);
+        assert!(Scope::All.speaks_for("any", Instant::now()));
+        std::thread::sleep(Duration::from_millis(2));
+        let asked = Instant::now();
+        assert!(scope.speaks_for("a", asked));
+        assert!(!scope.speaks_for("b", asked), "another shard's");
+        std::thread::sleep(Duration::from_millis(2));
+        owned.open("b");
+        assert!(
+            !scope.speaks_for("b", asked),
+            "taken after the listing was asked for"
+        );
+        assert!(scope.speaks_for("b", Instant::now()));
     }
 
     #[tokio::test(start_paused = true)]

@@ -18,8 +18,9 @@ use verda_api::conditions::{READY, is_true};
 use verda_api::v1alpha1::VirtualMachine;
 use verda_operator::cloud::ids::ServerId;
 use verda_operator::controller;
+use verda_operator::controller::context::Context;
 use verda_operator::controller::scope::OwnedNamespaces;
-use verda_operator::metrics::{KindLabels, Metrics};
+use verda_operator::metrics::KindLabels;
 use verda_operator::shards::{self, ShardOptions};
 use verda_operator::sim::{SimConfig, Simulator};
 use verda_test_apiserver::TestCluster;
@@ -32,7 +33,7 @@ const NAMESPACES: usize = 6;
 struct Replica {
     identity: String,
     owned: Arc<OwnedNamespaces>,
-    metrics: Arc<Metrics>,
+    ctx: Arc<Context>,
     controllers: tokio::task::JoinHandle<()>,
     shard: tokio::task::JoinHandle<()>,
     stop: oneshot::Sender<()>,
@@ -63,7 +64,7 @@ impl Replica {
         Replica {
             identity: identity.to_owned(),
             owned,
-            metrics: ctx.metrics.clone(),
+            ctx,
             controllers,
             shard,
             stop,
@@ -196,12 +197,12 @@ async fn three_shards_divide_the_namespaces_survive_a_killed_one_and_hand_back_o
     }
     eventually("each replica's gauges show its share", LIMIT, || async {
         let shown = replicas.iter().all(|r| {
-            let shards = &r.metrics.shards;
+            let shards = &r.ctx.metrics.shards;
             let vms = KindLabels {
                 kind: "virtualmachine",
             };
             let vms = shards.objects.get_or_create(&vms).get();
-            let leader = r.metrics.leader.get();
+            let leader = r.ctx.metrics.leader.get();
             shards.namespaces.get() == 2 && shards.members.get() == 3 && vms == 2 && leader == 0
         });
         shown.then_some(())
@@ -212,7 +213,7 @@ async fn three_shards_divide_the_namespaces_survive_a_killed_one_and_hand_back_o
     // a replica that holds only two namespaces' objects.
     tokio::time::sleep(test_timing().resync * 2).await;
     for replica in &replicas {
-        let text = replica.metrics.encode();
+        let text = replica.ctx.metrics.encode();
         assert!(
             text.contains(r#"verda_orphaned_cloud_resources{resource="server"} 0"#),
             "{}: {}",
@@ -221,6 +222,14 @@ async fn three_shards_divide_the_namespaces_survive_a_killed_one_and_hand_back_o
                 .filter(|l| l.contains("orphaned"))
                 .collect::<Vec<_>>()
                 .join("; ")
+        );
+        // Those listings took in only its own namespaces' servers: memory divides.
+        let owned: BTreeSet<String> = replica.owned.namespaces().into_iter().collect();
+        let held = replica.ctx.view.namespaces_held();
+        assert!(
+            !held.is_empty() && held.is_subset(&owned),
+            "{}'s cloud view holds {held:?}, owns {owned:?}",
+            replica.identity
         );
     }
 

@@ -45,7 +45,7 @@ use crate::cloud::model::compute::Server;
 use crate::cloud::model::loadbalancing::LbFilter;
 use crate::cloud::model::network::FloatingIpFilter;
 use crate::cloud::orphans::ResourceKind;
-use crate::cloud::owner::{MANAGED_TAG, Owner};
+use crate::cloud::owner::{MANAGED_TAG, Owner, namespace_in};
 
 /// A refresh older than this many periods no longer vouches for anything.
 const MAX_AGE_PERIODS: u32 = 3;
@@ -103,6 +103,16 @@ impl CloudView {
             project.volumes.forget_namespace(namespace);
             project.load_balancers.forget_namespace(namespace);
         }
+    }
+
+    /// The namespaces whose owners' servers or volumes the view holds, in any project.
+    pub fn namespaces_held(&self) -> std::collections::BTreeSet<String> {
+        let projects = self.projects();
+        let held = projects.iter().flat_map(|(_, project)| {
+            let servers = project.servers.namespaces();
+            servers.into_iter().chain(project.volumes.namespaces())
+        });
+        held.collect()
     }
 
     /// A new term: nothing seen yet, and these reconciles to wake.
@@ -293,6 +303,17 @@ struct Project<'a> {
 }
 
 impl Project<'_> {
+    /// Whether a listing asked for at `asked` is taken in for the resource recording
+    /// `metadata`: one of another shard's namespaces is not (its reconciles never ask);
+    /// one recording no owner is, for what its tags say.
+    fn speaks_for(
+        &self,
+        metadata: &std::collections::BTreeMap<String, String>,
+        asked: Instant,
+    ) -> bool {
+        namespace_in(metadata).is_none_or(|ns| self.ctx.listing_speaks_for(ns, asked))
+    }
+
     async fn refresh(&self, wakers: &Wakers) {
         if !self.view.servers.is_empty() {
             self.refresh_servers(wakers).await;
@@ -311,9 +332,11 @@ impl Project<'_> {
     /// 30–40 MB).
     async fn refresh_servers(&self, wakers: &Wakers) {
         let mut listing = self.view.servers.listing().await;
+        let asked = listing.asked();
         let mut orphans = orphans::ServerOrphans::new(self.ctx);
-        let mut take = |page: Vec<Server>| {
+        let mut take = |mut page: Vec<Server>| {
             orphans.add(&page);
+            page.retain(|server| self.speaks_for(&server.metadata, asked));
             listing.take(page);
         };
         match self
@@ -343,8 +366,9 @@ impl Project<'_> {
         let asked = Instant::now();
         let filter = self.ctx.cluster.volume_filter();
         match self.ports.block_storage().list_volumes(&filter).await {
-            Ok(listed) => {
+            Ok(mut listed) => {
                 let orphans = orphans::count_volumes(self.ctx, &listed);
+                listed.retain(|volume| self.speaks_for(&volume.metadata, asked));
                 self.ctx
                     .metrics
                     .set_orphans(self.id, ResourceKind::Volume.as_str(), orphans);

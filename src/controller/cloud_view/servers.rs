@@ -119,6 +119,13 @@ impl ServerView {
             .retain(|_, entry| entry.owner.namespace != namespace);
     }
 
+    /// The namespaces of the owners the view holds servers of.
+    pub fn namespaces(&self) -> HashSet<String> {
+        let owners = self.owners.lock();
+        let held = owners.by_uid.values().filter(|e| !e.servers.is_empty());
+        held.map(|e| e.owner.namespace.clone()).collect()
+    }
+
     /// Starts taking in a full listing of the project, asked for now; one at a time
     /// (a refresh and a first listing wait for each other).
     pub async fn listing(&self) -> Listing<'_> {
@@ -165,6 +172,11 @@ impl<'a> Listing<'a> {
             shown: HashSet::new(),
             taken: HashMap::new(),
         }
+    }
+
+    /// When the listing was asked for.
+    pub fn asked(&self) -> Instant {
+        self.asked
     }
 
     /// Takes in one page.

@@ -62,6 +62,13 @@ impl VolumeView {
             .retain(|_, entry| entry.owner.owner.namespace != namespace);
     }
 
+    /// The namespaces of the owners the view holds volumes of.
+    pub fn namespaces(&self) -> std::collections::HashSet<String> {
+        let owners = self.owners.lock();
+        let held = owners.values().filter(|e| !e.volumes.is_empty());
+        held.map(|e| e.owner.owner.namespace.clone()).collect()
+    }
+
     /// The owner's volumes, when the view can answer for them.
     pub fn settled(&self, owner: &VolumeOwner, max_age: Duration) -> Option<Vec<Volume>> {
         let owners = self.owners.lock();

@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Memory per replica, one replica against three shards: G groups of 10 VirtualMachines,
+each behind its own 2-port LoadBalancer, spread over N namespaces, converged first by
+one `verda-operator run` (every namespace, no leader election) and then, on a fresh test
+API server and simulator, by three `verda-operator run --shards` processes.
+
+The shards' claims are settled before the fleet is applied (as in a running cluster,
+where the fleet grows under replicas that already divide the namespaces). Prints, for
+each run, the time from `kubectl apply` to converged and each process's peak RSS
+(VmHWM), and the largest shard's peak as a share of the single replica's (goal: under
+45 %).
+
+Usage: hack/shards_memory.py [GROUPS [NAMESPACES]]   (defaults 1000 30; release
+binaries built first: cargo build --release --locked -p verda-operator
+-p verda-test-apiserver --bins)
+"""
+
+import json
+import os
+import sys
+import tempfile
+import time
+import urllib.request
+
+import bench_fleet as bench
+import shards_failover
+from bench_fleet import Processes, free_port, kubectl, wait_for
+
+SHARDS = ["shard-a", "shard-b", "shard-c"]
+
+
+def spread(groups, namespaces):
+    """How many groups each namespace gets: as even as can be."""
+    return [groups // namespaces + (1 if i < groups % namespaces else 0)
+            for i in range(namespaces)]
+
+
+def converged(urls, groups):
+    """The replicas' gauges, summed: every VM Ready, every LoadBalancer Active with all
+    its members."""
+    ready = full = active = 0
+    for url in urls:
+        text = urllib.request.urlopen(url, timeout=10).read().decode()
+        for line in text.splitlines():
+            value = line.rsplit(" ", 1)[-1]
+            if line.startswith("verda_group_ready_replicas{"):
+                ready += int(float(value))
+            elif line.startswith("verda_load_balancer_members{"):
+                full += int(float(value)) == 2 * bench.REPLICAS
+            elif line.startswith('verda_managed_objects{kind="loadbalancer",state="Active"}'):
+                active += int(float(value))
+    return ready == groups * bench.REPLICAS and full == groups and active == groups
+
+
+def rss_mb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:")) / 1024
+
+
+def run(mode, groups, namespaces, workdir):
+    procs = Processes()
+    try:
+        env = dict(os.environ)
+        history = max(10_000, groups * (bench.REPLICAS + 1) * 20)
+        env["KUBECONFIG"] = bench.start_apiserver(procs, workdir, mode, history)
+        clouds_file, _ = bench.start_simulator(procs, workdir, mode,
+                                               groups * bench.REPLICAS * 2)
+        ring = shards_failover.Ring(env, workdir, procs, clouds_file, namespaces)
+        with open(ring.config, "w") as f:
+            # Each process spends its own budget: none that a fleet reaches, so both
+            # runs go at the operator's own pace.
+            f.write("resyncPeriod: 30s\nrequestBudget: {requestsPerSecond: 100000, burst: 100000}\n"
+                    "credentials: {defaultCloudName: verda-sim}\n")
+        ring.create_namespaces()
+        if mode == "single":
+            listen = f"127.0.0.1:{free_port()}"
+            log = open(os.path.join(workdir, "single.log"), "w")
+            single = procs.start([bench.OPERATOR, "run", "--listen", listen,
+                                  "--config", ring.config, "--leader-elect=false"],
+                                 env=ring.operator_env, stderr=log)
+            pids = {"single": single.pid}
+            urls = [f"http://{listen}/metrics"]
+        else:
+            for identity in SHARDS:
+                ring.start(identity)
+            ring.settled_holders(SHARDS)
+            pids = {i: p.pid for i, p in ring.replicas.items()}
+            urls = [f"http://{listen}/metrics" for listen in ring.listens.values()]
+        for url in urls:
+            wait_for("the operator's /metrics", lambda u=url: bench._reachable(u), 30, 0.2)
+        if bench.RSS_TRACE:
+            for identity, pid in pids.items():
+                bench.trace_rss(pid, f"{bench.RSS_TRACE}-{identity}")
+        idle_rss = {i: round(rss_mb(pid), 1) for i, pid in pids.items()}
+        manifest = os.path.join(workdir, f"fleet-{mode}.yaml")
+        with open(manifest, "w") as f:
+            for ns, count in zip(ring.namespaces, spread(groups, namespaces)):
+                f.write(bench.manifests(count, ns))
+        started = time.monotonic()
+        kubectl(env, "apply", "-f", manifest)
+        wait_for(f"{groups} groups and LoadBalancers to converge",
+                 lambda: converged(urls, groups), bench.LIMIT, 1.0)
+        elapsed = time.monotonic() - started
+        held = ring.holders() if mode == "shards" else {}
+        result = {
+            "mode": mode, "vms": groups * bench.REPLICAS, "namespaces": namespaces,
+            "converge_secs": round(elapsed, 1),
+            "peak_rss_mb": {i: round(bench.peak_rss_mb(pid), 1) for i, pid in pids.items()},
+            "rss_before_mb": idle_rss,
+            "rss_converged_mb": {i: round(rss_mb(pid), 1) for i, pid in pids.items()},
+            "namespaces_held": {i: sum(1 for h in held.values() if h == i) for i in pids}
+            if held else {"single": namespaces},
+        }
+        print("MEMORY " + json.dumps(result), flush=True)
+        return result
+    finally:
+        procs.stop()
+
+
+def main():
+    groups = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
+    namespaces = int(sys.argv[2]) if len(sys.argv) > 2 else 30
+    os.environ.setdefault("RUST_LOG", "warn")
+    with tempfile.TemporaryDirectory(prefix="verda-bench-") as workdir:
+        single = run("single", groups, namespaces, workdir)
+        shards = run("shards", groups, namespaces, workdir)
+    base = single["peak_rss_mb"]["single"]
+    largest = max(shards["peak_rss_mb"].values())
+    share = largest / base
+    print()
+    print(f"| {groups * bench.REPLICAS} VMs over {namespaces} namespaces | converge | "
+          "peak RSS per process | namespaces each |")
+    print("|---|---|---|---|")
+    for r in (single, shards):
+        rss = " / ".join(f"{v} MB" for v in r["peak_rss_mb"].values())
+        held = " / ".join(str(n) for n in r["namespaces_held"].values())
+        print(f"| {r['mode']} | {r['converge_secs']} s | {rss} | {held} |")
+    print(f"largest shard's peak: {share:.0%} of the single replica's (goal < 45 %)")
+    sys.exit(0 if share < 0.45 else 1)
+
+
+if __name__ == "__main__":
+    main()
