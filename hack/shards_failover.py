@@ -27,7 +27,6 @@ import bench_fleet as bench
 from bench_fleet import Processes, free_port, kubectl, wait_for
 
 LEASE_SECS = int(os.environ.get("VERDA_SHARDS_LEASE_SECS", "10"))
-bench.REPLICAS = 3
 
 
 class Ring:
@@ -39,11 +38,15 @@ class Ring:
         self.config = os.path.join(workdir, "operator.yaml")
         with open(self.config, "w") as f:
             f.write("resyncPeriod: 30s\ncredentials: {defaultCloudName: verda-sim}\n")
+        # Each reconcile that wrote to the cloud is logged (JSON) with when its writes
+        # went out and were answered: the record of who wrote for a namespace when.
         self.operator_env = dict(env, OS_CLIENT_CONFIG_FILE=clouds_file, OS_CLOUD="verda-sim",
-                                 RUST_LOG=os.environ.get("RUST_LOG", "info"))
+                                 RUST_LOG=os.environ.get("RUST_LOG", "info")
+                                 + ",verda_operator::cloud_writes=debug")
         self.replicas = {}
+        self.listens = {}
 
-    def create(self):
+    def create_namespaces(self):
         docs = [{"apiVersion": "v1", "kind": "Namespace",
                  "metadata": {"name": self.lease_namespace}}]
         for ns in self.namespaces:
@@ -53,6 +56,9 @@ class Ring:
         with open(path, "w") as f:
             f.write("".join(f"---\n{bench.flow(d)}\n" for d in docs))
         kubectl(self.env, "apply", "-f", path)
+
+    def create(self):
+        self.create_namespaces()
         for ns in self.namespaces:
             path = os.path.join(self.workdir, f"fleet-{ns}.yaml")
             with open(path, "w") as f:
@@ -61,13 +67,29 @@ class Ring:
 
     def start(self, identity):
         listen = f"127.0.0.1:{free_port()}"
+        self.listens[identity] = listen
         log = open(os.path.join(self.workdir, f"{identity}.log"), "w")
         self.replicas[identity] = self.procs.start(
-            [bench.OPERATOR, "run", "--shards", "--listen", listen, "--config", self.config,
+            [bench.OPERATOR, "run", "--log-format", "json", "--shards", "--listen", listen,
+             "--config", self.config,
              "--shard-namespace-selector", f"verda-shards-demo={self.tag}",
              "--identity", identity, "--lease-namespace", self.lease_namespace,
              "--lease-name", "verda-shards", "--lease-duration", f"{LEASE_SECS}s"],
             env=self.operator_env, stderr=log)
+
+    def writes(self):
+        """Every reconcile's cloud writes, from the replicas' logs: (namespace, first
+        sent, last answered, replica, object), times in ms since the epoch."""
+        records = []
+        for identity in self.replicas:
+            with open(os.path.join(self.workdir, f"{identity}.log")) as f:
+                for line in f:
+                    if '"verda_operator::cloud_writes"' not in line:
+                        continue
+                    r = json.loads(line)
+                    records.append((r["object"].split("/", 1)[0], int(r["first_sent_ms"]),
+                                    int(r["last_done_ms"]), identity, r["object"]))
+        return records
 
     def holders(self):
         out = kubectl(self.env, "get", "lease", "-n", self.lease_namespace, "-o", "json")
@@ -116,6 +138,24 @@ class Ring:
             for ns in self.namespaces), 300, 2)
         for ns in [*self.namespaces, self.lease_namespace]:
             kubectl(self.env, "delete", "namespace", ns, "--wait=false")
+
+
+def concurrent_writes(records):
+    """Pairs of reconciles of two replicas whose cloud writes for one namespace overlapped
+    in time (the rule is that none ever do)."""
+    by_namespace = {}
+    for ns, first, last, who, obj in records:
+        by_namespace.setdefault(ns, []).append((first, last, who, obj))
+    found = []
+    for ns, spans in by_namespace.items():
+        spans.sort()
+        for i, (first, last, who, obj) in enumerate(spans):
+            for first2, last2, who2, obj2 in spans[i + 1:]:
+                if first2 > last:
+                    break
+                if who2 != who:
+                    found.append((ns, who, obj, first, last, who2, obj2, first2, last2))
+    return found
 
 
 def run(namespaces, workdir):
@@ -187,6 +227,19 @@ def run(namespaces, workdir):
             "sigterm_handover_secs": round(handover_secs, 1),
             "final_spread": {r: sum(1 for h in final.values() if h == r) for r in remaining},
         }
+        records = ring.writes()
+        overlapping = concurrent_writes(records)
+        writers = {}
+        for _, _, _, who, obj in records:
+            writers.setdefault(obj, set()).add(who)
+        result.update({
+            "reconciles_that_wrote": len(records),
+            "objects_written_by_more_than_one_replica_in_turn":
+                sum(1 for w in writers.values() if len(w) > 1),
+            "concurrent_writes_by_two_replicas": len(overlapping),
+        })
+        for o in overlapping[:10]:
+            print("CONCURRENT", o, flush=True)
         print("SHARDS " + json.dumps(result), flush=True)
         if real_cluster:
             ring.delete()
@@ -197,6 +250,7 @@ def run(namespaces, workdir):
 
 def main():
     namespaces = int(sys.argv[1]) if len(sys.argv) > 1 else 30
+    bench.REPLICAS = 3
     keep = os.environ.get("VERDA_SHARDS_KEEP_LOGS")
     with tempfile.TemporaryDirectory(prefix="verda-bench-") as workdir:
         try:
@@ -206,7 +260,9 @@ def main():
                 subprocess.run(["cp", "-r", workdir, keep])
     ok = (result["scale_after_kill_secs"] <= result["scale_goal_secs"]
           and result["moved_fraction"] <= 0.4 and result["killed_claims_left"] == 0
-          and result["sigterm_claims_held_at_exit"] == 0)
+          and result["sigterm_claims_held_at_exit"] == 0
+          and result["reconciles_that_wrote"] > 0
+          and result["concurrent_writes_by_two_replicas"] == 0)
     print("within goals" if ok else "GOAL MISSED")
     sys.exit(0 if ok else 1)
 

@@ -26,6 +26,7 @@ pub mod ports;
 mod request;
 pub mod retry;
 mod transport;
+pub mod write_log;
 
 pub use auth::Service;
 pub use client::OpenStackClient;

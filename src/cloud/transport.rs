@@ -271,6 +271,10 @@ impl Transport {
         let _permit = self.permits.acquire().await.ok();
         let began = Instant::now();
         let builder = self.request_builder(req, url, token);
+        let write = !matches!(req.method, Method::GET | Method::HEAD);
+        if write {
+            super::write_log::sent();
+        }
         let result = match builder.send().await {
             Ok(resp) => {
                 let status = resp.status();
@@ -283,6 +287,9 @@ impl Transport {
             }
             Err(e) => Err(e),
         };
+        if write {
+            super::write_log::done();
+        }
         self.record(req, &result, began);
         result
     }
