@@ -12,7 +12,9 @@
 #   upgrade  the previous release (RELEASES) built from git and run with its own
 #            dist/install.yaml, then upgraded in place (tests/it/real_upgrade.rs);
 #   chaos    two replicas under seeded random faults (tests/it/real_chaos.rs; the seed
-#            is printed, VERDA_CHAOS_SEED replays it).
+#            is printed, VERDA_CHAOS_SEED replays it);
+#   shards   three `run --shards` replicas divide six namespaces, one is SIGKILLed
+#            (tests/it/real_shards.rs; VERDA_REAL_SHARDS_NAMESPACES sets how many).
 # Installs and starts what it needs, retries a failed start once, stops what it started.
 # Exits non-zero when anything fails; never skips.
 #
@@ -20,7 +22,7 @@
 # Env:   VERDA_REAL_SYSTEMS_DIR  where the real systems live (default ../shared/real-systems)
 #        VERDA_KEEP_REAL_SYSTEMS=1  leave them running afterwards
 #        VERDA_REAL_STAGES       the stages to run, for development (default, and in CI:
-#                                "e2e cloud volumes upgrade chaos"); a stage left out is
+#                                "e2e cloud volumes upgrade chaos shards"); a stage left out is
 #                                said so
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -189,7 +191,7 @@ real_tests() {
     cargo test --locked --test it -- --ignored --test-threads=1 --nocapture "$@"
 }
 
-STAGES=" ${VERDA_REAL_STAGES:-e2e cloud volumes upgrade chaos} "
+STAGES=" ${VERDA_REAL_STAGES:-e2e cloud volumes upgrade chaos shards} "
 stage() {
   [[ $STAGES == *" $1 "* ]] && return 0
   log "stage $1 left out (VERDA_REAL_STAGES=$STAGES)"
@@ -239,5 +241,12 @@ if stage chaos; then
   fresh_cluster "$ROOT/dist/install.yaml"
   real_tests real_chaos::
   log "chaos passed in $(($(date +%s) - t4)) s"
+fi
+if stage shards; then
+  log "shards: three replicas divide namespaces, one SIGKILLed"
+  t6=$(date +%s)
+  fresh_cluster "$ROOT/dist/install.yaml"
+  real_tests real_shards::
+  log "shards passed in $(($(date +%s) - t6)) s"
 fi
 log "stage took $(($(date +%s) - t0)) s"

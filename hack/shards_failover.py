@@ -69,8 +69,10 @@ class Ring:
         listen = f"127.0.0.1:{free_port()}"
         self.listens[identity] = listen
         log = open(os.path.join(self.workdir, f"{identity}.log"), "w")
+        # VERDA_BENCH_OPERATOR_WRAP (e.g. heaptrack) wraps the first replica only.
+        wrap = bench.WRAP if not self.replicas else []
         self.replicas[identity] = self.procs.start(
-            [bench.OPERATOR, "run", "--log-format", "json", "--shards", "--listen", listen,
+            [*wrap, bench.OPERATOR, "run", "--log-format", "json", "--shards", "--listen", listen,
              "--config", self.config,
              "--shard-namespace-selector", f"verda-shards-demo={self.tag}",
              "--identity", identity, "--lease-namespace", self.lease_namespace,

@@ -13,10 +13,14 @@ each run, the time from `kubectl apply` to converged and each process's peak RSS
 Usage: hack/shards_memory.py [GROUPS [NAMESPACES]]   (defaults 1000 30; release
 binaries built first: cargo build --release --locked -p verda-operator
 -p verda-test-apiserver --bins)
+Env: VERDA_SHARDS_MEMORY_MODES ("single shards"; one of them runs it alone, no verdict),
+VERDA_BENCH_OPERATOR_WRAP (the first shard runs under it, e.g. heaptrack), and
+VERDA_BENCH_RSS_TRACE (a path prefix: each process's RSS every 2 s).
 """
 
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -112,6 +116,11 @@ def run(mode, groups, namespaces, workdir):
             if held else {"single": namespaces},
         }
         print("MEMORY " + json.dumps(result), flush=True)
+        if bench.WRAP and mode == "shards":
+            # Killed outright, so the wrapper records what the settled shard holds.
+            first = ring.replicas[SHARDS[0]]
+            subprocess.run(["pkill", "-KILL", "-s", str(first.pid), "-x", "verda-operator"])
+            first.wait(300)
         return result
     finally:
         procs.stop()
@@ -121,9 +130,12 @@ def main():
     groups = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
     namespaces = int(sys.argv[2]) if len(sys.argv) > 2 else 30
     os.environ.setdefault("RUST_LOG", "warn")
+    modes = os.environ.get("VERDA_SHARDS_MEMORY_MODES", "single shards").split()
     with tempfile.TemporaryDirectory(prefix="verda-bench-") as workdir:
-        single = run("single", groups, namespaces, workdir)
-        shards = run("shards", groups, namespaces, workdir)
+        results = {mode: run(mode, groups, namespaces, workdir) for mode in modes}
+    if modes != ["single", "shards"]:
+        return
+    single, shards = results["single"], results["shards"]
     base = single["peak_rss_mb"]["single"]
     largest = max(shards["peak_rss_mb"].values())
     share = largest / base

@@ -41,6 +41,7 @@ mod leader_election;
 mod real_chaos;
 mod real_lifecycle;
 mod real_monitoring;
+mod real_shards;
 mod real_shared_clusters;
 mod real_systems;
 mod real_upgrade;

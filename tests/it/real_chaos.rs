@@ -15,7 +15,6 @@
 
 use crate::support;
 
-use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Arc;
@@ -25,16 +24,15 @@ use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use verda_api::v1alpha1::{LoadBalancer, VirtualMachineGroup};
+use verda_api::v1alpha1::LoadBalancer;
 use verda_operator::cloud::ids::{PoolId, ServerId};
 use verda_operator::cloud::model::compute::ServerStatus;
-use verda_operator::cloud::model::loadbalancing::LbFilter;
 use verda_operator::cloud::owner::Owner;
 use verda_operator::cloud::{Compute, LoadBalancing};
 
 use support::real::{
-    Namespace, Operator, PUBLISHED_GROUP, PUBLISHED_LB, Real, all_deleted, group_addresses,
-    pool_members, project_inventory, published, put_secret, single_cloud,
+    Namespace, Operator, PUBLISHED_GROUP, PUBLISHED_LB, Real, all_deleted, converged,
+    project_inventory, published, put_secret, single_cloud,
 };
 
 const LEASE: &str = "verda-chaos-leader";
@@ -191,88 +189,6 @@ fn application_credential(real: &Real, name: &str) -> (String, String) {
         "clouds:\n  osh-demo:\n    auth_type: v3applicationcredential\n    auth:\n      auth_url: {auth_url}\n      application_credential_id: {id}\n      application_credential_secret: {secret}\n    region_name: RegionOne\n    interface: public\n    identity_api_version: 3\n"
     );
     (id, yaml)
-}
-
-/// The state every round must reach, or why it has not yet.
-async fn converged(
-    real: &Real,
-    client: &kube::Client,
-    ns: &Namespace,
-    replicas: u32,
-) -> Result<(), String> {
-    let groups: Api<VirtualMachineGroup> = ns.api(client.clone());
-    let lbs: Api<LoadBalancer> = ns.api(client.clone());
-    let group = groups
-        .get(PUBLISHED_GROUP)
-        .await
-        .map_err(|e| e.to_string())?;
-    let status = group.status.ok_or("group has no status")?;
-    if status.ready_replicas != replicas as i32 || status.replicas != replicas as i32 {
-        return Err(format!(
-            "group: {}/{} ready",
-            status.ready_replicas, status.replicas
-        ));
-    }
-    let addresses = group_addresses(&ns.api(client.clone()), replicas as usize)
-        .await
-        .ok_or("not every VirtualMachine is Ready")?;
-    let pools = pool_members(&lbs).await.ok_or("LoadBalancer not Ready")?;
-    if pools.len() != 2 || pools.iter().any(|p| *p != addresses) {
-        return Err(format!("status pools {pools:?}, group {addresses:?}"));
-    }
-    let cloud = real.cloud();
-    let lb = lbs.get(PUBLISHED_LB).await.map_err(|e| e.to_string())?;
-    for port in lb.status.ok_or("no status")?.ports {
-        let pool = PoolId::from(port.pool_id.ok_or("no pool")?);
-        let members = LoadBalancing::list_members(&cloud, &pool)
-            .await
-            .map_err(|e| e.to_string())?;
-        let octavia: BTreeSet<String> = members.into_iter().map(|m| m.address).collect();
-        if octavia != addresses {
-            return Err(format!(
-                "Octavia's pool {pool}: {octavia:?}, group {addresses:?}"
-            ));
-        }
-    }
-    no_duplicates(&cloud, ns, replicas).await
-}
-
-/// In the cloud: `replicas` ACTIVE servers of the namespace, one server group and one
-/// load balancer.
-async fn no_duplicates(
-    cloud: &verda_operator::cloud::OpenStackClient,
-    ns: &Namespace,
-    replicas: u32,
-) -> Result<(), String> {
-    let servers: Vec<_> = cloud
-        .list_managed_servers()
-        .await
-        .map_err(|e| e.to_string())?
-        .into_iter()
-        .filter(|s| Owner::from_metadata(&s.metadata).is_some_and(|o| o.namespace == ns.name))
-        .collect();
-    if servers.len() != replicas as usize
-        || servers.iter().any(|s| s.status != ServerStatus::Active)
-    {
-        let seen: Vec<String> = servers
-            .iter()
-            .map(|s| format!("{} {:?}", s.name, s.status))
-            .collect();
-        return Err(format!("servers: {seen:?}"));
-    }
-    let groups = cloud
-        .list_server_groups()
-        .await
-        .map_err(|e| e.to_string())?;
-    let ours = groups.iter().filter(|g| g.name.contains(&ns.name)).count();
-    let lbs = LoadBalancing::list_load_balancers(cloud, &LbFilter::default())
-        .await
-        .map_err(|e| e.to_string())?;
-    let lbs = lbs.iter().filter(|l| l.name.contains(&ns.name)).count();
-    if ours != 1 || lbs != 1 {
-        return Err(format!("{ours} server groups, {lbs} load balancers"));
-    }
-    Ok(())
 }
 
 /// The replica holding the lease.

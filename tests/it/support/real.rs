@@ -16,8 +16,13 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use serde_json::Value;
 use verda_api::conditions::{READY, is_true};
 use verda_api::v1alpha1::{LoadBalancer, VirtualMachine, VirtualMachineGroup};
+use verda_operator::cloud::ids::PoolId;
+use verda_operator::cloud::model::compute::ServerStatus;
+use verda_operator::cloud::model::loadbalancing::LbFilter;
+use verda_operator::cloud::owner::Owner;
 use verda_operator::cloud::{
-    ClientOptions, CloudSelection, CloudSource, Environment, OpenStackClient, resolve,
+    ClientOptions, CloudSelection, CloudSource, Compute, Environment, LoadBalancing,
+    OpenStackClient, resolve,
 };
 use verda_operator::metrics::Metrics;
 
@@ -172,6 +177,29 @@ impl Real {
         args: &[&str],
         config: Option<&str>,
     ) -> Operator {
+        self.spawn(binary, name, args, config, &[])
+    }
+
+    /// As [`Real::operator`], with `env` set for it (e.g. `RUST_LOG`).
+    pub fn operator_with_env(
+        &self,
+        name: &str,
+        args: &[&str],
+        config: Option<&str>,
+        env: &[(&str, &str)],
+    ) -> Operator {
+        let binary = std::path::Path::new(env!("CARGO_BIN_EXE_verda-operator"));
+        self.spawn(binary, name, args, config, env)
+    }
+
+    fn spawn(
+        &self,
+        binary: &std::path::Path,
+        name: &str,
+        args: &[&str],
+        config: Option<&str>,
+        env: &[(&str, &str)],
+    ) -> Operator {
         let port = free_port();
         let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("real-systems");
         std::fs::create_dir_all(&dir).expect("dir");
@@ -187,6 +215,7 @@ impl Real {
             .env_remove("VERDA_CONFIG")
             .env_remove("POD_NAMESPACE")
             .env_remove("KUBERNETES_SERVICE_HOST")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("log"))
             .stderr(log);
@@ -556,4 +585,88 @@ pub async fn all_deleted(
     )
     .await;
     nothing_left(real, &baseline);
+}
+
+/// The state the published group and LoadBalancer in `ns` must reach at `replicas`
+/// (in Kubernetes and in the cloud itself: Octavia's pools, no duplicate), or why it
+/// has not yet.
+pub async fn converged(
+    real: &Real,
+    client: &kube::Client,
+    ns: &Namespace,
+    replicas: u32,
+) -> Result<(), String> {
+    let groups: Api<VirtualMachineGroup> = ns.api(client.clone());
+    let lbs: Api<LoadBalancer> = ns.api(client.clone());
+    let group = groups
+        .get(PUBLISHED_GROUP)
+        .await
+        .map_err(|e| e.to_string())?;
+    let status = group.status.ok_or("group has no status")?;
+    if status.ready_replicas != replicas as i32 || status.replicas != replicas as i32 {
+        return Err(format!(
+            "group: {}/{} ready",
+            status.ready_replicas, status.replicas
+        ));
+    }
+    let addresses = group_addresses(&ns.api(client.clone()), replicas as usize)
+        .await
+        .ok_or("not every VirtualMachine is Ready")?;
+    let pools = pool_members(&lbs).await.ok_or("LoadBalancer not Ready")?;
+    if pools.len() != 2 || pools.iter().any(|p| *p != addresses) {
+        return Err(format!("status pools {pools:?}, group {addresses:?}"));
+    }
+    let cloud = real.cloud();
+    let lb = lbs.get(PUBLISHED_LB).await.map_err(|e| e.to_string())?;
+    for port in lb.status.ok_or("no status")?.ports {
+        let pool = PoolId::from(port.pool_id.ok_or("no pool")?);
+        let members = LoadBalancing::list_members(&cloud, &pool)
+            .await
+            .map_err(|e| e.to_string())?;
+        let octavia: BTreeSet<String> = members.into_iter().map(|m| m.address).collect();
+        if octavia != addresses {
+            return Err(format!(
+                "Octavia's pool {pool}: {octavia:?}, group {addresses:?}"
+            ));
+        }
+    }
+    no_duplicates(&cloud, ns, replicas).await
+}
+
+/// In the cloud: `replicas` ACTIVE servers of the namespace, one server group and one
+/// load balancer.
+pub async fn no_duplicates(
+    cloud: &verda_operator::cloud::OpenStackClient,
+    ns: &Namespace,
+    replicas: u32,
+) -> Result<(), String> {
+    let servers: Vec<_> = cloud
+        .list_managed_servers()
+        .await
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .filter(|s| Owner::from_metadata(&s.metadata).is_some_and(|o| o.namespace == ns.name))
+        .collect();
+    if servers.len() != replicas as usize
+        || servers.iter().any(|s| s.status != ServerStatus::Active)
+    {
+        let seen: Vec<String> = servers
+            .iter()
+            .map(|s| format!("{} {:?}", s.name, s.status))
+            .collect();
+        return Err(format!("servers: {seen:?}"));
+    }
+    let groups = cloud
+        .list_server_groups()
+        .await
+        .map_err(|e| e.to_string())?;
+    let ours = groups.iter().filter(|g| g.name.contains(&ns.name)).count();
+    let lbs = LoadBalancing::list_load_balancers(cloud, &LbFilter::default())
+        .await
+        .map_err(|e| e.to_string())?;
+    let lbs = lbs.iter().filter(|l| l.name.contains(&ns.name)).count();
+    if ours != 1 || lbs != 1 {
+        return Err(format!("{ours} server groups, {lbs} load balancers"));
+    }
+    Ok(())
 }
