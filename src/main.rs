@@ -151,11 +151,12 @@ struct RunArgs {
     #[arg(long, env = "VERDA_LEADER_ELECT", num_args = 0..=1, default_missing_value = "true")]
     leader_elect: Option<bool>,
     /// Run as one of several active shards that divide the namespaces among themselves
-    /// through Leases (instead of one leader doing all). Not yet for production use.
-    #[arg(long, env = "VERDA_SHARDS", num_args = 0..=1, default_missing_value = "true", hide = true, conflicts_with = "namespace")]
+    /// through Leases in --lease-namespace, --lease-name naming the ring (instead of one
+    /// leader doing all). Preview.
+    #[arg(long, env = "VERDA_SHARDS", num_args = 0..=1, default_missing_value = "true", conflicts_with = "namespace")]
     shards: Option<bool>,
     /// With --shards: divide only the namespaces with these labels (a label selector).
-    #[arg(long, env = "VERDA_SHARD_NAMESPACE_SELECTOR", hide = true)]
+    #[arg(long, env = "VERDA_SHARD_NAMESPACE_SELECTOR")]
     shard_namespace_selector: Option<String>,
     /// Namespace of the leader-election Lease (default: the pod's namespace).
     #[arg(long, env = "POD_NAMESPACE", default_value = "verda-system")]

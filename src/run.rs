@@ -191,6 +191,7 @@ async fn run_shard(
         identity: options.identity.clone(),
         lease_duration: options.lease_duration,
         namespace_selector: options.shard_namespace_selector.clone(),
+        sweep_after: options.lease_duration * ShardOptions::SWEEP_AFTER_LEASES,
     };
     let ran = shards::run(ctx, owned, lease_client, shard, signals).await;
     controllers.abort();

@@ -15,6 +15,7 @@
 pub mod claim;
 pub mod ring;
 pub mod roster;
+pub mod sweep;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -30,6 +31,7 @@ use tokio::sync::watch;
 
 use self::claim::Claim;
 use self::roster::{Liveness, Names, Round, holder};
+use self::sweep::{Leftovers, Sweep};
 use verda_api::v1alpha1::{LoadBalancer, VirtualMachine, VirtualMachineGroup};
 
 use crate::controller::Context;
@@ -57,6 +59,14 @@ pub struct ShardOptions {
     /// Only the namespaces with these labels are divided (a label selector); every
     /// namespace when `None`.
     pub namespace_selector: Option<String>,
+    /// How long a Lease no one writes any more (a gone member's, the claim of a gone
+    /// namespace) stays before it is deleted.
+    pub sweep_after: Duration,
+}
+
+impl ShardOptions {
+    /// A gone member's Lease and claims are deleted after this many lease durations.
+    pub const SWEEP_AFTER_LEASES: u32 = 10;
 }
 
 /// Runs this replica as one shard until `shutdown` resolves: renews its membership,
@@ -141,6 +151,7 @@ impl Shard {
         }
         self.owned.unfence();
         let mut liveness = Liveness::new(self.options.lease_duration + MARGIN);
+        let mut leftovers = Leftovers::new(self.options.sweep_after);
         loop {
             if *stop.borrow() {
                 self.hand_back_all().await;
@@ -151,6 +162,10 @@ impl Shard {
                 Ok(round) => {
                     self.act(&round, &liveness).await;
                     self.export(&liveness);
+                    let me = &self.options.identity;
+                    for sweep in leftovers.due(&round, &liveness, me, Instant::now()) {
+                        self.delete_leftover(sweep).await;
+                    }
                 }
                 Err(error) => tracing::warn!(
                     error = %crate::kube_error::describe(&error),
@@ -331,6 +346,29 @@ impl Shard {
                 %namespace,
                 error = %crate::kube_error::describe(&error),
                 "stopped reconciling the namespace but could not release its claim; another replica takes it once this one's membership ends"
+            ),
+        }
+    }
+
+    /// Deletes a Lease no one writes any more, unless it changed since it was read.
+    async fn delete_leftover(&self, sweep: Sweep) {
+        let params = DeleteParams {
+            preconditions: Some(Preconditions {
+                resource_version: Some(sweep.version),
+                uid: None,
+            }),
+            ..DeleteParams::default()
+        };
+        match self.leases.delete(&sweep.name, &params).await {
+            Ok(_) => {
+                tracing::info!(lease = %sweep.name, "deleted a Lease of the ring no replica has written for the sweep period (a member gone, or the claim of a namespace gone)")
+            }
+            // Written again, or deleted by another replica first.
+            Err(error) if matches!(crate::kube_error::api_code(&error), Some(404 | 409)) => {}
+            Err(error) => tracing::warn!(
+                lease = %sweep.name,
+                error = %crate::kube_error::describe(&error),
+                "could not delete a Lease of the ring no replica writes any more; trying again next round"
             ),
         }
     }

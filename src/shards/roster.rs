@@ -58,6 +58,8 @@ pub struct Round {
     pub claims: HashMap<String, Lease>,
     /// The namespaces that exist.
     pub namespaces: BTreeSet<String>,
+    /// The members' Leases.
+    pub members: Vec<Lease>,
 }
 
 impl Round {
@@ -72,7 +74,11 @@ impl Round {
     ) -> Self {
         let (claims, members) = sort(names, leases);
         liveness.observe(&members, now);
-        Self { claims, namespaces }
+        Self {
+            claims,
+            namespaces,
+            members,
+        }
     }
 
     /// The claims among a listing of the lease namespace, by namespace.

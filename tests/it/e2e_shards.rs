@@ -28,6 +28,7 @@ use verda_test_apiserver::TestCluster;
 const LEASE_DURATION: Duration = Duration::from_secs(2);
 const LIMIT: Duration = Duration::from_secs(30);
 const NAMESPACES: usize = 6;
+const SWEEP_AFTER: Duration = Duration::from_secs(3);
 
 /// One replica: its controllers and its shard loop.
 struct Replica {
@@ -50,6 +51,7 @@ impl Replica {
             identity: identity.to_owned(),
             lease_duration: LEASE_DURATION,
             namespace_selector: Some(format!("verda-test-ring={}", ring.name)),
+            sweep_after: SWEEP_AFTER,
         };
         let (stop, stopped) = oneshot::channel::<()>();
         let shard = tokio::spawn({
@@ -265,6 +267,15 @@ async fn three_shards_divide_the_namespaces_survive_a_killed_one_and_hand_back_o
         "the killed replica's claims were taken: {holders:?}"
     );
     assert_eq!(sim.live_servers().len(), NAMESPACES, "no duplicate");
+    // Its member Lease, which no one writes any more, is swept.
+    let member = format!("{}-member-{killed_identity}", ring.name);
+    let leases = Api::<Lease>::namespaced(cluster.client(), &ring.lease_namespace);
+    eventually(
+        "the killed replica's member Lease is swept",
+        LIMIT,
+        || async { leases.get_opt(&member).await.ok()?.is_none().then_some(()) },
+    )
+    .await;
 
     // A graceful stop hands its namespaces back at once, without waiting for expiry.
     let stopping = replicas.remove(0);

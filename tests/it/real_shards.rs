@@ -22,13 +22,43 @@ use support::real::{
     published, until,
 };
 
-const RING: &str = "verda-real-shards";
 const LEASE: Duration = Duration::from_secs(6);
 const CONFIG: &str = "resyncPeriod: 30s\n";
 const LIMIT: Duration = Duration::from_secs(600);
 
+/// `config/shards` as `kubectl apply -k` sends it (applied to the real cluster, which
+/// checks it), and what its Deployment runs: the replica count and the container's
+/// arguments.
+fn shards_overlay(real: &Real) -> (i64, Vec<String>) {
+    let dir = support::crd_schema::repo_root().join("config/shards");
+    let dir = dir.to_string_lossy();
+    real.kubectl(&["apply", "-k", &dir]);
+    let rendered = real.kubectl(&["kustomize", &dir]);
+    for doc in serde_yaml_ng::Deserializer::from_str(&rendered) {
+        let doc: serde_json::Value = serde::Deserialize::deserialize(doc).expect("a YAML document");
+        if doc["kind"] == "Deployment" {
+            let spec = &doc["spec"];
+            let args = spec["template"]["spec"]["containers"][0]["args"]
+                .as_array()
+                .expect("args")
+                .iter()
+                .map(|a| a.as_str().expect("a string").to_owned())
+                .collect();
+            return (spec["replicas"].as_i64().expect("replicas"), args);
+        }
+    }
+    panic!("config/shards renders no Deployment")
+}
+
+/// The value after `flag` in `args`.
+fn flag<'a>(args: &'a [String], flag: &str) -> &'a str {
+    let at = args.iter().position(|a| a == flag).expect(flag);
+    &args[at + 1]
+}
+
 struct Shards {
     real: Arc<Real>,
+    ring: String,
     selector: String,
     running: BTreeMap<String, Operator>,
     /// Logs of replicas killed or stopped, for the write records.
@@ -45,7 +75,7 @@ impl Shards {
             "--lease-namespace",
             "verda-system",
             "--lease-name",
-            RING,
+            &self.ring,
             "--lease-duration",
             &lease,
             "--identity",
@@ -120,11 +150,15 @@ fn concurrent(records: &[(String, u64, u64, String, String)]) -> Vec<String> {
 }
 
 /// Who holds each namespace's claim.
-async fn holders(client: &kube::Client, namespaces: &[Namespace]) -> BTreeMap<String, String> {
+async fn holders(
+    client: &kube::Client,
+    ring: &str,
+    namespaces: &[Namespace],
+) -> BTreeMap<String, String> {
     let leases: Api<Lease> = Api::namespaced(client.clone(), "verda-system");
     let mut held = BTreeMap::new();
     for ns in namespaces {
-        let claim = format!("{RING}-ns-{}", ns.name);
+        let claim = format!("{ring}-ns-{}", ns.name);
         let holder = leases.get_opt(&claim).await.ok().flatten().and_then(|l| {
             l.spec
                 .and_then(|s| s.holder_identity)
@@ -140,13 +174,14 @@ async fn holders(client: &kube::Client, namespaces: &[Namespace]) -> BTreeMap<St
 /// The claims once every namespace is held by one of `live`, as evenly as can be.
 async fn spread_over(
     client: &kube::Client,
+    ring: &str,
     namespaces: &[Namespace],
     live: &[&str],
     context: &dyn Fn() -> String,
 ) -> BTreeMap<String, String> {
     let fair = namespaces.len() / live.len();
     until("the claims to spread evenly", LIMIT, context, || async {
-        let held = holders(client, namespaces).await;
+        let held = holders(client, ring, namespaces).await;
         let counts = live
             .iter()
             .map(|r| held.values().filter(|h| h == r).count());
@@ -181,8 +216,14 @@ async fn shards_divide_namespaces_on_the_real_systems_and_heal_a_killed_one() {
         real.kubectl(&["-n", &ns.name, "apply", "-f", &files[0], "-f", &files[1]]);
         namespaces.push(ns);
     }
+    // The replicas run as the published overlay's Deployment runs them (its config
+    // file's path aside: they are processes here, not Pods).
+    let (replicas, args) = shards_overlay(&real);
+    assert_eq!(replicas, 3, "config/shards runs three replicas");
+    assert!(args.contains(&"--shards".to_owned()), "{args:?}");
     let mut shards = Shards {
         real: real.clone(),
+        ring: flag(&args, "--lease-name").to_owned(),
         selector,
         running: BTreeMap::new(),
         logs: Vec::new(),
@@ -202,6 +243,7 @@ async fn shards_divide_namespaces_on_the_real_systems_and_heal_a_killed_one() {
     let context = || shards.context();
     let three = spread_over(
         &client,
+        &shards.ring,
         &namespaces,
         &["shard-a", "shard-b", "shard-c"],
         &context,
@@ -212,7 +254,7 @@ async fn shards_divide_namespaces_on_the_real_systems_and_heal_a_killed_one() {
     shards.start("shard-d");
     let context = || shards.context();
     let all = ["shard-a", "shard-b", "shard-c", "shard-d"];
-    let four = spread_over(&client, &namespaces, &all, &context).await;
+    let four = spread_over(&client, &shards.ring, &namespaces, &all, &context).await;
     let moved = three.iter().filter(|(ns, h)| four[*ns] != **h).count();
     assert!(
         moved * 10 <= count * 4,
@@ -242,7 +284,7 @@ async fn shards_divide_namespaces_on_the_real_systems_and_heal_a_killed_one() {
     .await;
     let scaled = killed.elapsed();
     let survivors = ["shard-b", "shard-c", "shard-d"];
-    let taken = spread_over(&client, &namespaces, &survivors, &context).await;
+    let taken = spread_over(&client, &shards.ring, &namespaces, &survivors, &context).await;
     assert!(taken.values().all(|h| h != victim));
     for ns in &namespaces {
         let replicas = if ns.name == target.name { 3 } else { 2 };
