@@ -178,26 +178,28 @@ impl Liveness {
     }
 }
 
+/// A Lease named `name`, held by `holder`, at `version`: for the shards' unit tests.
 #[cfg(test)]
-mod tests {
+pub(super) fn test_lease(name: &str, holder: &str, version: &str) -> Lease {
     use k8s_openapi::api::coordination::v1::LeaseSpec;
     use kube::api::ObjectMeta;
-
-    use super::*;
-
-    fn lease(name: &str, holder: &str, version: &str) -> Lease {
-        Lease {
-            metadata: ObjectMeta {
-                name: Some(name.into()),
-                resource_version: Some(version.into()),
-                ..ObjectMeta::default()
-            },
-            spec: Some(LeaseSpec {
-                holder_identity: Some(holder.into()),
-                ..LeaseSpec::default()
-            }),
-        }
+    Lease {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            resource_version: Some(version.into()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(LeaseSpec {
+            holder_identity: Some(holder.into()),
+            ..LeaseSpec::default()
+        }),
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_lease as lease;
+    use super::*;
 
     const DEAD_AFTER: Duration = Duration::from_secs(17);
 

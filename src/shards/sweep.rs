@@ -79,25 +79,8 @@ impl Leftovers {
 mod tests {
     use std::collections::BTreeSet;
 
-    use k8s_openapi::api::coordination::v1::LeaseSpec;
-    use kube::api::ObjectMeta;
-
-    use super::super::roster::Names;
+    use super::super::roster::{Names, test_lease as lease};
     use super::*;
-
-    fn lease(name: &str, holder: &str, version: &str) -> Lease {
-        Lease {
-            metadata: ObjectMeta {
-                name: Some(name.into()),
-                resource_version: Some(version.into()),
-                ..ObjectMeta::default()
-            },
-            spec: Some(LeaseSpec {
-                holder_identity: Some(holder.into()),
-                ..LeaseSpec::default()
-            }),
-        }
-    }
 
     #[test]
     fn only_leases_nobody_writes_are_swept_once_unchanged_for_the_period() {
