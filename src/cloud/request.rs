@@ -24,6 +24,11 @@ pub(crate) struct Request {
 }
 
 impl Request {
+    /// Whether the request changes something (anything but a read).
+    pub fn is_write(&self) -> bool {
+        !matches!(self.method, Method::GET | Method::HEAD)
+    }
+
     pub fn new(
         service: Service,
         operation: &'static str,

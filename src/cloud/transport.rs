@@ -248,8 +248,7 @@ impl Transport {
         let Some(budget) = self.budget() else {
             return;
         };
-        let write = !matches!(req.method, Method::GET | Method::HEAD);
-        let waited = budget.acquire(write).await;
+        let waited = budget.acquire(req.is_write()).await;
         self.metrics
             .cloud_request_wait
             .get_or_create(&ServiceLabels {
@@ -271,7 +270,7 @@ impl Transport {
         let _permit = self.permits.acquire().await.ok();
         let began = Instant::now();
         let builder = self.request_builder(req, url, token);
-        let write = !matches!(req.method, Method::GET | Method::HEAD);
+        let write = req.is_write();
         if write {
             super::write_log::sent();
         }

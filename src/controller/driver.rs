@@ -231,8 +231,7 @@ async fn tenant_of<K: Managed>(
 }
 
 /// Adds our finalizer when missing, so no cloud resource is ever created for an object
-/// that could vanish without cleanup.
-/// Adds the finalizer unless present; false when `obj` was a stale copy.
+/// that could vanish without cleanup; false when `obj` was a stale copy.
 async fn ensure_finalizer<K: Managed>(api: &Api<K>, obj: &K) -> Result<bool, ReconcileError> {
     if obj.finalizers().iter().any(|f| f == K::FINALIZER) {
         return Ok(true);

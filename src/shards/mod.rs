@@ -327,16 +327,7 @@ impl Shard {
                     .await
                     .map(drop)
             }
-            None => {
-                let params = DeleteParams {
-                    preconditions: Some(Preconditions {
-                        resource_version: claim.resource_version(),
-                        uid: None,
-                    }),
-                    ..DeleteParams::default()
-                };
-                self.leases.delete(&name, &params).await.map(drop)
-            }
+            None => self.delete_unchanged(&name, claim.resource_version()).await,
         };
         match written {
             Ok(()) => {
@@ -352,15 +343,11 @@ impl Shard {
 
     /// Deletes a Lease no one writes any more, unless it changed since it was read.
     async fn delete_leftover(&self, sweep: Sweep) {
-        let params = DeleteParams {
-            preconditions: Some(Preconditions {
-                resource_version: Some(sweep.version),
-                uid: None,
-            }),
-            ..DeleteParams::default()
-        };
-        match self.leases.delete(&sweep.name, &params).await {
-            Ok(_) => {
+        match self
+            .delete_unchanged(&sweep.name, Some(sweep.version))
+            .await
+        {
+            Ok(()) => {
                 tracing::info!(lease = %sweep.name, "deleted a Lease of the ring no replica has written for the sweep period (a member gone, or the claim of a namespace gone)")
             }
             // Written again, or deleted by another replica first.
@@ -371,6 +358,22 @@ impl Shard {
                 "could not delete a Lease of the ring no replica writes any more; trying again next round"
             ),
         }
+    }
+
+    /// Deletes the Lease `name` unless it changed since it was read at `version`.
+    async fn delete_unchanged(
+        &self,
+        name: &str,
+        version: Option<String>,
+    ) -> Result<(), kube::Error> {
+        let params = DeleteParams {
+            preconditions: Some(Preconditions {
+                resource_version: version,
+                uid: None,
+            }),
+            ..DeleteParams::default()
+        };
+        self.leases.delete(name, &params).await.map(drop)
     }
 
     /// On shutdown: every namespace this replica holds, stopped and released.
