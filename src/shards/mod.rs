@@ -44,9 +44,9 @@ const GRACE: Duration = Duration::from_secs(5);
 /// After stopping reconciles mid-way: time for a request already sent to land before
 /// another replica may look.
 const SETTLE: Duration = Duration::from_secs(1);
-/// Beyond a member's lease duration, how long its Lease may stay unchanged before it
-/// counts as dead (its own fence passes a third of the duration earlier).
-const MARGIN: Duration = Duration::from_secs(2);
+/// A round read at a member's expiry is read this much after it, so the member surely
+/// counts as dead by then.
+const EXPIRY_SLACK: Duration = Duration::from_millis(10);
 
 /// Where the ring's Leases live and who this replica is.
 #[derive(Clone, Debug)]
@@ -150,7 +150,10 @@ impl Shard {
             self.owned.close(&namespace, Duration::ZERO).await;
         }
         self.owned.unfence();
-        let mut liveness = Liveness::new(self.options.lease_duration + MARGIN);
+        // A member counts as dead once its Lease stayed unchanged for the lease duration
+        // since this replica saw it change (client-go's observed time): never before its
+        // own fence, two thirds of the duration after its renewal was stamped, stopped it.
+        let mut liveness = Liveness::new(self.options.lease_duration);
         let mut leftovers = Leftovers::new(self.options.sweep_after);
         loop {
             if *stop.borrow() {
@@ -173,10 +176,21 @@ impl Shard {
                 ),
             }
             tokio::select! {
-                () = tokio::time::sleep(self.options.lease_duration / 3) => {}
+                () = tokio::time::sleep_until(self.next_round(&liveness).into()) => {}
                 _ = stop.changed() => {}
             }
         }
+    }
+
+    /// When to read the ring next: a third of the lease duration from now, or sooner
+    /// when a member not seen renewing would count as dead before then (so its
+    /// namespaces are taken when it dies, not up to a round later).
+    fn next_round(&self, liveness: &Liveness) -> Instant {
+        let now = Instant::now();
+        let regular = now + self.options.lease_duration / 3;
+        liveness
+            .next_expiry(now)
+            .map_or(regular, |expiry| regular.min(expiry + EXPIRY_SLACK))
     }
 
     /// The shard gauges, as of the round just acted on.

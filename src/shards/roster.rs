@@ -168,6 +168,17 @@ impl Liveness {
             .is_some_and(|seen| now.saturating_duration_since(seen.changed) < self.dead_after)
     }
 
+    /// The first instant after `now` at which a member alive now would count as dead
+    /// if its Lease stays as it is: the round to read then tells a death without waiting
+    /// for the next regular one.
+    pub fn next_expiry(&self, now: Instant) -> Option<Instant> {
+        self.seen
+            .values()
+            .map(|seen| seen.changed + self.dead_after)
+            .filter(|expiry| *expiry > now)
+            .min()
+    }
+
     /// The members alive as of `now`.
     pub fn members(&self, now: Instant) -> BTreeSet<String> {
         self.seen
@@ -229,6 +240,34 @@ mod tests {
         assert!(liveness.live("a", at(17)));
         assert!(!liveness.live("b", at(17)), "unchanged for 17 s");
         assert!(!liveness.live("c", at(17)), "never seen");
+    }
+
+    #[test]
+    fn the_next_expiry_is_the_earliest_death_still_to_come() {
+        let mut liveness = Liveness::new(DEAD_AFTER);
+        let t0 = Instant::now();
+        let at = |secs| t0 + Duration::from_secs(secs);
+        assert_eq!(liveness.next_expiry(t0), None, "no member seen");
+        liveness.observe(
+            &[lease("r-member-a", "a", "1"), lease("r-member-b", "b", "1")],
+            t0,
+        );
+        liveness.observe(
+            &[lease("r-member-a", "a", "2"), lease("r-member-b", "b", "1")],
+            at(5),
+        );
+        assert_eq!(
+            liveness.next_expiry(at(5)),
+            Some(at(17)),
+            "b, unchanged since t0"
+        );
+        assert!(liveness.live("b", at(16)) && !liveness.live("b", at(17)));
+        assert_eq!(
+            liveness.next_expiry(at(17)),
+            Some(at(22)),
+            "b is dead already; a is next"
+        );
+        assert_eq!(liveness.next_expiry(at(22)), None);
     }
 
     #[test]
