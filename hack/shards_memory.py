@@ -61,6 +61,19 @@ def rss_mb(pid):
         return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:")) / 1024
 
 
+def resident_mb(pid):
+    """The process's resident memory as anonymous (its heap, stacks) and file-backed
+    (its binary's pages, shared by every replica on a node)."""
+    fields = {}
+    with open(f"/proc/{pid}/smaps_rollup") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) == 3 and parts[2] == "kB":
+                fields[parts[0].rstrip(":")] = int(parts[1]) / 1024
+    return {"anon": round(fields.get("Anonymous", 0), 1),
+            "file": round(fields.get("Rss", 0) - fields.get("Anonymous", 0), 1)}
+
+
 def run(mode, groups, namespaces, workdir):
     procs = Processes()
     try:
@@ -112,6 +125,7 @@ def run(mode, groups, namespaces, workdir):
             "peak_rss_mb": {i: round(bench.peak_rss_mb(pid), 1) for i, pid in pids.items()},
             "rss_before_mb": idle_rss,
             "rss_converged_mb": {i: round(rss_mb(pid), 1) for i, pid in pids.items()},
+            "converged_resident_mb": {i: resident_mb(pid) for i, pid in pids.items()},
             "namespaces_held": {i: sum(1 for h in held.values() if h == i) for i in pids}
             if held else {"single": namespaces},
         }
