@@ -30,7 +30,7 @@ pub enum Claim {
 
 /// Decides, from the claim (if any), what `me` does at `now`. `assigned` is whether the
 /// ring gives the namespace to `me`; `live` whether a member is alive as `me` observes
-/// it (its member Lease seen to change within the lease duration and a margin).
+/// it (its member Lease seen to change within the lease duration).
 pub fn decide(
     current: Option<&LeaseSpec>,
     me: &str,

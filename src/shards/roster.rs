@@ -124,7 +124,7 @@ pub fn holder(lease: &Lease) -> Option<&str> {
 pub struct Liveness {
     seen: HashMap<String, Seen>,
     /// How long a member's Lease may stay as it is before the member counts as dead:
-    /// its lease duration and a margin.
+    /// its lease duration.
     dead_after: Duration,
 }
 
@@ -215,7 +215,7 @@ mod tests {
     const DEAD_AFTER: Duration = Duration::from_secs(17);
 
     #[test]
-    fn a_member_is_dead_once_its_lease_stays_unchanged_past_the_margin() {
+    fn a_member_is_dead_once_its_lease_stays_unchanged_for_the_dead_after_period() {
         let mut liveness = Liveness::new(DEAD_AFTER);
         let t0 = Instant::now();
         let at = |secs| t0 + Duration::from_secs(secs);
