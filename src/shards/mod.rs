@@ -21,11 +21,13 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams, Preconditions};
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 use tokio::sync::watch;
 
@@ -35,6 +37,7 @@ use self::sweep::{Leftovers, Sweep};
 use verda_api::v1alpha1::{LoadBalancer, VirtualMachine, VirtualMachineGroup};
 
 use crate::controller::Context;
+use crate::controller::lock::Lock;
 use crate::controller::object::Managed;
 use crate::controller::scope::OwnedNamespaces;
 use crate::leader_election::{FatalLeaseError, LeaderElector, run_elected};
@@ -125,6 +128,15 @@ struct Shard {
     options: ShardOptions,
 }
 
+/// Ends a task when its owner is dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// Fences the owned namespaces when the task keeping the claims ends for any reason
 /// (membership lost, shutdown): nothing is reconciled without a member keeping it.
 struct FenceOnDrop(Arc<OwnedNamespaces>);
@@ -153,7 +165,8 @@ impl Shard {
         // A member counts as dead once its Lease stayed unchanged for the lease duration
         // since this replica saw it change (client-go's observed time): never before its
         // own fence, two thirds of the duration after its renewal was stamped, stopped it.
-        let mut liveness = Liveness::new(self.options.lease_duration);
+        let liveness = Arc::new(Lock::new(Liveness::new(self.options.lease_duration)));
+        let _following = self.follow_members(liveness.clone());
         let mut leftovers = Leftovers::new(self.options.sweep_after);
         loop {
             if *stop.borrow() {
@@ -161,12 +174,14 @@ impl Shard {
                 done.send_replace(true);
                 return;
             }
-            match self.read(&mut liveness).await {
+            match self.read(&liveness).await {
                 Ok(round) => {
-                    self.act(&round, &liveness).await;
-                    self.export(&liveness);
+                    // The round acts on the members as this read left them.
+                    let seen = liveness.lock().clone();
+                    self.act(&round, &seen).await;
+                    self.export(&seen);
                     let me = &self.options.identity;
-                    for sweep in leftovers.due(&round, &liveness, me, Instant::now()) {
+                    for sweep in leftovers.due(&round, &seen, me, Instant::now()) {
                         self.delete_leftover(sweep).await;
                     }
                 }
@@ -175,11 +190,43 @@ impl Shard {
                     "could not read the shards' Leases and namespaces; trying again next round"
                 ),
             }
+            let next = self.next_round(&liveness.lock());
             tokio::select! {
-                () = tokio::time::sleep_until(self.next_round(&liveness).into()) => {}
+                () = tokio::time::sleep_until(next.into()) => {}
                 _ = stop.changed() => {}
             }
         }
+    }
+
+    /// Follows the member Leases between rounds (a watch), so that a renewal counts
+    /// from when it happened rather than from the next round's listing, up to a third
+    /// of the lease duration later: a dead member's namespaces are then taken the lease
+    /// duration after its last renewal, not up to a third more. The rounds alone still
+    /// decide, should the watch fail (a Role without `watch` on Leases, say).
+    fn follow_members(&self, liveness: Arc<Lock<Liveness>>) -> AbortOnDrop {
+        let names = self.names.clone();
+        let events = watcher(self.leases.clone(), watcher::Config::default()).default_backoff();
+        AbortOnDrop(tokio::spawn(async move {
+            let mut events = std::pin::pin!(events);
+            let mut warned = false;
+            while let Some(event) = events.next().await {
+                match event {
+                    Ok(watcher::Event::Apply(lease) | watcher::Event::InitApply(lease))
+                        if names.is_member(&lease.name_any()) =>
+                    {
+                        liveness.lock().saw(&lease, Instant::now());
+                    }
+                    Ok(_) => {}
+                    Err(error) if !warned => {
+                        warned = true;
+                        tracing::warn!(%error, "could not watch the shards' member Leases; a dead member is told from the rounds' readings alone, up to a third of the lease duration later (the operator's Role needs `watch` on Leases)");
+                    }
+                    Err(error) => {
+                        tracing::debug!(%error, "the watch of the member Leases failed again")
+                    }
+                }
+            }
+        }))
     }
 
     /// When to read the ring next: a third of the lease duration from now, or sooner
@@ -215,7 +262,7 @@ impl Shard {
         }
     }
 
-    async fn read(&self, liveness: &mut Liveness) -> Result<Round, kube::Error> {
+    async fn read(&self, liveness: &Lock<Liveness>) -> Result<Round, kube::Error> {
         let leases = self.leases.list(&ListParams::default()).await?.items;
         let mut selected = ListParams::default();
         if let Some(selector) = &self.options.namespace_selector {
@@ -227,7 +274,7 @@ impl Shard {
             &self.names,
             leases,
             namespaces,
-            liveness,
+            &mut liveness.lock(),
             Instant::now(),
         ))
     }

@@ -31,7 +31,7 @@ impl Names {
         lease.strip_prefix(&format!("{}-ns-", self.ring))
     }
 
-    fn is_member(&self, lease: &str) -> bool {
+    pub fn is_member(&self, lease: &str) -> bool {
         lease.starts_with(&format!("{}-member-", self.ring))
     }
 }
@@ -120,7 +120,7 @@ pub fn holder(lease: &Lease) -> Option<&str> {
 }
 
 /// When this replica last saw each member's Lease change.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Liveness {
     seen: HashMap<String, Seen>,
     /// How long a member's Lease may stay as it is before the member counts as dead:
@@ -128,7 +128,7 @@ pub struct Liveness {
     dead_after: Duration,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Seen {
     version: String,
     changed: Instant,
@@ -159,6 +159,30 @@ impl Liveness {
             seen.insert(identity.to_owned(), Seen { version, changed });
         }
         self.seen = seen;
+    }
+
+    /// Takes in one member Lease seen at `now` between rounds (a watch event): a
+    /// renewal counts from when it is seen, not from the next round's listing. A
+    /// released Lease is left to the next round, which forgets its member.
+    pub fn saw(&mut self, lease: &Lease, now: Instant) {
+        let Some(identity) = holder(lease) else {
+            return;
+        };
+        let version = lease.resource_version().unwrap_or_default();
+        match self.seen.get_mut(identity) {
+            Some(seen) if seen.version == version => {}
+            Some(seen) => {
+                seen.version = version;
+                seen.changed = now;
+            }
+            None => {
+                let seen = Seen {
+                    version,
+                    changed: now,
+                };
+                self.seen.insert(identity.to_owned(), seen);
+            }
+        }
     }
 
     /// Whether `member` is alive as of `now`.
@@ -268,6 +292,32 @@ mod tests {
             "b is dead already; a is next"
         );
         assert_eq!(liveness.next_expiry(at(22)), None);
+    }
+
+    #[test]
+    fn a_renewal_seen_between_rounds_counts_from_when_it_was_seen() {
+        let mut liveness = Liveness::new(DEAD_AFTER);
+        let t0 = Instant::now();
+        let at = |secs| t0 + Duration::from_secs(secs);
+        liveness.observe(&[lease("r-member-a", "a", "1")], t0);
+        // Renewed at 2 s, seen at once by the watch; the round at 5 s lists the same.
+        liveness.saw(&lease("r-member-a", "a", "2"), at(2));
+        liveness.observe(&[lease("r-member-a", "a", "2")], at(5));
+        assert_eq!(
+            liveness.next_expiry(at(5)),
+            Some(at(19)),
+            "from 2 s, not 5 s"
+        );
+        assert!(liveness.live("a", at(18)) && !liveness.live("a", at(19)));
+        // A member seen first by the watch is alive from then on; a released Lease
+        // changes nothing until a round lists it.
+        liveness.saw(&lease("r-member-b", "b", "1"), at(6));
+        liveness.saw(&lease("r-member-a", "", "3"), at(7));
+        assert_eq!(
+            liveness.members(at(7)),
+            BTreeSet::from(["a".into(), "b".into()])
+        );
+        assert_eq!(liveness.next_expiry(at(7)), Some(at(19)));
     }
 
     #[test]
