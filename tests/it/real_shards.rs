@@ -159,6 +159,27 @@ impl Shards {
     }
 }
 
+/// The reconciles that wrote in `namespace` from `since_ms` until `within` later, as
+/// seconds after it: where a failover's time went past the takeover.
+fn timeline(
+    records: &[(String, u64, u64, String, String)],
+    namespace: &str,
+    since_ms: u64,
+    within: Duration,
+) -> String {
+    let until_ms = since_ms + within.as_millis() as u64;
+    let mut after: Vec<_> = records
+        .iter()
+        .filter(|r| r.0 == namespace && (since_ms..=until_ms).contains(&r.1))
+        .collect();
+    after.sort_by_key(|r| r.1);
+    let secs = |ms: u64| (ms - since_ms) as f64 / 1000.0;
+    let spans = after.iter().map(|(_, first, last, who, object)| {
+        format!("{object} by {who} {:.1}-{:.1} s", secs(*first), secs(*last))
+    });
+    spans.collect::<Vec<_>>().join("; ")
+}
+
 /// Pairs of reconciles of two replicas whose writes for one namespace overlapped.
 fn concurrent(records: &[(String, u64, u64, String, String)]) -> Vec<String> {
     let mut sorted = records.to_vec();
@@ -347,6 +368,11 @@ async fn shards_divide_namespaces_on_the_real_systems_and_heal_a_killed_one() {
 
     let records = shards.writes();
     let overlapping = concurrent(&records);
+    println!(
+        "SHARDS real: after the SIGKILL, the writes in {}: {}",
+        target.name,
+        timeline(&records, &target.name, killed_ms, scaled)
+    );
     let goal = LEASE + Duration::from_secs(10);
     println!(
         "SHARDS real: {count} namespaces converged in {:.1} s over 3 replicas; a 4th moved {moved} ({:.0} %); \
