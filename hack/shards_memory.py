@@ -14,7 +14,8 @@ Usage: hack/shards_memory.py [GROUPS [NAMESPACES]]   (defaults 1000 30; release
 binaries built first: cargo build --release --locked -p verda-operator
 -p verda-test-apiserver --bins)
 Env: VERDA_SHARDS_MEMORY_MODES ("single shards"; one of them runs it alone, no verdict),
-VERDA_BENCH_OPERATOR_WRAP (the first shard runs under it, e.g. heaptrack), and
+VERDA_BENCH_OPERATOR_WRAP (the single replica and the first shard run under it, e.g.
+heaptrack), and
 VERDA_BENCH_RSS_TRACE (a path prefix: each process's RSS every 2 s).
 """
 
@@ -92,7 +93,7 @@ def run(mode, groups, namespaces, workdir):
         if mode == "single":
             listen = f"127.0.0.1:{free_port()}"
             log = open(os.path.join(workdir, "single.log"), "w")
-            single = procs.start([bench.OPERATOR, "run", "--listen", listen,
+            single = procs.start([*bench.WRAP, bench.OPERATOR, "run", "--listen", listen,
                                   "--config", ring.config, "--leader-elect=false"],
                                  env=ring.operator_env, stderr=log)
             pids = {"single": single.pid}
@@ -130,10 +131,11 @@ def run(mode, groups, namespaces, workdir):
             if held else {"single": namespaces},
         }
         print("MEMORY " + json.dumps(result), flush=True)
-        if bench.WRAP and mode == "shards":
-            # Killed outright, so the wrapper records what the settled shard holds.
-            first = ring.replicas[SHARDS[0]]
-            subprocess.run(["pkill", "-KILL", "-s", str(first.pid), "-x", "verda-operator"])
+        if bench.WRAP:
+            # Killed outright, so the wrapper records what the settled process holds
+            # (matched by name prefix: a profiling build may be named otherwise).
+            first = single if mode == "single" else ring.replicas[SHARDS[0]]
+            subprocess.run(["pkill", "-KILL", "-s", str(first.pid), "^verda-operator"])
             first.wait(300)
         return result
     finally:
