@@ -74,7 +74,9 @@ impl Request {
 pub(crate) struct Reply {
     pub status: StatusCode,
     pub headers: HeaderMap,
-    pub body: Vec<u8>,
+    /// As the HTTP client collected it: a page of a large listing is megabytes, and a
+    /// copy of it would be held beside it while it is parsed.
+    pub body: bytes::Bytes,
 }
 
 impl Reply {

@@ -281,7 +281,7 @@ impl Transport {
                 resp.bytes().await.map(|body| Reply {
                     status,
                     headers,
-                    body: body.to_vec(),
+                    body,
                 })
             }
             Err(e) => Err(e),
