@@ -219,7 +219,7 @@ impl Shard {
                     Ok(_) => {}
                     Err(error) if !warned => {
                         warned = true;
-                        tracing::warn!(%error, "could not watch the shards' member Leases; a dead member is told from the rounds' readings alone, up to a third of the lease duration later (the operator's Role needs `watch` on Leases)");
+                        tracing::warn!(%error, "could not watch the shards' member Leases (retrying); meanwhile a dead member is told from the rounds' readings alone, up to a third of the lease duration later. If the error is 403 Forbidden, the operator's Role lacks `watch` on Leases: apply this release's RBAC");
                     }
                     Err(error) => {
                         tracing::debug!(%error, "the watch of the member Leases failed again")

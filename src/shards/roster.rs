@@ -1,5 +1,6 @@
 //! The ring as one replica sees it: which members are alive, who holds which
-//! namespace's claim, and which namespaces exist — read from the API server each round.
+//! namespace's claim, and which namespaces exist — read from the API server each round,
+//! the member Leases' renewals also as they are watched between rounds.
 //!
 //! A member is alive while this replica sees its Lease change: judged by our own
 //! monotonic clock since we last saw its `resourceVersion` move, never by comparing its
