@@ -6,9 +6,9 @@ API server and simulator, by three `verda-operator run --shards` processes.
 
 The shards' claims are settled before the fleet is applied (as in a running cluster,
 where the fleet grows under replicas that already divide the namespaces). Prints, for
-each run, the time from `kubectl apply` to converged and each process's peak RSS
-(VmHWM), and the largest shard's peak as a share of the single replica's (goal: under
-45 %).
+each run, the time from `kubectl apply` to converged, each process's peak RSS (VmHWM)
+and CPU time until then, and the largest shard's peak as a share of the single
+replica's (goal: under 45 %).
 
 Usage: hack/shards_memory.py [GROUPS [NAMESPACES]]   (defaults 1000 30; release
 binaries built first: cargo build --release --locked -p verda-operator
@@ -60,6 +60,13 @@ def converged(urls, groups):
 def rss_mb(pid):
     with open(f"/proc/{pid}/status") as f:
         return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:")) / 1024
+
+
+def cpu_secs(pid):
+    """The process's CPU time so far, user and system."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def resident_mb(pid):
@@ -127,6 +134,7 @@ def run(mode, groups, namespaces, workdir):
             "rss_before_mb": idle_rss,
             "rss_converged_mb": {i: round(rss_mb(pid), 1) for i, pid in pids.items()},
             "converged_resident_mb": {i: resident_mb(pid) for i, pid in pids.items()},
+            "cpu_secs": {i: round(cpu_secs(pid), 1) for i, pid in pids.items()},
             "namespaces_held": {i: sum(1 for h in held.values() if h == i) for i in pids}
             if held else {"single": namespaces},
         }
@@ -157,12 +165,13 @@ def main():
     share = largest / base
     print()
     print(f"| {groups * bench.REPLICAS} VMs over {namespaces} namespaces | converge | "
-          "peak RSS per process | namespaces each |")
-    print("|---|---|---|---|")
+          "peak RSS per process | CPU per process | namespaces each |")
+    print("|---|---|---|---|---|")
     for r in (single, shards):
         rss = " / ".join(f"{v} MB" for v in r["peak_rss_mb"].values())
+        cpu = " / ".join(f"{v} s" for v in r["cpu_secs"].values())
         held = " / ".join(str(n) for n in r["namespaces_held"].values())
-        print(f"| {r['mode']} | {r['converge_secs']} s | {rss} | {held} |")
+        print(f"| {r['mode']} | {r['converge_secs']} s | {rss} | {cpu} | {held} |")
     print(f"largest shard's peak: {share:.0%} of the single replica's (goal < 45 %)")
     sys.exit(0 if share < 0.45 else 1)
 
