@@ -132,9 +132,8 @@ impl Shards {
         tails.collect::<Vec<_>>().join("\n")
     }
 
-    /// Every reconcile's cloud writes: (namespace, first sent ms, last answered ms,
-    /// replica, object).
-    fn writes(&self) -> Vec<(String, u64, u64, String, String)> {
+    /// Every reconcile's cloud writes.
+    fn writes(&self) -> Vec<Writes> {
         let running = self
             .running
             .iter()
@@ -159,14 +158,13 @@ impl Shards {
     }
 }
 
+/// One reconcile's cloud writes, as a replica logged them: (namespace, first sent ms,
+/// last answered ms, replica, object).
+type Writes = (String, u64, u64, String, String);
+
 /// The reconciles that wrote in `namespace` from `since_ms` until `within` later, as
 /// seconds after it: where a failover's time went past the takeover.
-fn timeline(
-    records: &[(String, u64, u64, String, String)],
-    namespace: &str,
-    since_ms: u64,
-    within: Duration,
-) -> String {
+fn timeline(records: &[Writes], namespace: &str, since_ms: u64, within: Duration) -> String {
     let until_ms = since_ms + within.as_millis() as u64;
     let mut after: Vec<_> = records
         .iter()
@@ -181,7 +179,7 @@ fn timeline(
 }
 
 /// Pairs of reconciles of two replicas whose writes for one namespace overlapped.
-fn concurrent(records: &[(String, u64, u64, String, String)]) -> Vec<String> {
+fn concurrent(records: &[Writes]) -> Vec<String> {
     let mut sorted = records.to_vec();
     sorted.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
     let mut found = Vec::new();
