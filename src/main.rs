@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use verda_operator::cloud::CloudSelection;
-use verda_operator::sim::{SimConfig, Simulator};
+use verda_operator::sim::{SimConfig, SimCredentials, Simulator};
 use verda_operator::{config, crdgen, run, telemetry};
 
 /// mimalloc: at 5,000 VMs the system allocator took a quarter of the operator's CPU
@@ -47,6 +47,8 @@ enum Command {
         /// Also write a clouds.yaml of the simulator's second project (`team-b`) here.
         #[arg(long = "team-clouds")]
         team_clouds: Option<PathBuf>,
+        #[command(flatten)]
+        tenants: SimTenants,
     },
     /// List the cloud resources of this cluster whose owner object is gone (servers,
     /// server groups, load balancers, floating IPs), and with --delete remove them.
@@ -82,6 +84,18 @@ impl SimCapacity {
             ..config
         }
     }
+}
+
+/// Projects of the simulated cloud beyond the two seeded ones, for a shared cluster
+/// where every namespace has a project of its own.
+#[derive(Args, Clone)]
+struct SimTenants {
+    /// How many (`tenant-1`, `tenant-2`, ...), each with its own user and networks.
+    #[arg(long = "sim-tenants", default_value_t = 0)]
+    count: usize,
+    /// Write one clouds.yaml per tenant (`tenant-1.yaml`, ...) into this directory.
+    #[arg(long = "tenant-clouds")]
+    clouds: Option<PathBuf>,
 }
 
 /// How fast the simulated cloud answers, for benchmarks at a real cloud's pace.
@@ -208,7 +222,8 @@ fn main() -> ExitCode {
             capacity,
             pace,
             team_clouds,
-        } => simulate(listen, delay, (capacity, pace), team_clouds),
+            tenants,
+        } => simulate(listen, delay, (capacity, pace), (team_clouds, tenants)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -282,7 +297,7 @@ fn simulate(
     listen: SocketAddr,
     delay: Duration,
     (capacity, pace): (SimCapacity, SimPace),
-    team_clouds: Option<PathBuf>,
+    (team_clouds, tenants): (Option<PathBuf>, SimTenants),
 ) -> Result<(), String> {
     telemetry::init(telemetry::LogFormat::Text);
     let runtime = tokio::runtime::Runtime::new()
@@ -292,6 +307,7 @@ fn simulate(
             build_delay: pace.build_delay.unwrap_or(delay),
             lb_delay: delay,
             latency: pace.latency,
+            tenants: tenants.count,
             ..SimConfig::default()
         });
         let sim = Simulator::start_on(listen, config)
@@ -301,9 +317,17 @@ fn simulate(
             "# OpenStack simulator on http://{}; save as clouds.yaml and use OS_CLOUD=verda-sim",
             sim.addr()
         );
+        let write = |path: &std::path::Path, credentials: &SimCredentials| {
+            std::fs::write(path, sim.clouds_yaml_of(credentials))
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))
+        };
         if let Some(path) = &team_clouds {
-            std::fs::write(path, sim.clouds_yaml_of(&sim.team_credentials()))
-                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            write(path, &sim.team_credentials())?;
+        }
+        if let Some(dir) = &tenants.clouds {
+            for tenant in sim.tenant_credentials() {
+                write(&dir.join(format!("{}.yaml", tenant.project_name)), tenant)?;
+            }
         }
         print!("{}", sim.clouds_yaml());
         tokio::signal::ctrl_c()

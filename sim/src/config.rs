@@ -25,6 +25,10 @@ pub struct SimConfig {
     pub page_size_max: usize,
     /// Time every request takes before it is answered, as a loaded API server's would.
     pub latency: Duration,
+    /// Projects beyond the two seeded ones (`tenant-1`, `tenant-2`, ...), each with its
+    /// own user, application credential and networks: a shared cluster where every
+    /// namespace acts in a project of its own.
+    pub tenants: usize,
 }
 
 impl Default for SimConfig {
@@ -39,6 +43,7 @@ impl Default for SimConfig {
             seed: 42,
             page_size_max: 1000,
             latency: Duration::ZERO,
+            tenants: 0,
         }
     }
 }

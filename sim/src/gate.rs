@@ -84,5 +84,5 @@ pub(crate) fn token_project(sim: &Sim, headers: &HeaderMap) -> Option<String> {
     lock(&sim.tokens)
         .get(token)
         .filter(|t| t.scoped && t.valid_until > Instant::now())
-        .map(|t| super::seed::identities()[t.identity].project_id.clone())
+        .map(|t| sim.identities[t.identity].project_id.clone())
 }

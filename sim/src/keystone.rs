@@ -132,12 +132,14 @@ async fn issue(State(sim): State<Sim>, headers: HeaderMap, body: Bytes) -> Respo
         Some("password") if identity.get("password").is_none() => {
             return bad_request(&sim, "password", "identity");
         }
-        Some("password") => password_ok(&identity["password"]["user"]).map(Identity::Password),
+        Some("password") => {
+            password_ok(&sim, &identity["password"]["user"]).map(Identity::Password)
+        }
         Some("application_credential") if identity.get("application_credential").is_none() => {
             return bad_request(&sim, "application_credential", "identity");
         }
         Some("application_credential") => {
-            app_cred_ok(&identity["application_credential"]).map(Identity::AppCred)
+            app_cred_ok(&sim, &identity["application_credential"]).map(Identity::AppCred)
         }
         Some("token") => token_ok(&sim, &identity["token"]).map(Identity::Token),
         Some(_) => None,
@@ -158,7 +160,7 @@ async fn issue(State(sim): State<Sim>, headers: HeaderMap, body: Bytes) -> Respo
         }
         (Identity::AppCred(_), None) => true,
         (_, None) => false,
-        (_, Some(s)) if project_ok(&s["project"], kind.who()) => true,
+        (_, Some(s)) if project_ok(&sim, &s["project"], kind.who()) => true,
         (_, Some(_)) => return error(&sim, 401, wire::UNAUTHORIZED_MSG, None),
     };
     let app_cred = matches!(kind, Identity::AppCred(_));
@@ -174,20 +176,20 @@ fn domain_ok(d: &Value) -> bool {
 }
 
 /// The identity a user reference names.
-fn user_of(u: &Value) -> Option<usize> {
-    seed::identities().iter().position(|i| {
+fn user_of(sim: &Sim, u: &Value) -> Option<usize> {
+    sim.identities.iter().position(|i| {
         u["id"].as_str() == Some(i.user_id.as_str())
             || (u["name"].as_str() == Some(i.username.as_str()) && domain_ok(&u["domain"]))
     })
 }
 
-fn password_ok(u: &Value) -> Option<usize> {
-    user_of(u).filter(|&i| u["password"].as_str() == Some(seed::identities()[i].password.as_str()))
+fn password_ok(sim: &Sim, u: &Value) -> Option<usize> {
+    user_of(sim, u).filter(|&i| u["password"].as_str() == Some(sim.identities[i].password.as_str()))
 }
 
-fn app_cred_ok(a: &Value) -> Option<usize> {
-    let user = user_of(&a["user"]);
-    let identities = seed::identities();
+fn app_cred_ok(sim: &Sim, a: &Value) -> Option<usize> {
+    let user = user_of(sim, &a["user"]);
+    let identities = &sim.identities;
     (0..identities.len()).find(|&who| {
         let i = &identities[who];
         let named = a["id"].as_str() == Some(i.application_credential_id.as_str())
@@ -206,8 +208,8 @@ fn token_ok(sim: &Sim, t: &Value) -> Option<usize> {
 }
 
 /// Whether `p` names the project of identity `who` (a user may scope only to its own).
-fn project_ok(p: &Value, who: usize) -> bool {
-    let identity = &seed::identities()[who];
+fn project_ok(sim: &Sim, p: &Value, who: usize) -> bool {
+    let identity = &sim.identities[who];
     p["id"].as_str() == Some(identity.project_id.as_str())
         || (p["name"].as_str() == Some(identity.project_name.as_str()) && domain_ok(&p["domain"]))
 }
@@ -241,7 +243,7 @@ fn mint(
 }
 
 fn token_body(sim: &Sim, t: &Token) -> Value {
-    let who = &seed::identities()[t.identity];
+    let who = &sim.identities[t.identity];
     let domain = json!({"id": seed::DOMAIN_ID, "name": seed::DOMAIN});
     let mut token = json!({
         "methods": t.methods,

@@ -69,15 +69,17 @@ impl Simulator {
     pub async fn start_on(addr: SocketAddr, config: SimConfig) -> std::io::Result<Simulator> {
         let listener = tokio::net::TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
+        let identities = seed::identities(config.tenants);
         let sim: Sim = Arc::new(Shared {
             base: format!("http://{addr}"),
-            worlds: seed::identities()
+            worlds: identities
                 .iter()
                 .map(|i| {
                     let world = seed::world(&config, &i.project_id);
                     (i.project_id.clone(), Mutex::new(world))
                 })
                 .collect(),
+            identities,
             default_project: seed::PROJECT_ID.to_owned(),
             tokens: Mutex::new(Default::default()),
             faults: FaultTable::new(config.seed),
@@ -128,8 +130,12 @@ impl Simulator {
 
     /// The second project's identity (project `team-b`), for shared-cluster tests.
     pub fn team_credentials(&self) -> SimCredentials {
-        let [_, team] = seed::identities();
-        team
+        self.sim.identities[1].clone()
+    }
+
+    /// The generated tenants' identities (`tenant-1`, ...; [`SimConfig::tenants`]).
+    pub fn tenant_credentials(&self) -> &[SimCredentials] {
+        &self.sim.identities[2..]
     }
 
     /// The servers of `project` (an ID).

@@ -15,10 +15,15 @@ pub(crate) const PROJECT_ID: &str = "4fe49c509df94ac8bb7350b83b09a91e";
 /// `project`'s world as a fresh simulator starts it. Each project draws its IDs from
 /// a sequence of its own: IDs are unique across projects, as in a cloud.
 pub(crate) fn world(config: &SimConfig, project: &str) -> World {
-    let rng_seed = if project == PROJECT_ID {
-        config.seed
-    } else {
-        config.seed ^ 0x9e37_79b9_7f4a_7c15
+    let rng_seed = match project {
+        PROJECT_ID => config.seed,
+        TEAM_PROJECT_ID => config.seed ^ 0x9e37_79b9_7f4a_7c15,
+        // A generated tenant's: FNV-1a of its ID.
+        _ => project
+            .bytes()
+            .fold(config.seed ^ 0xcbf2_9ce4_8422_2325, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+            }),
     };
     let mut w = World::empty(config, project, rng_seed);
     seed_project(&mut w, project);
@@ -56,8 +61,9 @@ const TEAM_APP_CRED_SECRET: &str = "verda-sim-team-b-app-secret";
 const TEAM_PRIVATE_NET: &str = "5e0c2a8f-7b1d-4c3e-9f5a-6b7c8d9e0f12";
 const TEAM_PRIVATE_SUBNET: &str = "6f1d3b9a-8c2e-4d4f-8a6b-7c8d9e0f1a23";
 
-/// Every identity the simulator knows: the first is the default one.
-pub(crate) fn identities() -> [SimCredentials; 2] {
+/// Every identity the simulator knows, with `tenants` generated ones after the two
+/// seeded: the first is the default one.
+pub(crate) fn identities(tenants: usize) -> Vec<SimCredentials> {
     let identity =
         |project: (&str, &str), user: (&str, &str, &str), app: (&str, &str, &str)| SimCredentials {
             project_id: project.0.into(),
@@ -71,7 +77,7 @@ pub(crate) fn identities() -> [SimCredentials; 2] {
             application_credential_name: app.1.into(),
             application_credential_secret: app.2.into(),
         };
-    [
+    let mut all = vec![
         identity(
             (PROJECT_ID, PROJECT),
             (USER_ID, USER, PASSWORD),
@@ -82,12 +88,38 @@ pub(crate) fn identities() -> [SimCredentials; 2] {
             (TEAM_USER_ID, TEAM_USER, TEAM_PASSWORD),
             (TEAM_APP_CRED_ID, TEAM_APP_CRED_NAME, TEAM_APP_CRED_SECRET),
         ),
-    ]
+    ];
+    all.extend((1..=tenants).map(|i| {
+        let name = format!("tenant-{i}");
+        identity(
+            (&tenant_id(TENANT_PROJECT, i), &name),
+            (
+                &tenant_id(TENANT_USER, i),
+                &name,
+                &format!("verda-sim-{name}-password"),
+            ),
+            (
+                &tenant_id(TENANT_APP_CRED, i),
+                &format!("verda-{name}"),
+                &format!("verda-sim-{name}-app-secret"),
+            ),
+        )
+    }));
+    all
 }
 
+/// Prefixes of a generated tenant's IDs: 32 hex digits, as Keystone's.
+const TENANT_PROJECT: u32 = 0x7e4a_0001;
+const TENANT_USER: u32 = 0x7e4a_0002;
+const TENANT_APP_CRED: u32 = 0x7e4a_0003;
+
+fn tenant_id(kind: u32, i: usize) -> String {
+    format!("{kind:08x}{i:024x}")
+}
+
+/// The default identity.
 pub(crate) fn credentials() -> SimCredentials {
-    let [default, _] = identities();
-    default
+    identities(0).swap_remove(0)
 }
 
 fn flavor(id: &str, name: &str, vcpus: u64, ram: u64, disk: u64) -> Flavor {
@@ -122,13 +154,30 @@ pub(crate) fn seed_project(w: &mut World, project: &str) {
     if project == PROJECT_ID {
         return;
     }
+    let (net_id, subnet_id) = if project == TEAM_PROJECT_ID {
+        (TEAM_PRIVATE_NET.to_owned(), TEAM_PRIVATE_SUBNET.to_owned())
+    } else {
+        // A generated tenant's: its project ID (unique) in the form of a UUID.
+        let uuid = |tweak: &str| {
+            let p = project;
+            format!(
+                "{tweak}{}-{}-{}-{}-{}",
+                &p[2..8],
+                &p[8..12],
+                &p[12..16],
+                &p[16..20],
+                &p[20..32]
+            )
+        };
+        (uuid("5e"), uuid("6f"))
+    };
     for net in w.networks.iter_mut().filter(|n| n.id == PRIVATE_NET) {
-        net.id = TEAM_PRIVATE_NET.into();
-        net.subnets = vec![TEAM_PRIVATE_SUBNET.into()];
+        net.id = net_id.clone();
+        net.subnets = vec![subnet_id.clone()];
     }
     for subnet in w.subnets.iter_mut().filter(|s| s.id == PRIVATE_SUBNET) {
-        subnet.id = TEAM_PRIVATE_SUBNET.into();
-        subnet.network_id = TEAM_PRIVATE_NET.into();
+        subnet.id = subnet_id.clone();
+        subnet.network_id = net_id.clone();
     }
 }
 

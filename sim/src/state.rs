@@ -21,6 +21,8 @@ pub(crate) struct Shared {
     pub base: String,
     /// One world per project: a project sees only its own resources.
     pub worlds: HashMap<String, Mutex<World>>,
+    /// Every identity Keystone accepts; a token names one by its index.
+    pub identities: Vec<crate::config::SimCredentials>,
     /// The project whose world answers for a project without one.
     pub default_project: String,
     pub tokens: Mutex<HashMap<String, Token>>,

@@ -8,6 +8,7 @@ mod support;
 
 mod bench_scale;
 mod cli_run;
+mod cli_simulate;
 mod cloud_block_storage;
 mod cloud_compute;
 mod cloud_config;

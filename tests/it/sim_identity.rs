@@ -286,3 +286,76 @@ async fn each_project_sees_only_its_own_servers_and_users_scope_only_to_their_ow
         std::slice::from_ref(&demo_server)
     );
 }
+
+#[tokio::test]
+async fn generated_tenants_each_get_a_project_of_their_own() {
+    let sim = Simulator::start(SimConfig {
+        tenants: 2,
+        ..SimConfig::fast()
+    })
+    .await
+    .unwrap();
+    let tenants = sim.tenant_credentials().to_vec();
+    assert_eq!(
+        tenants
+            .iter()
+            .map(|t| t.project_name.as_str())
+            .collect::<Vec<_>>(),
+        ["tenant-1", "tenant-2"]
+    );
+    let http = reqwest::Client::new();
+    let tokens = format!("{}/auth/tokens", sim.auth_url());
+    let mut private_networks = Vec::new();
+    for tenant in &tenants {
+        let body = json!({"auth": {"identity": {"methods": ["application_credential"],
+            "application_credential": {"id": tenant.application_credential_id,
+                                       "secret": tenant.application_credential_secret}}}});
+        let issued = http.post(&tokens).json(&body).send().await.unwrap();
+        assert_eq!(issued.status(), 201);
+        let token = issued.headers()["x-subject-token"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let scoped = json_of(issued).await;
+        assert_eq!(scoped["token"]["project"]["id"], tenant.project_id.as_str());
+        let networks = http
+            .get(format!(
+                "http://{}/network/v2.0/networks?name=private",
+                sim.addr()
+            ))
+            .header("x-auth-token", token)
+            .send()
+            .await
+            .unwrap();
+        let listed = json_of(networks).await;
+        private_networks.push(listed["networks"][0]["id"].as_str().unwrap().to_owned());
+    }
+    assert_ne!(
+        private_networks[0], private_networks[1],
+        "each tenant's network is its own"
+    );
+    assert!(
+        private_networks
+            .iter()
+            .all(|id| uuid::Uuid::parse_str(id).is_ok()),
+        "network IDs are UUIDs: {private_networks:?}"
+    );
+
+    let (first, second) = (&tenants[0], &tenants[1]);
+    let foreign_scope = json!({"auth": {
+        "identity": {"methods": ["password"], "password": {"user": {
+            "name": first.username, "domain": {"name": "Default"}, "password": first.password}}},
+        "scope": {"project": {"id": second.project_id}}
+    }});
+    let refused = http
+        .post(&tokens)
+        .json(&foreign_scope)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        refused.status(),
+        401,
+        "tenant-1's user may not scope to tenant-2"
+    );
+}
