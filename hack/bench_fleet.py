@@ -231,16 +231,20 @@ def start_apiserver(procs, workdir, tag, history):
     return kubeconfig
 
 
-def start_simulator(procs, workdir, tag, quota):
+def start_simulator(procs, workdir, tag, quota, tenants=0):
     """`verda-operator simulate`; returns its clouds.yaml (cloud verda-sim) and the
-    second project's."""
+    second project's. With `tenants`, each tenant's clouds.yaml is written as
+    `tenant-clouds-<tag>/tenant-<i>.yaml` (see `tenant_clouds`)."""
     sim_port = free_port()
     team_clouds = os.path.join(workdir, f"team-clouds-{tag}.yaml")
+    tenant_dir = tenant_clouds(workdir, tag)
+    os.makedirs(tenant_dir, exist_ok=True)
     sim = procs.start([OPERATOR, "simulate", "--listen", f"127.0.0.1:{sim_port}", "--delay", "0",
                        "--sim-instance-quota", str(quota),
                        "--sim-hosts", str(max(3, REPLICAS)),
                        "--sim-latency", LATENCY, "--sim-build-delay", BUILD,
-                       "--team-clouds", team_clouds],
+                       "--team-clouds", team_clouds,
+                       "--sim-tenants", str(tenants), "--tenant-clouds", tenant_dir],
                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     clouds = []
     for line in sim.stdout:
@@ -377,13 +381,23 @@ def seconds(text):
     return float(text.rstrip("s"))
 
 
+def tenant_clouds(workdir, tag):
+    """The directory of the simulator's tenants' clouds.yaml files."""
+    return os.path.join(workdir, f"tenant-clouds-{tag}")
+
+
 def second_project(env, workdir, namespace, team_clouds):
     """A namespace whose objects act in the simulator's second project."""
     path = os.path.join(workdir, f"{namespace}.json")
     with open(path, "w") as f:
         json.dump({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}, f)
     kubectl(env, "apply", "-f", path)
-    with open(team_clouds, "rb") as f:
+    credentials(env, workdir, namespace, team_clouds)
+
+
+def credentials(env, workdir, namespace, clouds_file):
+    """`namespace`'s credentials Secret, with the clouds.yaml at `clouds_file`."""
+    with open(clouds_file, "rb") as f:
         clouds = base64.b64encode(f.read()).decode()
     secret = os.path.join(workdir, f"{namespace}-secret.json")
     with open(secret, "w") as f:
