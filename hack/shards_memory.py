@@ -165,6 +165,9 @@ def main():
     namespaces = int(sys.argv[2]) if len(sys.argv) > 2 else 30
     os.environ.setdefault("RUST_LOG", "warn")
     modes = os.environ.get("VERDA_SHARDS_MEMORY_MODES", "single shards").split()
+    if PROJECTS not in ("namespace", "shared"):
+        sys.exit(f"VERDA_SHARDS_MEMORY_PROJECTS={PROJECTS!r}: use 'namespace' (a project "
+                 "per namespace, the default) or 'shared' (one project for all)")
     with tempfile.TemporaryDirectory(prefix="verda-bench-") as workdir:
         results = {mode: run(mode, groups, namespaces, workdir) for mode in modes}
     if modes != ["single", "shards"]:
