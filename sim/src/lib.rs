@@ -107,7 +107,7 @@ impl Simulator {
     /// A clouds.yaml with cloud `verda-sim` (password auth, RegionOne) and
     /// `verda-sim-appcred` (application credential).
     pub fn clouds_yaml(&self) -> String {
-        self.clouds_yaml_of(&seed::credentials())
+        self.clouds_yaml_of(&self.sim.identities[0])
     }
 
     /// The same, for the identity `c` (see [`Self::team_credentials`]).
@@ -125,7 +125,7 @@ impl Simulator {
     }
 
     pub fn credentials(&self) -> SimCredentials {
-        seed::credentials()
+        self.sim.identities[0].clone()
     }
 
     /// The second project's identity (project `team-b`), for shared-cluster tests.

@@ -117,11 +117,6 @@ fn tenant_id(kind: u32, i: usize) -> String {
     format!("{kind:08x}{i:024x}")
 }
 
-/// The default identity.
-pub(crate) fn credentials() -> SimCredentials {
-    identities(0).swap_remove(0)
-}
-
 fn flavor(id: &str, name: &str, vcpus: u64, ram: u64, disk: u64) -> Flavor {
     Flavor {
         id: id.into(),

@@ -6,7 +6,7 @@ use crate::sim_support;
 
 use reqwest::Method;
 use serde_json::json;
-use sim_support::{Client, json_of, password_auth};
+use sim_support::{Client, app_cred_auth, json_of, password_auth};
 use verda_operator::sim::{SimConfig, Simulator};
 
 #[tokio::test]
@@ -41,8 +41,7 @@ async fn password_token_is_in_header_and_catalog_lists_every_service_in_both_reg
 async fn application_credential_gets_a_scoped_token() {
     let sim = Simulator::start(SimConfig::fast()).await.unwrap();
     let c = sim.credentials();
-    let body = json!({"auth": {"identity": {"methods": ["application_credential"],
-        "application_credential": {"id": c.application_credential_id, "secret": c.application_credential_secret}}}});
+    let body = app_cred_auth(&c);
     let resp = reqwest::Client::new()
         .post(format!("{}/auth/tokens", sim.auth_url()))
         .json(&body)
@@ -307,10 +306,12 @@ async fn generated_tenants_each_get_a_project_of_their_own() {
     let tokens = format!("{}/auth/tokens", sim.auth_url());
     let mut private_networks = Vec::new();
     for tenant in &tenants {
-        let body = json!({"auth": {"identity": {"methods": ["application_credential"],
-            "application_credential": {"id": tenant.application_credential_id,
-                                       "secret": tenant.application_credential_secret}}}});
-        let issued = http.post(&tokens).json(&body).send().await.unwrap();
+        let issued = http
+            .post(&tokens)
+            .json(&app_cred_auth(tenant))
+            .send()
+            .await
+            .unwrap();
         assert_eq!(issued.status(), 201);
         let token = issued.headers()["x-subject-token"]
             .to_str()

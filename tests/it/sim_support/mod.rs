@@ -4,7 +4,7 @@
 
 use reqwest::{Method, RequestBuilder, Response};
 use serde_json::{Value, json};
-use verda_operator::sim::{SimConfig, Simulator};
+use verda_operator::sim::{SimConfig, SimCredentials, Simulator};
 
 pub struct Client {
     pub sim: Simulator,
@@ -18,6 +18,14 @@ pub fn password_auth() -> Value {
         "identity": {"methods": ["password"], "password": {"user": {"name": "demo", "domain": {"name": "Default"}, "password": "verda-sim-password"}}},
         "scope": {"project": {"name": "demo", "domain": {"name": "Default"}}}
     }})
+}
+
+/// A token request with the application credential of identity `c` (no scope: the
+/// credential's project is the token's).
+pub fn app_cred_auth(c: &SimCredentials) -> Value {
+    json!({"auth": {"identity": {"methods": ["application_credential"],
+        "application_credential": {"id": c.application_credential_id,
+                                   "secret": c.application_credential_secret}}}})
 }
 
 pub async fn issue_token(http: &reqwest::Client, sim: &Simulator) -> String {
