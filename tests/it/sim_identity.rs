@@ -6,7 +6,7 @@ use crate::sim_support;
 
 use reqwest::Method;
 use serde_json::json;
-use sim_support::{Client, app_cred_auth, json_of, password_auth};
+use sim_support::{Client, app_cred_auth, issue_token_with, json_of, password_auth};
 use verda_operator::sim::{SimConfig, Simulator};
 
 #[tokio::test]
@@ -188,22 +188,8 @@ async fn each_project_sees_only_its_own_servers_and_users_scope_only_to_their_ow
         .await
         .unwrap();
     assert_eq!(refused.status(), 401, "team-b's user may not scope to demo");
-    let issued = demo
-        .http
-        .post(&tokens)
-        .json(&auth(&team.project_name))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(issued.status(), 201);
-    let token = issued.headers()["x-subject-token"]
-        .to_str()
-        .unwrap()
-        .to_owned();
-    assert_eq!(
-        json_of(issued).await["token"]["project"]["id"],
-        team.project_id.as_str()
-    );
+    let (token, issued) = issue_token_with(&demo.http, &demo.sim, &auth(&team.project_name)).await;
+    assert_eq!(issued["token"]["project"]["id"], team.project_id.as_str());
     // Nova as team-b.
     let as_team = |method: Method, path: &str| {
         demo.http
@@ -306,18 +292,7 @@ async fn generated_tenants_each_get_a_project_of_their_own() {
     let tokens = format!("{}/auth/tokens", sim.auth_url());
     let mut private_networks = Vec::new();
     for tenant in &tenants {
-        let issued = http
-            .post(&tokens)
-            .json(&app_cred_auth(tenant))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(issued.status(), 201);
-        let token = issued.headers()["x-subject-token"]
-            .to_str()
-            .unwrap()
-            .to_owned();
-        let scoped = json_of(issued).await;
+        let (token, scoped) = issue_token_with(&http, &sim, &app_cred_auth(tenant)).await;
         assert_eq!(scoped["token"]["project"]["id"], tenant.project_id.as_str());
         let networks = http
             .get(format!(

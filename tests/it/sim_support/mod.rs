@@ -29,17 +29,27 @@ pub fn app_cred_auth(c: &SimCredentials) -> Value {
 }
 
 pub async fn issue_token(http: &reqwest::Client, sim: &Simulator) -> String {
+    issue_token_with(http, sim, &password_auth()).await.0
+}
+
+/// A token issued for the request `auth` (which must succeed), and its body.
+pub async fn issue_token_with(
+    http: &reqwest::Client,
+    sim: &Simulator,
+    auth: &Value,
+) -> (String, Value) {
     let resp = http
         .post(format!("{}/auth/tokens", sim.auth_url()))
-        .json(&password_auth())
+        .json(auth)
         .send()
         .await
         .unwrap();
     assert_eq!(resp.status(), 201);
-    resp.headers()["x-subject-token"]
+    let token = resp.headers()["x-subject-token"]
         .to_str()
         .unwrap()
-        .to_string()
+        .to_string();
+    (token, json_of(resp).await)
 }
 
 impl Client {
