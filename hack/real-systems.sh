@@ -37,6 +37,7 @@ log() { echo "[real-systems] $*" >&2; }
 mkdir -p "$WORK"
 
 started=()
+t0=$(date +%s)
 cleanup() {
   local rc=$?
   if [[ ${VERDA_KEEP_REAL_SYSTEMS:-0} != 1 ]]; then
@@ -45,6 +46,18 @@ cleanup() {
   exit "$rc"
 }
 trap cleanup EXIT
+# A signal from outside (a runner's deadline, Ctrl-C) fails the stage, which stops the
+# real systems once the command running now returns (bash runs a trap only then). Said
+# in the log, so that it is not read as a test failing by itself.
+interrupted() {
+  log "interrupted by SIG$1 from outside this stage, $(($(date +%s) - t0)) s after it began:"
+  log "the stage fails and stops the real systems once the command running now returns"
+  trap - "$1"
+  exit $((128 + $2))
+}
+trap 'interrupted HUP 1' HUP
+trap 'interrupted INT 2' INT
+trap 'interrupted TERM 15' TERM
 
 # start NAME LOGDIR: start a real system, retry once after stopping it, else fail with
 # the tail of its logs.
@@ -64,7 +77,6 @@ start() {
   return 1
 }
 
-t0=$(date +%s)
 # shellcheck source=hack/prometheus.sh
 source "$ROOT/hack/prometheus.sh"
 PROMETHEUS=$(install_prometheus)
