@@ -18,7 +18,9 @@ use super::model::compute::{Server, ServerGroup};
 use super::model::loadbalancing::LoadBalancer;
 use super::model::network::FloatingIp;
 use super::model::volume::Volume;
-use super::owner::{ClusterId, Owner, server_group_uid, uid_from_tags, volume_record};
+use super::owner::{
+    ClusterId, Owner, namespace_from_tags, server_group_uid, uid_from_tags, volume_record,
+};
 
 /// The kinds of cloud resource the inventory lists, in the order `--delete` removes
 /// them (what is under a load balancer or in a server group goes first).
@@ -190,10 +192,18 @@ pub fn load_balancers<'a>(
                 id: l.id.to_string(),
                 name: l.name.clone(),
                 owner_uid: uid.to_owned(),
-                owner: None,
+                owner: load_balancer_owner(l),
             })
         })
         .collect()
+}
+
+/// `namespace/name` of a load balancer's owner: the namespace its tags record, the name
+/// what follows `verda-<namespace>-` in its own.
+fn load_balancer_owner(lb: &LoadBalancer) -> Option<String> {
+    let namespace = namespace_from_tags(&lb.tags)?;
+    let name = lb.name.strip_prefix(&format!("verda-{namespace}-"))?;
+    Some(format!("{namespace}/{name}"))
 }
 
 #[cfg(test)]

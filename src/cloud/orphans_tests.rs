@@ -38,7 +38,7 @@ fn server(id: &str, owner: &Owner) -> Server {
 fn lb(id: &str, owner: &Owner) -> LoadBalancer {
     serde_json::from_value(json!({
         "id": id, "name": "verda-team-web", "provisioning_status": "ACTIVE",
-        "operating_status": "ONLINE", "tags": owner.tags(),
+        "operating_status": "ONLINE", "tags": owner.load_balancer_tags(),
     }))
     .expect("a load balancer")
 }
@@ -123,6 +123,11 @@ fn only_this_clusters_resources_of_gone_owners_are_orphans() {
         ]
     );
     assert_eq!(found[0].owner.as_deref(), Some("team/web"));
+    assert_eq!(
+        found[2].owner.as_deref(),
+        Some("team/web"),
+        "from its namespace tag"
+    );
     assert!(found.iter().all(|o| o.owner_uid == GONE));
 }
 

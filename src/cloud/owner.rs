@@ -5,7 +5,9 @@
 //!   `/` in metadata keys: `^[a-zA-Z0-9-_:. ]{1,255}$`), plus the tag `verda-uid-<uid>`
 //!   so `list_servers` can filter by owner server-side (Nova tag filters need
 //!   microversion 2.26, tags at create 2.52).
-//! - Octavia objects: the tag `verda-uid-<uid>`.
+//! - Octavia objects: the tag `verda-uid-<uid>`; a load balancer also the tag
+//!   `verda-namespace-<namespace>` (Octavia takes 255 characters where Nova takes 60), as
+//!   its name cannot tell namespace `team` from `team-a`.
 //! - Servers and load balancers also carry [`MANAGED_TAG`], so one paginated list per
 //!   service finds everything the operator owns (the shared cloud view's refresh).
 //! - Nova server groups (no tags or metadata): the name `verda-<namespace>-<name>-<uid>`,
@@ -39,6 +41,7 @@ const CLUSTER_TAG_PREFIX: &str = "verda-cluster-";
 /// Nova's longest server group name.
 const MAX_GROUP_NAME: usize = 255;
 const TAG_PREFIX: &str = "verda-uid-";
+const NAMESPACE_TAG_PREFIX: &str = "verda-namespace-";
 /// The tag of every server and load balancer the operator creates.
 pub const MANAGED_TAG: &str = "verda-managed";
 
@@ -162,12 +165,23 @@ impl Owner {
         tags
     }
 
-    /// `tags` (a resource's own) plus this owner's [`Owner::tags`], each once: what an
-    /// imported resource carries.
+    /// The tags a new load balancer carries: [`Owner::tags`] and its owner's namespace,
+    /// by which a shard tells the load balancers of its namespaces.
+    pub fn load_balancer_tags(&self) -> Vec<String> {
+        let mut tags = self.tags();
+        tags.push(format!("{NAMESPACE_TAG_PREFIX}{}", self.namespace));
+        tags
+    }
+
+    /// `tags` (a server's own) plus this owner's [`Owner::tags`], each once: what an
+    /// imported server carries.
     pub fn tags_added_to(&self, tags: &[String]) -> Vec<String> {
-        let mut all = tags.to_vec();
-        all.extend(self.tags().into_iter().filter(|t| !tags.contains(t)));
-        all
+        with_added(tags, self.tags())
+    }
+
+    /// `tags` (a load balancer's own) plus [`Owner::load_balancer_tags`], each once.
+    pub fn load_balancer_tags_added_to(&self, tags: &[String]) -> Vec<String> {
+        with_added(tags, self.load_balancer_tags())
     }
 
     /// Server metadata recording this owner (merge it into the user's metadata).
@@ -266,12 +280,28 @@ pub fn server_group_uid(group_name: &str) -> Option<&str> {
         .then_some(uid)
 }
 
+fn with_added(tags: &[String], added: Vec<String>) -> Vec<String> {
+    let mut all = tags.to_vec();
+    all.extend(added.into_iter().filter(|t| !tags.contains(t)));
+    all
+}
+
+/// The owner's namespace recorded in a load balancer's tags, if any (one made before
+/// the tag was recorded has none until its owner's next reconcile adds it).
+pub fn namespace_from_tags(tags: &[String]) -> Option<&str> {
+    tags.iter()
+        .find_map(|t| t.strip_prefix(NAMESPACE_TAG_PREFIX))
+}
+
 /// Everything the operator wrote to record ownership, taken out of a tag list: what a
 /// detached resource keeps.
 pub fn without_ownership(tags: &[String]) -> Vec<String> {
     tags.iter()
         .filter(|t| {
-            !t.starts_with(TAG_PREFIX) && !t.starts_with(CLUSTER_TAG_PREFIX) && *t != MANAGED_TAG
+            ![TAG_PREFIX, CLUSTER_TAG_PREFIX, NAMESPACE_TAG_PREFIX]
+                .iter()
+                .any(|prefix| t.starts_with(prefix))
+                && *t != MANAGED_TAG
         })
         .cloned()
         .collect()
@@ -388,6 +418,28 @@ mod tests {
         );
         let allowed = |c: char| c.is_ascii_alphanumeric() || "-_:. ".contains(c);
         assert!(md.keys().all(|k| k.chars().all(allowed)));
+    }
+
+    #[test]
+    fn a_load_balancer_records_its_namespace_where_its_name_cannot() {
+        // `verda-team-a-web` could be `team`'s `a-web` as well as `team-a`'s `web`.
+        let o = Owner::new(owner().uid, "team-a", "web");
+        let tags = o.load_balancer_tags();
+        assert_eq!(namespace_from_tags(&tags), Some("team-a"));
+        assert!(o.tags().iter().all(|t| tags.contains(t)), "{tags:?}");
+        assert_eq!(
+            namespace_from_tags(&o.tags()),
+            None,
+            "servers record it in metadata"
+        );
+        let longest = Owner::new(owner().uid, "n".repeat(63), "web");
+        assert!(longest.load_balancer_tags().iter().all(|t| t.len() <= 255));
+        // An older load balancer gains the tag, keeping the user's own.
+        let older = [o.tags(), vec!["team:web".into()]].concat();
+        let added = o.load_balancer_tags_added_to(&older);
+        assert_eq!(namespace_from_tags(&added), Some("team-a"));
+        assert_eq!(added.len(), older.len() + 1);
+        assert_eq!(without_ownership(&added), vec!["team:web".to_owned()]);
     }
 
     #[test]

@@ -22,7 +22,7 @@ use verda_operator::cloud::ids::PoolId;
 use verda_operator::cloud::ids::ServerId;
 use verda_operator::cloud::model::compute::CreateServer;
 use verda_operator::cloud::model::loadbalancing::{CreateLoadBalancer, MemberSpec};
-use verda_operator::cloud::owner::META_PREFIX;
+use verda_operator::cloud::owner::{META_PREFIX, namespace_from_tags};
 use verda_operator::controller::cloud_view::QUIET;
 use verda_operator::sim::SimConfig;
 
@@ -414,6 +414,7 @@ async fn import_takes_over_an_existing_load_balancer_and_programs_its_ports() {
             .tags
             .contains(&format!("verda-uid-{}", lb.uid().expect("uid")))
     );
+    assert_eq!(namespace_from_tags(&lbs[0].tags), Some(env.ns.as_str()));
     assert_eq!(lbs[0].listeners.len(), 1);
 }
 

@@ -15,8 +15,10 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use support::e2e::{cloud_of, eventually, sample, shard_context, test_timing};
 use tokio::sync::oneshot;
 use verda_api::conditions::{READY, is_true};
-use verda_api::v1alpha1::VirtualMachine;
+use verda_api::v1alpha1::{LoadBalancer, VirtualMachine};
 use verda_operator::cloud::ids::ServerId;
+use verda_operator::cloud::model::loadbalancing::CreateLoadBalancer;
+use verda_operator::cloud::owner::Owner;
 use verda_operator::controller;
 use verda_operator::controller::context::Context;
 use verda_operator::controller::scope::OwnedNamespaces;
@@ -145,6 +147,18 @@ impl Ring {
     }
 }
 
+/// A LoadBalancer of fixed addresses, which needs no group.
+const STATIC_LB: &str = "apiVersion: verda.linecorp.com/v1alpha1\nkind: LoadBalancer\nmetadata: {name: web}\nspec:\n  ports:\n  - port: 80\n    protocol: http\n    realServers: {protocol: http, port: 8080, addresses: [10.0.0.21]}\n";
+
+/// The replica's orphaned load balancer gauge, once a listing set it.
+fn orphaned_load_balancers(replica: &Replica) -> Option<u64> {
+    let text = replica.ctx.metrics.encode();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(r#"verda_orphaned_cloud_resources{resource="load-balancer"}"#))?;
+    line.rsplit(' ').next()?.parse().ok()
+}
+
 /// The server of each namespace's VirtualMachine, once every one is Ready.
 async fn ready_servers(cluster: &TestCluster, ring: &Ring) -> Option<BTreeMap<String, String>> {
     let mut servers = BTreeMap::new();
@@ -234,6 +248,46 @@ async fn three_shards_divide_the_namespaces_survive_a_killed_one_and_hand_back_o
             replica.identity
         );
     }
+
+    // A load balancer whose owner left the first namespace (deleted while paused, say)
+    // is an orphan to the replica holding that namespace, and to no other, though
+    // every replica lists it (a LoadBalancer in each namespace has them look at Octavia).
+    let namespace = &ring.namespaces[0];
+    let cloud = cloud_of(&sim);
+    let subnet = cloud.network(None).find_subnet("private-subnet").await;
+    let gone = Owner::new(uuid::Uuid::new_v4().to_string(), namespace, "gone")
+        .in_cluster(&replicas[0].ctx.cluster);
+    cloud
+        .load_balancing(None)
+        .create_load_balancer(&CreateLoadBalancer {
+            name: format!("verda-{namespace}-gone"),
+            vip_subnet_id: Some(subnet.expect("the simulator's subnet").id),
+            tags: gone.load_balancer_tags(),
+            ..CreateLoadBalancer::default()
+        })
+        .await
+        .expect("created");
+    for ns in &ring.namespaces {
+        let lb: LoadBalancer = serde_yaml_ng::from_str(STATIC_LB).expect("manifest");
+        Api::<LoadBalancer>::namespaced(cluster.client(), ns)
+            .create(&PostParams::default(), &lb)
+            .await
+            .expect("created");
+    }
+    let holder = holders[namespace].clone();
+    eventually(
+        "only the holder counts the orphaned load balancer",
+        LIMIT,
+        || async {
+            let counts: Vec<_> = replicas
+                .iter()
+                .map(|r| (r.identity == holder, orphaned_load_balancers(r)))
+                .collect();
+            let right = |(holds, count): &(bool, Option<u64>)| *count == Some(u64::from(*holds));
+            counts.iter().all(right).then_some(())
+        },
+    )
+    .await;
 
     // Kill one; delete a server in one of its namespaces behind everyone's back.
     let killed = replicas.remove(0);

@@ -1,8 +1,7 @@
 //! The orphan gauge, counted from what a refresh listed anyway (no call of its own):
 //! this cluster's servers and load balancers whose owner is in no watch cache. With a
 //! single watched namespace only that namespace's resources are counted; a shard counts
-//! the servers and volumes of the namespaces it owns, and no load balancer (their owner's
-//! namespace is only in their names, where `team` and `team-a` cannot be told apart).
+//! those of the namespaces it owns.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -13,7 +12,7 @@ use crate::cloud::model::compute::Server;
 use crate::cloud::model::loadbalancing::LoadBalancer;
 use crate::cloud::model::volume::Volume;
 use crate::cloud::orphans;
-use crate::cloud::owner::Owner;
+use crate::cloud::owner::{Owner, namespace_from_tags};
 use crate::controller::Context;
 use crate::controller::scope::Scope;
 
@@ -50,14 +49,26 @@ impl<'a> ServerOrphans<'a> {
 
 pub fn count_load_balancers(ctx: &Context, listed: &[LoadBalancer]) -> usize {
     let live = uids(&ctx.caches.current().load_balancers.store);
-    let scoped = listed
-        .iter()
-        .filter(|l| match (&ctx.scope, &ctx.watch_namespace) {
-            (Scope::Owned(_), _) => false,
-            (Scope::All, None) => true,
-            (Scope::All, Some(ns)) => l.name.starts_with(&format!("verda-{ns}-")),
-        });
+    let scoped = listed.iter().filter(|l| load_balancer_counted(ctx, l));
     orphans::load_balancers(scoped, &ctx.cluster, &live).len()
+}
+
+/// Whether a load balancer counts here, by the namespace its tags record. One made
+/// before that tag was (it gains it at its owner's next reconcile, which an orphan never
+/// has) counts where every namespace is watched, under `--namespace` by its name
+/// (`verda-<namespace>-<name>`, which cannot tell `team` from `team-a`), in no shard.
+fn load_balancer_counted(ctx: &Context, lb: &LoadBalancer) -> bool {
+    match (
+        namespace_from_tags(&lb.tags),
+        &ctx.scope,
+        &ctx.watch_namespace,
+    ) {
+        (_, Scope::All, None) => true,
+        (Some(ns), Scope::Owned(owned), _) => owned.owns(ns),
+        (Some(ns), Scope::All, Some(watched)) => ns == watched,
+        (None, Scope::Owned(_), _) => false,
+        (None, Scope::All, Some(ns)) => lb.name.starts_with(&format!("verda-{ns}-")),
+    }
 }
 
 /// This cluster's data volumes whose owner — a VirtualMachine, or a group for its

@@ -201,7 +201,7 @@ async fn create(
             description: lb.spec.description.clone(),
             vip_subnet_id: Some(placement.vip_subnet.clone()),
             flavor_id: placement.flavor.clone(),
-            tags: owner.tags(),
+            tags: owner.load_balancer_tags(),
             listeners: listeners.clone(),
             ..CreateLoadBalancer::default()
         })

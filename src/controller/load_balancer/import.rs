@@ -171,7 +171,7 @@ async fn take_over(inputs: &Inputs<'_>, found: &LoadBalancer) -> Result<(), Reco
         }
     }
     octavia
-        .set_load_balancer_tags(&found.id, &owner.tags_added_to(&found.tags))
+        .set_load_balancer_tags(&found.id, &owner.load_balancer_tags_added_to(&found.tags))
         .await
         .map_err(ReconcileError::cloud(
             "tag the imported load balancer",

@@ -243,7 +243,7 @@ impl Reconciler for LoadBalancer {
             scope.now,
         );
         let tree = &observed.look.tree;
-        plan::recording_owner(step, &scope.obj, tree, &scope.owner.tags())
+        plan::recording_owner(step, &scope.obj, tree, &scope.owner.load_balancer_tags())
     }
 
     /// Remembers what the step leaves the view vouching for, tells a correction of
