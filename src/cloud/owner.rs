@@ -286,8 +286,8 @@ fn with_added(tags: &[String], added: Vec<String>) -> Vec<String> {
     all
 }
 
-/// The owner's namespace recorded in a load balancer's tags, if any (one made before
-/// the tag was recorded has none until its owner's next reconcile adds it).
+/// The owner's namespace recorded in a load balancer's tags, if any (one made by an
+/// earlier release has none).
 pub fn namespace_from_tags(tags: &[String]) -> Option<&str> {
     tags.iter()
         .find_map(|t| t.strip_prefix(NAMESPACE_TAG_PREFIX))

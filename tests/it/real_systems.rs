@@ -133,6 +133,11 @@ async fn published_manifests_converge_scale_both_ways_and_leave_nothing() {
         octavia.iter().all(|p| p.len() == 2),
         "Octavia's pools: {octavia:?}"
     );
+    // Octavia keeps the tag that tells a shard whose namespace the load balancer is of.
+    let id = lb.status.as_ref().and_then(|s| s.load_balancer_id.clone());
+    let shown = real.openstack("osh-demo", &["loadbalancer", "show", &id.expect("its ID")]);
+    let tag = format!("verda-namespace-{}", ns.name);
+    assert!(shown["tags"].to_string().contains(&tag), "{shown}");
     println!(
         "REAL create-to-ready: server {:.1} s, load balancer with 2 members per pool {:.1} s",
         server_ready.as_secs_f64(),

@@ -53,10 +53,10 @@ pub fn count_load_balancers(ctx: &Context, listed: &[LoadBalancer]) -> usize {
     orphans::load_balancers(scoped, &ctx.cluster, &live).len()
 }
 
-/// Whether a load balancer counts here, by the namespace its tags record. One made
-/// before that tag was (it gains it at its owner's next reconcile, which an orphan never
-/// has) counts where every namespace is watched, under `--namespace` by its name
-/// (`verda-<namespace>-<name>`, which cannot tell `team` from `team-a`), in no shard.
+/// Whether a load balancer counts here, by the namespace its tags record. One made by
+/// an earlier release, without that tag, counts where every namespace is watched,
+/// under `--namespace` by its name (`verda-<namespace>-<name>`, which cannot tell
+/// `team` from `team-a`), in no shard.
 fn load_balancer_counted(ctx: &Context, lb: &LoadBalancer) -> bool {
     match (
         namespace_from_tags(&lb.tags),

@@ -243,7 +243,10 @@ impl Reconciler for LoadBalancer {
             scope.now,
         );
         let tree = &observed.look.tree;
-        plan::recording_owner(step, &scope.obj, tree, &scope.owner.load_balancer_tags())
+        // Not the namespace tag: added to a load balancer of an earlier release, it
+        // would cost an update (PENDING_UPDATE, the LoadBalancer not Ready meanwhile)
+        // for what only the orphan gauge of shards reads.
+        plan::recording_owner(step, &scope.obj, tree, &scope.owner.tags())
     }
 
     /// Remembers what the step leaves the view vouching for, tells a correction of
