@@ -192,9 +192,32 @@ struct RunArgs {
     /// How long a Lease stays valid without renewal, e.g. 15s.
     #[arg(long, default_value = "15s", value_parser = config::duration::parse)]
     lease_duration: Duration,
+    /// Threads that run the operator. One is what a replica needs (it mostly waits on
+    /// the API server and the cloud) and holds the least memory; more for one that keeps
+    /// a core busy.
+    #[arg(long, env = "VERDA_WORKER_THREADS", default_value_t = 1,
+          value_parser = clap::value_parser!(u16).range(1..=256))]
+    worker_threads: u16,
     /// The embedded simulator's size (used only when no cloud is configured).
     #[command(flatten)]
     sim: SimCapacity,
+}
+
+/// The async runtime of `threads` threads: one runs every task on the calling thread
+/// (each thread more holds allocator pages and a stack of its own).
+fn runtime(threads: u16) -> Result<tokio::runtime::Runtime, String> {
+    let mut builder = match threads {
+        1 => tokio::runtime::Builder::new_current_thread(),
+        n => {
+            let mut builder = tokio::runtime::Builder::new_multi_thread();
+            builder.worker_threads(n.into());
+            builder
+        }
+    };
+    builder
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))
 }
 
 fn main() -> ExitCode {
@@ -267,9 +290,7 @@ fn run_operator(args: RunArgs) -> Result<(), String> {
         },
         embedded_simulator: args.sim.apply(SimConfig::default()),
     };
-    let runtime = tokio::runtime::Runtime::new()
-        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
-    runtime
+    runtime(args.worker_threads)?
         .block_on(run::run(options))
         .map_err(|e| e.to_string())
 }

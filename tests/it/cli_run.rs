@@ -42,7 +42,12 @@ async fn a_lease_namespace_that_does_not_exist_ends_run_with_one_error_line() {
     let dir = scratch("lease");
     let kubeconfig = dir.join("kubeconfig");
     server.write_kubeconfig(&kubeconfig).expect("kubeconfig");
-    let mut cmd = operator(&dir, &kubeconfig, &["--leader-elect"]);
+    // On several threads, as a replica that keeps a core busy runs.
+    let mut cmd = operator(
+        &dir,
+        &kubeconfig,
+        &["--leader-elect", "--worker-threads", "2"],
+    );
     let output = tokio::time::timeout(
         Duration::from_secs(30),
         tokio::task::spawn_blocking(move || cmd.output()),
@@ -61,6 +66,20 @@ async fn a_lease_namespace_that_does_not_exist_ends_run_with_one_error_line() {
             && !errors[0].contains("Status {"),
         "{}",
         errors[0]
+    );
+}
+
+#[test]
+fn a_thread_count_out_of_range_is_refused_in_one_line() {
+    let dir = scratch("threads");
+    let mut cmd = operator(&dir, &dir.join("kubeconfig"), &[]);
+    let output = cmd.env("VERDA_WORKER_THREADS", "0").output().expect("ran");
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("--worker-threads") && stderr.contains("0 is not in 1..=256"),
+        "{stderr}"
     );
 }
 
