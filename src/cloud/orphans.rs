@@ -19,7 +19,8 @@ use super::model::loadbalancing::LoadBalancer;
 use super::model::network::FloatingIp;
 use super::model::volume::Volume;
 use super::owner::{
-    ClusterId, Owner, namespace_from_tags, server_group_uid, uid_from_tags, volume_record,
+    ClusterId, Owner, load_balancer_name_prefix, namespace_from_tags, server_group_uid,
+    uid_from_tags, volume_record,
 };
 
 /// The kinds of cloud resource the inventory lists, in the order `--delete` removes
@@ -202,7 +203,9 @@ pub fn load_balancers<'a>(
 /// what follows `verda-<namespace>-` in its own.
 fn load_balancer_owner(lb: &LoadBalancer) -> Option<String> {
     let namespace = namespace_from_tags(&lb.tags)?;
-    let name = lb.name.strip_prefix(&format!("verda-{namespace}-"))?;
+    let name = lb
+        .name
+        .strip_prefix(&load_balancer_name_prefix(namespace))?;
     Some(format!("{namespace}/{name}"))
 }
 

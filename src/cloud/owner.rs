@@ -7,7 +7,7 @@
 //!   microversion 2.26, tags at create 2.52).
 //! - Octavia objects: the tag `verda-uid-<uid>`; a load balancer also the tag
 //!   `verda-namespace-<namespace>` (Octavia takes 255 characters where Nova takes 60), as
-//!   its name cannot tell namespace `team` from `team-a`.
+//!   its name, `verda-<namespace>-<name>`, cannot tell namespace `team` from `team-a`.
 //! - Servers and load balancers also carry [`MANAGED_TAG`], so one paginated list per
 //!   service finds everything the operator owns (the shared cloud view's refresh).
 //! - Nova server groups (no tags or metadata): the name `verda-<namespace>-<name>-<uid>`,
@@ -165,6 +165,15 @@ impl Owner {
         tags
     }
 
+    /// `verda-<namespace>-<name>`: the name of this owner's load balancer.
+    pub fn load_balancer_name(&self) -> String {
+        format!(
+            "{}{}",
+            load_balancer_name_prefix(&self.namespace),
+            self.name
+        )
+    }
+
     /// The tags a new load balancer carries: [`Owner::tags`] and its owner's namespace,
     /// by which a shard tells the load balancers of its namespaces.
     pub fn load_balancer_tags(&self) -> Vec<String> {
@@ -284,6 +293,12 @@ fn with_added(tags: &[String], added: Vec<String>) -> Vec<String> {
     let mut all = tags.to_vec();
     all.extend(added.into_iter().filter(|t| !tags.contains(t)));
     all
+}
+
+/// `verda-<namespace>-`: how the names of a namespace's load balancers begin (also
+/// those of another namespace when the name goes on with `-`: `team`'s and `team-a`'s).
+pub fn load_balancer_name_prefix(namespace: &str) -> String {
+    format!("verda-{namespace}-")
 }
 
 /// The owner's namespace recorded in a load balancer's tags, if any (one made by an
@@ -434,7 +449,7 @@ mod tests {
         );
         let longest = Owner::new(owner().uid, "n".repeat(63), "web");
         assert!(longest.load_balancer_tags().iter().all(|t| t.len() <= 255));
-        // An older load balancer gains the tag, keeping the user's own.
+        // An imported load balancer gains the tag, keeping the user's own.
         let older = [o.tags(), vec!["team:web".into()]].concat();
         let added = o.load_balancer_tags_added_to(&older);
         assert_eq!(namespace_from_tags(&added), Some("team-a"));

@@ -12,7 +12,7 @@ use crate::cloud::model::compute::Server;
 use crate::cloud::model::loadbalancing::LoadBalancer;
 use crate::cloud::model::volume::Volume;
 use crate::cloud::orphans;
-use crate::cloud::owner::{Owner, namespace_from_tags};
+use crate::cloud::owner::{Owner, load_balancer_name_prefix, namespace_from_tags};
 use crate::controller::Context;
 use crate::controller::scope::Scope;
 
@@ -67,7 +67,7 @@ fn load_balancer_counted(ctx: &Context, lb: &LoadBalancer) -> bool {
         (Some(ns), Scope::Owned(owned), _) => owned.owns(ns),
         (Some(ns), Scope::All, Some(watched)) => ns == watched,
         (None, Scope::Owned(_), _) => false,
-        (None, Scope::All, Some(ns)) => lb.name.starts_with(&format!("verda-{ns}-")),
+        (None, Scope::All, Some(ns)) => lb.name.starts_with(&load_balancer_name_prefix(ns)),
     }
 }
 

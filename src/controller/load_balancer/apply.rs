@@ -197,7 +197,7 @@ async fn create(
         .collect();
     let created = octavia
         .create_load_balancer(&CreateLoadBalancer {
-            name: desired::lb_name(owner),
+            name: owner.load_balancer_name(),
             description: lb.spec.description.clone(),
             vip_subnet_id: Some(placement.vip_subnet.clone()),
             flavor_id: placement.flavor.clone(),

@@ -31,13 +31,9 @@ fn monitor_type(p: MonitorProtocol) -> os::MonitorType {
     }
 }
 
-/// The Octavia name of the load balancer and of a port's listener, pool and monitor.
-pub fn lb_name(owner: &Owner) -> String {
-    format!("verda-{}-{}", owner.namespace, owner.name)
-}
-
+/// The Octavia name of a port's listener, pool and monitor: the load balancer's and the port.
 fn port_name(owner: &Owner, port: &LoadBalancerPort) -> String {
-    format!("{}-{}", lb_name(owner), port.port)
+    format!("{}-{}", owner.load_balancer_name(), port.port)
 }
 
 pub fn listener(owner: &Owner, lb: &LoadBalancerId, port: &LoadBalancerPort) -> os::CreateListener {
