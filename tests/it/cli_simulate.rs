@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::support::real::free_port;
+
 /// The clouds.yaml at `path` once the simulator has written it whole.
 async fn written(path: &Path) -> Value {
     for _ in 0..300 {
@@ -25,10 +27,7 @@ async fn simulate_writes_a_clouds_yaml_per_tenant_that_scopes_to_its_own_project
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-simulate-tenants");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("scratch dir");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port();
+    let port = free_port();
     let mut simulator = Command::new(env!("CARGO_BIN_EXE_verda-operator"))
         .args(["simulate", "--listen", &format!("127.0.0.1:{port}")])
         .args(["--sim-tenants", "2", "--tenant-clouds"])

@@ -279,12 +279,11 @@ async fn three_shards_divide_the_namespaces_survive_a_killed_one_and_hand_back_o
         "only the holder counts the orphaned load balancer",
         LIMIT,
         || async {
-            let counts: Vec<_> = replicas
+            let counted = |r: &Replica| Some(u64::from(r.identity == holder));
+            let right = replicas
                 .iter()
-                .map(|r| (r.identity == holder, orphaned_load_balancers(r)))
-                .collect();
-            let right = |(holds, count): &(bool, Option<u64>)| *count == Some(u64::from(*holds));
-            counts.iter().all(right).then_some(())
+                .all(|r| orphaned_load_balancers(r) == counted(r));
+            right.then_some(())
         },
     )
     .await;
