@@ -205,17 +205,21 @@ def peak_rss_mb(pid):
 
 
 def trace_rss(pid, path):
-    """Samples the operator's RSS into `path` every 2 s until it exits."""
+    """Samples the operator's RSS, then its anonymous and file-backed parts, into `path`
+    every 2 s until it exits."""
     def sample():
         started = time.monotonic()
         with open(path, "w") as out:
             while True:
                 try:
                     with open(f"/proc/{pid}/status") as f:
-                        rss = next(int(l.split()[1]) for l in f if l.startswith("VmRSS:"))
-                except (OSError, StopIteration):
+                        kb = {l.split(":")[0]: int(l.split()[1]) for l in f
+                              if l.startswith(("VmRSS:", "RssAnon:", "RssFile:"))}
+                    rss, anon, file = kb["VmRSS"], kb["RssAnon"], kb["RssFile"]
+                except (OSError, KeyError):
                     return
-                out.write(f"{time.monotonic() - started:.0f} {rss / 1024:.1f}\n")
+                out.write(f"{time.monotonic() - started:.0f} {rss / 1024:.1f} "
+                          f"{anon / 1024:.1f} {file / 1024:.1f}\n")
                 out.flush()
                 time.sleep(2)
     threading.Thread(target=sample, daemon=True).start()

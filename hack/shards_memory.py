@@ -20,7 +20,8 @@ of its own, named by its credentials Secret, as in a cluster shared by many team
 credentials, so that each shard lists the whole fleet on every refresh),
 VERDA_BENCH_OPERATOR_WRAP (the single replica and the first shard run under it, e.g.
 heaptrack), and
-VERDA_BENCH_RSS_TRACE (a path prefix: each process's RSS every 2 s).
+VERDA_BENCH_RSS_TRACE (a path prefix: each process's RSS, anonymous and file-backed,
+in MB every 2 s).
 """
 
 import json

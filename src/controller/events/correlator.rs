@@ -15,8 +15,15 @@
 //!
 //! Deliberately not here: client-go's spam filter, which drops events outright; the
 //! aggregate bounds what one object can cost instead.
+//!
+//! What is remembered is digests, not text: a replica remembers up to
+//! [`REMEMBERED_MAX`] events and the recent notes of every object, whatever its share of
+//! the fleet, and the object's UID, reason, action and notes were most of that memory.
+//! The digests are keyed afresh in every process, so no object's notes can be made to
+//! collide with another's.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hash, RandomState};
 
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
@@ -43,11 +50,12 @@ pub struct Similar {
     pub action: String,
 }
 
-/// One event as remembered: similar ones plus the note, or `None` for the aggregate.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+/// One event as remembered: the digest of what makes it similar, and of its note, or
+/// `None` for the aggregate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Key {
-    similar: Similar,
-    note: Option<String>,
+    similar: u128,
+    note: Option<u64>,
 }
 
 /// The write that records an event.
@@ -74,18 +82,38 @@ struct Seen {
     last: Timestamp,
 }
 
-/// The notes of one kind of event on one object, in the current window.
+/// The notes (their digests) of one kind of event on one object, in the current window:
+/// at most [`SIMILAR_LIMIT`].
 #[derive(Debug)]
 struct Notes {
-    distinct: HashSet<String>,
+    distinct: Vec<u64>,
     last: Timestamp,
+}
+
+/// Digests of what the correlator remembers: 128 bits for what makes events similar
+/// (two independently keyed hashes), 64 for a note among one object's few.
+#[derive(Debug, Default)]
+struct Digests {
+    low: RandomState,
+    high: RandomState,
+}
+
+impl Digests {
+    fn similar(&self, similar: &Similar) -> u128 {
+        (u128::from(self.high.hash_one(similar)) << 64) | u128::from(self.low.hash_one(similar))
+    }
+
+    fn note(&self, note: &str) -> u64 {
+        self.low.hash_one(note)
+    }
 }
 
 /// What the recorder remembers of the events it wrote.
 #[derive(Debug, Default)]
 pub struct Correlator {
     seen: HashMap<Key, Seen>,
-    notes: HashMap<Similar, Notes>,
+    notes: HashMap<u128, Notes>,
+    digests: Digests,
     swept: Option<Timestamp>,
 }
 
@@ -94,16 +122,11 @@ impl Correlator {
     /// [`Correlator::written`] once it succeeded.
     pub fn decide(&mut self, similar: Similar, note: &str, now: Timestamp) -> (Key, Write) {
         self.forget_old(now);
-        let key = if self.combines(&similar, note, now) {
-            Key {
-                similar,
-                note: None,
-            }
-        } else {
-            Key {
-                similar,
-                note: Some(note.to_owned()),
-            }
+        let similar = self.digests.similar(&similar);
+        let digest = self.digests.note(note);
+        let key = Key {
+            similar,
+            note: (!self.combines(similar, digest, now)).then_some(digest),
         };
         let note = match key.note {
             Some(_) => note.to_owned(),
@@ -154,27 +177,25 @@ impl Correlator {
 
     /// Counts `note` among the similar notes and says whether the event goes to the
     /// aggregate: it does once the window holds [`SIMILAR_LIMIT`] different notes.
-    fn combines(&mut self, similar: &Similar, note: &str, now: Timestamp) -> bool {
-        let notes = self.notes.entry(similar.clone()).or_insert_with(|| Notes {
-            distinct: HashSet::new(),
+    fn combines(&mut self, similar: u128, note: u64, now: Timestamp) -> bool {
+        let notes = self.notes.entry(similar).or_insert_with(|| Notes {
+            distinct: Vec::new(),
             last: now,
         });
         if now.duration_since(notes.last) > SIMILAR_WINDOW {
             notes.distinct.clear();
         }
         notes.last = now;
-        if notes.distinct.contains(note) {
+        if notes.distinct.contains(&note) {
             return false;
         }
         if notes.distinct.len() + 1 < SIMILAR_LIMIT {
-            notes.distinct.insert(note.to_owned());
+            notes.distinct.push(note);
             return false;
         }
-        // Keep the set at its limit, as client-go does: drop any one of the others.
-        if let Some(other) = notes.distinct.iter().next().cloned() {
-            notes.distinct.remove(&other);
-        }
-        notes.distinct.insert(note.to_owned());
+        // Keep the set at its limit, as client-go does: drop one of the others.
+        notes.distinct.remove(0);
+        notes.distinct.push(note);
         true
     }
 
@@ -199,7 +220,7 @@ impl Correlator {
             .seen
             .iter()
             .min_by_key(|(_, seen)| seen.last)
-            .map(|(key, _)| key.clone())
+            .map(|(key, _)| *key)
         {
             self.seen.remove(&oldest);
         }

@@ -184,3 +184,17 @@ fn memory_is_bounded_by_forgetting_the_least_recently_seen() {
         Write::Patch { .. }
     ));
 }
+
+#[test]
+fn a_remembered_event_holds_digests_not_the_text_of_its_object_or_note() {
+    // `Copy` only compiles for a key that owns no heap memory: thousands are kept.
+    fn owns_no_heap<T: Copy>() {}
+    owns_no_heap::<Key>();
+    assert!(std::mem::size_of::<Key>() <= 32);
+    let mut c = Correlator::default();
+    let long = "x".repeat(10_000);
+    publish(&mut c, created(), &long, at(0));
+    let (key, write) = c.decide(created(), &long, at(1));
+    assert!(matches!(write, Write::Patch { count: 2, .. }));
+    assert_eq!(c.seen.keys().collect::<Vec<_>>(), [&key]);
+}
