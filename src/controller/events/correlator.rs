@@ -42,12 +42,12 @@ const SWEEP_EVERY: SignedDuration = SignedDuration::from_mins(1);
 pub const COMBINED: &str = "(combined from similar events): ";
 
 /// What makes events similar: the object (by UID), the type, reason and action.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Similar {
-    pub object_uid: String,
+#[derive(Debug, Hash)]
+pub struct Similar<'a> {
+    pub object_uid: &'a str,
     pub warning: bool,
-    pub reason: String,
-    pub action: String,
+    pub reason: &'a str,
+    pub action: &'a str,
 }
 
 /// One event as remembered: the digest of what makes it similar, and of its note, or
@@ -99,7 +99,7 @@ struct Digests {
 }
 
 impl Digests {
-    fn similar(&self, similar: &Similar) -> u128 {
+    fn similar(&self, similar: &Similar<'_>) -> u128 {
         (u128::from(self.high.hash_one(similar)) << 64) | u128::from(self.low.hash_one(similar))
     }
 
@@ -120,9 +120,9 @@ pub struct Correlator {
 impl Correlator {
     /// The write for an event `similar` with `note`, observed `now`, and the key to
     /// [`Correlator::written`] once it succeeded.
-    pub fn decide(&mut self, similar: Similar, note: &str, now: Timestamp) -> (Key, Write) {
+    pub fn decide(&mut self, similar: &Similar<'_>, note: &str, now: Timestamp) -> (Key, Write) {
         self.forget_old(now);
-        let similar = self.digests.similar(&similar);
+        let similar = self.digests.similar(similar);
         let digest = self.digests.note(note);
         let key = Key {
             similar,

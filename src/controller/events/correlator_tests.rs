@@ -1,11 +1,11 @@
 use super::*;
 
-fn created() -> Similar {
+fn created() -> Similar<'static> {
     Similar {
-        object_uid: "uid-1".into(),
+        object_uid: "uid-1",
         warning: false,
-        reason: "Created".into(),
-        action: "Reconcile".into(),
+        reason: "Created",
+        action: "Reconcile",
     }
 }
 
@@ -15,8 +15,8 @@ fn at(secs: i64) -> Timestamp {
 
 /// Decides and records the write as the API server accepted it, naming a created
 /// event after its note.
-fn publish(c: &mut Correlator, similar: Similar, note: &str, now: Timestamp) -> Write {
-    let (key, write) = c.decide(similar, note, now);
+fn publish(c: &mut Correlator, similar: Similar<'_>, note: &str, now: Timestamp) -> Write {
+    let (key, write) = c.decide(&similar, note, now);
     let name = match &write {
         Write::Create { note, .. } => format!("ev-{note}"),
         Write::Patch { name, .. } => name.clone(),
@@ -76,7 +76,7 @@ fn events_of_other_objects_types_or_reasons_never_share_a_series() {
     publish(&mut c, created(), "same", at(0));
     let others = [
         Similar {
-            object_uid: "uid-2".into(),
+            object_uid: "uid-2",
             ..created()
         },
         Similar {
@@ -84,11 +84,11 @@ fn events_of_other_objects_types_or_reasons_never_share_a_series() {
             ..created()
         },
         Similar {
-            reason: "Deleted".into(),
+            reason: "Deleted",
             ..created()
         },
         Similar {
-            action: "Delete".into(),
+            action: "Delete",
             ..created()
         },
     ];
@@ -142,11 +142,11 @@ fn similar_events_far_apart_are_not_combined() {
 fn an_event_gone_from_the_api_server_is_created_again() {
     let mut c = Correlator::default();
     publish(&mut c, created(), "n", at(0));
-    let (key, write) = c.decide(created(), "n", at(5));
+    let (key, write) = c.decide(&created(), "n", at(5));
     assert!(matches!(write, Write::Patch { .. }));
     c.lost(&key);
     assert!(matches!(
-        c.decide(created(), "n", at(6)).1,
+        c.decide(&created(), "n", at(6)).1,
         Write::Create { .. }
     ));
 }
@@ -157,7 +157,7 @@ fn an_event_older_than_the_api_servers_time_to_live_is_created_again() {
     publish(&mut c, created(), "n", at(0));
     let later = at(0) + REMEMBERED + SignedDuration::from_secs(61);
     assert!(matches!(
-        c.decide(created(), "n", later).1,
+        c.decide(&created(), "n", later).1,
         Write::Create { .. }
     ));
 }
@@ -165,8 +165,9 @@ fn an_event_older_than_the_api_servers_time_to_live_is_created_again() {
 #[test]
 fn memory_is_bounded_by_forgetting_the_least_recently_seen() {
     let mut c = Correlator::default();
+    let uids: Vec<String> = (0..=REMEMBERED_MAX).map(|i| format!("uid-{i}")).collect();
     let object = |i: usize| Similar {
-        object_uid: format!("uid-{i}"),
+        object_uid: &uids[i],
         ..created()
     };
     let ms = |i: usize| at(0) + SignedDuration::from_millis(i as i64);
@@ -176,11 +177,11 @@ fn memory_is_bounded_by_forgetting_the_least_recently_seen() {
     assert_eq!(c.seen.len(), REMEMBERED_MAX);
     let now = ms(REMEMBERED_MAX + 1);
     assert!(matches!(
-        c.decide(object(0), "n", now).1,
+        c.decide(&object(0), "n", now).1,
         Write::Create { .. }
     ));
     assert!(matches!(
-        c.decide(object(REMEMBERED_MAX), "n", now).1,
+        c.decide(&object(REMEMBERED_MAX), "n", now).1,
         Write::Patch { .. }
     ));
 }
@@ -194,7 +195,7 @@ fn a_remembered_event_holds_digests_not_the_text_of_its_object_or_note() {
     let mut c = Correlator::default();
     let long = "x".repeat(10_000);
     publish(&mut c, created(), &long, at(0));
-    let (key, write) = c.decide(created(), &long, at(1));
+    let (key, write) = c.decide(&created(), &long, at(1));
     assert!(matches!(write, Write::Patch { count: 2, .. }));
     assert_eq!(c.seen.keys().collect::<Vec<_>>(), [&key]);
 }

@@ -45,16 +45,16 @@ impl Recorder {
     ) -> Result<(), kube::Error> {
         let note = event.note.clone().unwrap_or_default();
         let similar = Similar {
-            object_uid: regarding.uid.clone().unwrap_or_default(),
+            object_uid: regarding.uid.as_deref().unwrap_or_default(),
             warning: event.type_ == EventType::Warning,
-            reason: event.reason.clone(),
-            action: event.action.clone(),
+            reason: &event.reason,
+            action: &event.action,
         };
         let (key, write) = self
             .correlator
             .lock()
             .await
-            .decide(similar, &note, Timestamp::now());
+            .decide(&similar, &note, Timestamp::now());
         let api: Api<CoreEvent> = Api::namespaced(
             self.client.clone(),
             regarding.namespace.as_deref().unwrap_or("default"),
