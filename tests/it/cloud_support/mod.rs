@@ -18,7 +18,7 @@ pub struct Harness {
     pub sim: Simulator,
     pub client: OpenStackClient,
     pub metrics: Arc<Metrics>,
-    pub dir: PathBuf,
+    pub dir: ScratchDir,
 }
 
 /// Fast retries so fault scenarios take milliseconds, not seconds.
@@ -31,10 +31,28 @@ pub fn fast_retries() -> RetryPolicy {
     }
 }
 
-pub fn temp_dir(tag: &str) -> PathBuf {
+/// A directory of a test's own under the system's temporary one, removed with what it
+/// holds (clouds.yaml files with the simulator's passwords) when the test drops it.
+pub struct ScratchDir(PathBuf);
+
+impl std::ops::Deref for ScratchDir {
+    type Target = std::path::Path;
+
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+pub fn temp_dir(tag: &str) -> ScratchDir {
     let dir = std::env::temp_dir().join(format!("verda-cloud-{tag}-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    ScratchDir(dir)
 }
 
 /// An environment with no `OS_*` variables whose directories are all `dir`.

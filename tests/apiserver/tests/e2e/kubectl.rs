@@ -36,14 +36,34 @@ fn have_kubectl() -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
+/// A kubeconfig for kubectl to reach `server`, in a directory removed when dropped.
+struct KubeconfigDir(std::path::PathBuf);
+
+impl KubeconfigDir {
+    fn for_server(server: &ApiServer) -> Self {
+        let dir = std::env::temp_dir().join(format!("verda-kubectl-{}", server.addr().port()));
+        server.write_kubeconfig(dir.join("kubeconfig")).unwrap();
+        Self(dir)
+    }
+
+    fn kubeconfig(&self) -> std::path::PathBuf {
+        self.0.join("kubeconfig")
+    }
+}
+
+impl Drop for KubeconfigDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 fn manifests() -> std::path::PathBuf {
     std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/verda-manifests")
 }
 
 async fn exercise(server: &ApiServer) {
-    let dir = std::env::temp_dir().join(format!("verda-kubectl-{}", server.addr().port()));
-    let kc = dir.join("kubeconfig");
-    server.write_kubeconfig(&kc).unwrap();
+    let dir = KubeconfigDir::for_server(server);
+    let kc = dir.kubeconfig();
     let m = manifests();
     let m = m.to_str().unwrap();
     let (ok, out) = tokio::task::spawn_blocking({
@@ -144,9 +164,8 @@ async fn kubectl_get_events_prints_the_columns_of_a_real_cluster() {
         .await
         .unwrap();
     record_events(server.client().unwrap()).await;
-    let dir = std::env::temp_dir().join(format!("verda-kubectl-{}", server.addr().port()));
-    let kc = dir.join("kubeconfig");
-    server.write_kubeconfig(&kc).unwrap();
+    let dir = KubeconfigDir::for_server(&server);
+    let kc = dir.kubeconfig();
     let [plain, wide, v1, sorted] = tokio::task::spawn_blocking(move || {
         [
             vec!["get", "events"],
