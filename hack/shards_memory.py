@@ -7,8 +7,10 @@ API server and simulator, by three `verda-operator run --shards` processes.
 The shards' claims are settled before the fleet is applied (as in a running cluster,
 where the fleet grows under replicas that already divide the namespaces). Prints, for
 each run, the time from `kubectl apply` to converged, each process's peak RSS (VmHWM)
-and CPU time until then, and the largest shard's peak as a share of the single
-replica's (goal: under 45 %).
+through convergence and the first resync period after it (as the fleet bench reads it:
+the periodic listing of the cloud is part of a replica's peak) and its CPU time until
+then, and the largest shard's peak as a share of the single replica's (goal: under
+45 %). Also each process's kept-alive connections to the cloud and to the API server.
 
 Usage: hack/shards_memory.py [GROUPS [NAMESPACES]]   (defaults 1000 30; release
 binaries built first: cargo build --release --locked -p verda-operator
@@ -26,6 +28,7 @@ in MB every 2 s).
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -38,6 +41,7 @@ from bench_fleet import Processes, free_port, kubectl, wait_for
 
 SHARDS = ["shard-a", "shard-b", "shard-c"]
 PROJECTS = os.environ.get("VERDA_SHARDS_MEMORY_PROJECTS", "namespace")
+RESYNC_SECS = 30
 
 
 def spread(groups, namespaces):
@@ -75,6 +79,34 @@ def cpu_secs(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def connections(pid, port):
+    """The process's established TCP connections to `port` on this machine."""
+    sockets = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if link.startswith("socket:["):
+            sockets.add(link[len("socket:["):-1])
+    count = 0
+    with open(f"/proc/{pid}/net/tcp") as f:
+        next(f)
+        for line in f:
+            fields = line.split()
+            remote, state, inode = fields[2], fields[3], fields[9]
+            if state == "01" and int(remote.split(":")[1], 16) == port and inode in sockets:
+                count += 1
+    return count
+
+
+def port_in(path):
+    """The port of the first http://127.0.0.1:PORT URL in a file (a clouds.yaml, a
+    kubeconfig)."""
+    with open(path) as f:
+        return int(re.search(r"http://127\.0\.0\.1:(\d+)", f.read()).group(1))
+
+
 def resident_mb(pid):
     """The process's resident memory as anonymous (its heap, stacks) and file-backed
     (its binary's pages, shared by every replica on a node)."""
@@ -101,7 +133,8 @@ def run(mode, groups, namespaces, workdir):
         with open(ring.config, "w") as f:
             # Each process spends its own budget: none that a fleet reaches, so both
             # runs go at the operator's own pace.
-            f.write("resyncPeriod: 30s\nrequestBudget: {requestsPerSecond: 100000, burst: 100000}\n"
+            f.write(f"resyncPeriod: {RESYNC_SECS}s\n"
+                    "requestBudget: {requestsPerSecond: 100000, burst: 100000}\n"
                     "credentials: {defaultCloudName: verda-sim}\n")
         ring.create_namespaces()
         for i, ns in enumerate(ring.namespaces[:tenants], start=1):
@@ -136,16 +169,29 @@ def run(mode, groups, namespaces, workdir):
         wait_for(f"{groups} groups and LoadBalancers to converge",
                  lambda: converged(urls, groups), bench.LIMIT, 1.0)
         elapsed = time.monotonic() - started
+        at_convergence = {i: round(bench.peak_rss_mb(pid), 1) for i, pid in pids.items()}
+        converged_rss = {i: round(rss_mb(pid), 1) for i, pid in pids.items()}
+        # A replica lists its projects' servers, ports and load balancers every resync
+        # period: its peak is the larger for the first full-size listing after it
+        # converged. Without waiting for it, a peak read at convergence counts it for
+        # whichever process happened to converge a period before the others.
+        time.sleep(RESYNC_SECS + 5)
         held = ring.holders() if mode == "shards" else {}
         result = {
             "mode": mode, "vms": groups * bench.REPLICAS, "namespaces": namespaces,
             "projects": tenants or 1,
             "converge_secs": round(elapsed, 1),
             "peak_rss_mb": {i: round(bench.peak_rss_mb(pid), 1) for i, pid in pids.items()},
+            "peak_rss_at_convergence_mb": at_convergence,
             "rss_before_mb": idle_rss,
-            "rss_converged_mb": {i: round(rss_mb(pid), 1) for i, pid in pids.items()},
+            "rss_converged_mb": converged_rss,
             "converged_resident_mb": {i: resident_mb(pid) for i, pid in pids.items()},
             "cpu_secs": {i: round(cpu_secs(pid), 1) for i, pid in pids.items()},
+            # Kept-alive connections once converged: to the cloud, to the API server.
+            "cloud_connections": {i: connections(pid, port_in(clouds_file))
+                                  for i, pid in pids.items()},
+            "api_connections": {i: connections(pid, port_in(env["KUBECONFIG"]))
+                                for i, pid in pids.items()},
             "namespaces_held": {i: sum(1 for h in held.values() if h == i) for i in pids}
             if held else {"single": namespaces},
         }
@@ -180,14 +226,20 @@ def main():
     print()
     projects = "a project each" if PROJECTS == "namespace" else "one project"
     print(f"| {groups * bench.REPLICAS} VMs over {namespaces} namespaces, {projects} | converge | "
-          "peak RSS per process | CPU per process | namespaces each |")
-    print("|---|---|---|---|---|")
+          "peak RSS per process | CPU per process | namespaces each | "
+          "connections to the cloud / API server |")
+    print("|---|---|---|---|---|---|")
     for r in (single, shards):
         rss = " / ".join(f"{v} MB" for v in r["peak_rss_mb"].values())
         cpu = " / ".join(f"{v} s" for v in r["cpu_secs"].values())
         held = " / ".join(str(n) for n in r["namespaces_held"].values())
-        print(f"| {r['mode']} | {r['converge_secs']} s | {rss} | {cpu} | {held} |")
+        conns = " / ".join(f"{r['cloud_connections'][i]}/{r['api_connections'][i]}"
+                           for i in r["cloud_connections"])
+        print(f"| {r['mode']} | {r['converge_secs']} s | {rss} | {cpu} | {held} | {conns} |")
     print(f"largest shard's peak: {share:.0%} of the single replica's (goal < 45 %)")
+    early = (max(shards["peak_rss_at_convergence_mb"].values())
+             / single["peak_rss_at_convergence_mb"]["single"])
+    print(f"read at convergence, before the next listing of the cloud: {early:.0%}")
     # The binary's pages are resident in every process alike: what is left divides or not.
     anon = max(r["anon"] for r in shards["converged_resident_mb"].values())
     base_anon = single["converged_resident_mb"]["single"]["anon"]

@@ -32,8 +32,10 @@ mod world;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use axum::serve::ListenerExt;
 use tokio::task::JoinHandle;
 
 pub use config::{SimConfig, SimCredentials};
@@ -51,6 +53,8 @@ pub struct Simulator {
     sim: Sim,
     addr: SocketAddr,
     task: JoinHandle<()>,
+    /// TCP connections accepted so far.
+    accepted: Arc<AtomicU64>,
 }
 
 impl Drop for Simulator {
@@ -87,16 +91,33 @@ impl Simulator {
             config,
         });
         let app = router::app(sim.clone());
+        let accepted = Arc::new(AtomicU64::new(0));
+        let listener = listener.tap_io({
+            let accepted = accepted.clone();
+            move |_| {
+                accepted.fetch_add(1, Ordering::Relaxed);
+            }
+        });
         let task = tokio::spawn(async move {
             if let Err(e) = axum::serve(listener, app).await {
                 tracing::error!(error = %e, "OpenStack simulator stopped");
             }
         });
-        Ok(Simulator { sim, addr, task })
+        Ok(Simulator {
+            sim,
+            addr,
+            task,
+            accepted,
+        })
     }
 
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The TCP connections clients opened to the simulator so far.
+    pub fn connections_accepted(&self) -> u64 {
+        self.accepted.load(Ordering::Relaxed)
     }
 
     /// The Keystone v3 URL (`auth_url` of clouds.yaml).

@@ -18,6 +18,7 @@ pub mod client;
 pub mod config;
 pub mod error;
 mod error_body;
+mod http_clients;
 pub mod ids;
 pub mod model;
 pub mod orphans;

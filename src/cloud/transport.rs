@@ -24,6 +24,7 @@ use super::budget::{Budget, Budgets};
 use super::config::CloudConfig;
 use super::error::ErrorKind;
 use super::error_body;
+use super::http_clients;
 pub(crate) use super::request::{Reply, Request};
 use super::retry::{Failure, RetryPolicy, is_retryable};
 use crate::metrics::{CloudOperationLabels, CloudRequestLabels, Metrics, ServiceLabels};
@@ -84,35 +85,27 @@ impl Transport {
         metrics: Arc<Metrics>,
         options: &ClientOptions,
     ) -> Result<Self, ErrorKind> {
-        let mut builder = reqwest::Client::builder()
-            .user_agent(concat!("verda-operator/", env!("CARGO_PKG_VERSION")))
-            .timeout(options.request_timeout)
-            .connect_timeout(options.connect_timeout);
-        let bundles = [
-            config.tls.cacert.as_ref().map(|path| {
-                let pem = std::fs::read(path).map_err(|e| ErrorKind::Config {
-                    message: format!("cannot read cacert {}: {e}", path.display()),
-                });
-                (format!("cacert {}", path.display()), pem)
-            }),
-            config.tls.ca_bundle.as_ref().map(|pem| {
-                (
-                    "the cacert key of the credentials Secret".to_owned(),
-                    Ok(pem.clone()),
-                )
-            }),
-        ];
-        for (origin, pem) in bundles.into_iter().flatten() {
-            for cert in root_certificates(&origin, &pem?)? {
-                builder = builder.add_root_certificate(cert);
-            }
+        let mut roots = Vec::new();
+        if let Some(path) = &config.tls.cacert {
+            let pem = std::fs::read(path).map_err(|e| ErrorKind::Config {
+                message: format!("cannot read cacert {}: {e}", path.display()),
+            })?;
+            roots.push((format!("cacert {}", path.display()), pem));
+        }
+        if let Some(pem) = &config.tls.ca_bundle {
+            roots.push((
+                "the cacert key of the credentials Secret".to_owned(),
+                pem.clone(),
+            ));
         }
         if config.tls.insecure {
             warn!(cloud = %config.name, "TLS certificate verification is disabled (verify: false)");
-            builder = builder.danger_accept_invalid_certs(true);
         }
-        let http = builder.build().map_err(|e| ErrorKind::Config {
-            message: format!("cannot build the HTTP client: {e}"),
+        let http = http_clients::client(&http_clients::Settings {
+            roots,
+            insecure: config.tls.insecure,
+            request_timeout: options.request_timeout,
+            connect_timeout: options.connect_timeout,
         })?;
         Ok(Self {
             http,
@@ -420,19 +413,6 @@ impl Transport {
                 message: "Keystone issued a token without a project: the credentials must be scoped to a project".into(),
             })
     }
-}
-
-/// The certificates of a PEM bundle; an unreadable or empty one is a configuration error.
-fn root_certificates(origin: &str, pem: &[u8]) -> Result<Vec<reqwest::Certificate>, ErrorKind> {
-    let certs = reqwest::Certificate::from_pem_bundle(pem).map_err(|_| ErrorKind::Config {
-        message: format!("{origin} is not a PEM certificate bundle"),
-    })?;
-    if certs.is_empty() {
-        return Err(ErrorKind::Config {
-            message: format!("{origin} holds no PEM certificate"),
-        });
-    }
-    Ok(certs)
 }
 
 fn transport_failure(e: &reqwest::Error) -> (Failure, ErrorKind) {

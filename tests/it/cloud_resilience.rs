@@ -322,3 +322,73 @@ async fn an_unusable_cacert_is_a_configuration_error_at_construction() {
             .unwrap_err();
     assert_eq!(err.category(), "CloudConfigInvalid");
 }
+
+/// A client of the simulator's cloud in the project of `credentials`, with `tls` changed
+/// by `adjust`.
+fn client_of(
+    sim: &verda_operator::sim::Simulator,
+    credentials: &verda_operator::sim::SimCredentials,
+    adjust: impl FnOnce(&mut verda_operator::cloud::CloudConfig),
+) -> verda_operator::cloud::OpenStackClient {
+    let dir = cloud_support::temp_dir("project");
+    std::fs::write(dir.join("clouds.yaml"), sim.clouds_yaml_of(credentials)).unwrap();
+    let sel = verda_operator::cloud::CloudSelection {
+        cloud: Some("verda-sim".into()),
+        config_file: Some(dir.join("clouds.yaml")),
+    };
+    let verda_operator::cloud::CloudSource::Configured(mut config) =
+        verda_operator::cloud::resolve(&sel, &cloud_support::empty_env(&dir)).unwrap()
+    else {
+        panic!("the simulator's clouds.yaml did not resolve")
+    };
+    adjust(&mut config);
+    let options = ClientOptions {
+        retry: fast_retries(),
+        ..ClientOptions::default()
+    };
+    verda_operator::cloud::OpenStackClient::new(
+        config,
+        verda_operator::metrics::Metrics::new(),
+        options,
+    )
+    .unwrap()
+}
+
+#[tokio::test]
+async fn projects_of_one_cloud_share_its_kept_alive_connections() {
+    let sim = verda_operator::sim::Simulator::start(SimConfig {
+        tenants: 6,
+        ..SimConfig::fast()
+    })
+    .await
+    .unwrap();
+    let projects: Vec<_> = sim
+        .tenant_credentials()
+        .iter()
+        .map(|c| client_of(&sim, c, |_| {}))
+        .collect();
+    for _round in 0..2 {
+        for project in &projects {
+            project.list_flavors().await.unwrap();
+            // The connection goes back to the pool once its answer is read.
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    assert_eq!(
+        sim.requests("identity", "issue_token"),
+        6,
+        "each project has its own token"
+    );
+    assert_eq!(
+        sim.connections_accepted(),
+        1,
+        "six projects' tokens and calls, one after another, over one connection"
+    );
+    // A project that trusts other certificates never rides on a connection verified
+    // under the others' trust.
+    let unverified = client_of(&sim, &sim.tenant_credentials()[0], |c| {
+        c.tls.insecure = true
+    });
+    unverified.list_flavors().await.unwrap();
+    assert_eq!(sim.connections_accepted(), 2);
+}
