@@ -296,16 +296,7 @@ async fn an_unusable_cacert_is_a_configuration_error_at_construction() {
             .unwrap(),
         dir.join("missing.pem").display()
     );
-    std::fs::write(dir.join("clouds.yaml"), yaml).unwrap();
-    let sel = verda_operator::cloud::CloudSelection {
-        cloud: Some("verda-sim".into()),
-        config_file: Some(dir.join("clouds.yaml")),
-    };
-    let verda_operator::cloud::CloudSource::Configured(config) =
-        verda_operator::cloud::resolve(&sel, &cloud_support::empty_env(&dir)).unwrap()
-    else {
-        panic!()
-    };
+    let config = cloud_support::cloud_config(&dir, &yaml, "verda-sim");
     assert!(config.tls.cacert.is_some());
     let metrics = verda_operator::metrics::Metrics::new();
     let err = verda_operator::cloud::OpenStackClient::new(
@@ -331,16 +322,8 @@ fn client_of(
     adjust: impl FnOnce(&mut verda_operator::cloud::CloudConfig),
 ) -> verda_operator::cloud::OpenStackClient {
     let dir = cloud_support::temp_dir("project");
-    std::fs::write(dir.join("clouds.yaml"), sim.clouds_yaml_of(credentials)).unwrap();
-    let sel = verda_operator::cloud::CloudSelection {
-        cloud: Some("verda-sim".into()),
-        config_file: Some(dir.join("clouds.yaml")),
-    };
-    let verda_operator::cloud::CloudSource::Configured(mut config) =
-        verda_operator::cloud::resolve(&sel, &cloud_support::empty_env(&dir)).unwrap()
-    else {
-        panic!("the simulator's clouds.yaml did not resolve")
-    };
+    let mut config =
+        cloud_support::cloud_config(&dir, &sim.clouds_yaml_of(credentials), "verda-sim");
     adjust(&mut config);
     let options = ClientOptions {
         retry: fast_retries(),

@@ -8,10 +8,8 @@ use crate::cloud_support;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
-use cloud_support::{empty_env, harness, temp_dir};
-use verda_operator::cloud::{
-    ClientOptions, CloudSelection, CloudSource, Compute, OpenStackClient, resolve,
-};
+use cloud_support::{cloud_config, harness, temp_dir};
+use verda_operator::cloud::{ClientOptions, Compute, OpenStackClient};
 use verda_operator::metrics::Metrics;
 use verda_operator::sim::{Fault, FaultKind, SimConfig};
 
@@ -50,14 +48,7 @@ async fn secrets_never_reach_errors_logs_debug_output_or_metrics() {
     let dir = temp_dir("secrets");
     let wrong = "wrong-Pa55word-that-must-not-leak";
     let yaml = h.sim.clouds_yaml().replace(&creds.password, wrong);
-    std::fs::write(dir.join("clouds.yaml"), yaml).unwrap();
-    let sel = CloudSelection {
-        cloud: Some("verda-sim".into()),
-        config_file: Some(dir.join("clouds.yaml")),
-    };
-    let CloudSource::Configured(config) = resolve(&sel, &empty_env(&dir)).unwrap() else {
-        panic!()
-    };
+    let config = cloud_config(&dir, &yaml, "verda-sim");
     let config_debug = format!("{config:?}");
     let metrics = Metrics::new();
     let bad = OpenStackClient::new(config, metrics.clone(), ClientOptions::default()).unwrap();

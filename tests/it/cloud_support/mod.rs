@@ -9,7 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use verda_operator::cloud::{
-    ClientOptions, CloudSelection, CloudSource, Environment, OpenStackClient, RetryPolicy, resolve,
+    ClientOptions, CloudConfig, CloudSelection, CloudSource, Environment, OpenStackClient,
+    RetryPolicy, resolve,
 };
 use verda_operator::metrics::Metrics;
 use verda_operator::sim::{SimConfig, Simulator};
@@ -77,18 +78,25 @@ pub async fn harness(config: SimConfig) -> Harness {
     .await
 }
 
-pub async fn harness_with(config: SimConfig, cloud: &str, options: ClientOptions) -> Harness {
-    let sim = Simulator::start(config).await.unwrap();
-    let dir = temp_dir("harness");
+/// Cloud `cloud` of the clouds.yaml `yaml`, written into `dir` and resolved with no
+/// `OS_*` variables.
+pub fn cloud_config(dir: &std::path::Path, yaml: &str, cloud: &str) -> CloudConfig {
     let file = dir.join("clouds.yaml");
-    std::fs::write(&file, sim.clouds_yaml()).unwrap();
+    std::fs::write(&file, yaml).unwrap();
     let selection = CloudSelection {
         cloud: Some(cloud.to_owned()),
         config_file: Some(file),
     };
-    let CloudSource::Configured(config) = resolve(&selection, &empty_env(&dir)).unwrap() else {
-        panic!("the simulator's clouds.yaml did not resolve");
+    let CloudSource::Configured(config) = resolve(&selection, &empty_env(dir)).unwrap() else {
+        panic!("the clouds.yaml did not resolve to cloud {cloud}");
     };
+    config
+}
+
+pub async fn harness_with(config: SimConfig, cloud: &str, options: ClientOptions) -> Harness {
+    let sim = Simulator::start(config).await.unwrap();
+    let dir = temp_dir("harness");
+    let config = cloud_config(&dir, &sim.clouds_yaml(), cloud);
     let metrics = Metrics::new();
     let client = OpenStackClient::new(config, metrics.clone(), options).unwrap();
     Harness {
