@@ -1,12 +1,18 @@
 //! Per-object retry delays: exponential with full jitter for transient failures, a
 //! slow fixed period for terminal ones, never sooner than the cloud's Retry-After.
 //! Success forgets the object's history.
+//!
+//! A terminal failure the cloud gave also holds its object until that retry: the
+//! failure's own status write (and any other change that leaves the spec as it was)
+//! wakes the object at once, and without the hold each wake-up sent the refused
+//! request again. A new generation is not held: a fixed spec is tried at once.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
 use rand::Rng;
+use tokio::time::Instant;
 
 /// First retry delay of a transient failure.
 const BASE: Duration = Duration::from_secs(1);
@@ -16,16 +22,46 @@ const CAP: Duration = Duration::from_secs(300);
 /// Retry bookkeeping of every object, keyed by `kind/namespace/name`.
 pub struct Backoff {
     failures: Mutex<HashMap<String, u32>>,
+    holds: Mutex<HashMap<String, Hold>>,
     /// Retry period of terminal failures (ImageNotFound, QuotaExceeded, …).
     pub terminal_period: Duration,
+}
+
+/// A terminal failure's hold on one generation of an object.
+struct Hold {
+    generation: Option<i64>,
+    until: Instant,
 }
 
 impl Backoff {
     pub fn new(terminal_period: Duration) -> Self {
         Self {
             failures: Mutex::default(),
+            holds: Mutex::default(),
             terminal_period,
         }
+    }
+
+    /// Holds `generation` of `key` until its terminal failure is retried: the terminal
+    /// period, or the cloud's Retry-After when longer.
+    pub fn hold(&self, key: &str, generation: Option<i64>, retry_after: Option<Duration>) {
+        let until = Instant::now() + self.terminal_period.max(retry_after.unwrap_or_default());
+        self.holds
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key.to_owned(), Hold { generation, until });
+    }
+
+    /// How long `generation` of `key` is still held, if it is.
+    pub fn held(&self, key: &str, generation: Option<i64>) -> Option<Duration> {
+        let mut holds = self.holds.lock().unwrap_or_else(|e| e.into_inner());
+        let hold = holds.get(key)?;
+        let left = hold.until.saturating_duration_since(Instant::now());
+        if hold.generation != generation || left.is_zero() {
+            holds.remove(key);
+            return None;
+        }
+        Some(left)
     }
 
     /// The delay before retrying `key` after one more failure.
@@ -41,9 +77,13 @@ impl Backoff {
         delay.max(retry_after.unwrap_or_default())
     }
 
-    /// Forgets `key`'s failures after a success.
+    /// Forgets `key`'s failures (and its hold) after a success.
     pub fn reset(&self, key: &str) {
         self.failures
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(key);
+        self.holds
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(key);
@@ -85,6 +125,28 @@ mod tests {
         assert_eq!(backoff.failures("vm/a/b"), 12);
         backoff.reset("vm/a/b");
         assert_eq!(backoff.failures("vm/a/b"), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_terminal_failure_holds_its_generation_until_the_retry() {
+        let backoff = Backoff::new(Duration::from_secs(120));
+        backoff.hold("k", Some(1), None);
+        assert_eq!(backoff.held("k", Some(1)), Some(Duration::from_secs(120)));
+        assert_eq!(backoff.held("other", Some(1)), None);
+        // A fixed spec (a new generation) is not held, and ends the hold.
+        assert_eq!(backoff.held("k", Some(2)), None);
+        assert_eq!(backoff.held("k", Some(1)), None);
+        backoff.hold("k", Some(2), Some(Duration::from_secs(300)));
+        assert_eq!(backoff.held("k", Some(2)), Some(Duration::from_secs(300)));
+        tokio::time::advance(Duration::from_secs(300)).await;
+        assert_eq!(
+            backoff.held("k", Some(2)),
+            None,
+            "retried once the hold ends"
+        );
+        backoff.hold("k", Some(2), None);
+        backoff.reset("k");
+        assert_eq!(backoff.held("k", Some(2)), None, "a success ends it");
     }
 
     #[test]

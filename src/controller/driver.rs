@@ -72,6 +72,15 @@ pub async fn reconcile<K: Reconciler>(
 ) -> Result<Action, ReconcileError> {
     let started = Instant::now();
     let key = object_key(&*obj);
+    let backoff_key = format!("{}/{key}", K::CONTROLLER);
+    let generation = obj.meta().generation;
+    if obj.meta().deletion_timestamp.is_none()
+        && let Some(left) = ctx.backoff.held(&backoff_key, generation)
+    {
+        // Woken (by its own failure's status write, say) before the retry of a refusal
+        // that does not heal by itself: nothing to send yet.
+        return Ok(Action::requeue(left));
+    }
     let api: Api<K> = Api::namespaced(ctx.client.clone(), &obj.namespace().unwrap_or_default());
     // Every await below is boxed: thousands of reconciles wait at once at fleet size,
     // and each then holds the step it waits in, not room for the largest.
@@ -98,15 +107,34 @@ pub async fn reconcile<K: Reconciler>(
     };
     let outcome = match &result {
         Ok(_) => {
-            ctx.backoff.reset(&format!("{}/{key}", K::CONTROLLER));
+            ctx.backoff.reset(&backoff_key);
             "success"
         }
         Err(error) => {
+            hold_if_refused(&ctx, &backoff_key, generation, error);
             Box::pin(report_failure(&api, &*obj, &ctx, error)).await;
             error.category()
         }
     };
-    let controller = K::CONTROLLER;
+    count_reconcile(&ctx, K::CONTROLLER, outcome, started);
+    result
+}
+
+/// Holds the failed generation until its retry when the cloud refused it for good.
+fn hold_if_refused(ctx: &Context, key: &str, generation: Option<i64>, error: &ReconcileError) {
+    if let ReconcileError::Cloud { source, .. } = error
+        && source.is_terminal()
+    {
+        ctx.backoff.hold(key, generation, source.retry_after());
+    }
+}
+
+fn count_reconcile(
+    ctx: &Context,
+    controller: &'static str,
+    outcome: &'static str,
+    started: Instant,
+) {
     ctx.metrics
         .reconciles
         .get_or_create(&ReconcileLabels {
@@ -118,7 +146,6 @@ pub async fn reconcile<K: Reconciler>(
         .reconcile_duration
         .get_or_create(&ControllerLabels { controller })
         .observe(started.elapsed().as_secs_f64());
-    result
 }
 
 /// The controller's error policy: slow for terminal errors, jittered exponential
