@@ -45,16 +45,13 @@ impl Backoff {
     /// Holds `generation` of `key` until its terminal failure is retried: the terminal
     /// period, or the cloud's Retry-After when longer.
     pub fn hold(&self, key: &str, generation: Option<i64>, retry_after: Option<Duration>) {
-        let until = Instant::now() + self.terminal_period.max(retry_after.unwrap_or_default());
-        self.holds
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(key.to_owned(), Hold { generation, until });
+        let until = Instant::now() + self.terminal_delay(retry_after);
+        lock(&self.holds).insert(key.to_owned(), Hold { generation, until });
     }
 
     /// How long `generation` of `key` is still held, if it is.
     pub fn held(&self, key: &str, generation: Option<i64>) -> Option<Duration> {
-        let mut holds = self.holds.lock().unwrap_or_else(|e| e.into_inner());
+        let mut holds = lock(&self.holds);
         let hold = holds.get(key)?;
         let left = hold.until.saturating_duration_since(Instant::now());
         if hold.generation != generation || left.is_zero() {
@@ -66,38 +63,36 @@ impl Backoff {
 
     /// The delay before retrying `key` after one more failure.
     pub fn next(&self, key: &str, terminal: bool, retry_after: Option<Duration>) -> Duration {
-        let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+        let mut failures = lock(&self.failures);
         let count = failures.entry(key.to_owned()).or_insert(0);
         *count = count.saturating_add(1);
-        let delay = if terminal {
-            self.terminal_period
-        } else {
-            jittered(*count)
-        };
-        delay.max(retry_after.unwrap_or_default())
+        if terminal {
+            return self.terminal_delay(retry_after);
+        }
+        jittered(*count).max(retry_after.unwrap_or_default())
+    }
+
+    /// The retry delay of a terminal failure: the terminal period, or the cloud's
+    /// Retry-After when longer.
+    fn terminal_delay(&self, retry_after: Option<Duration>) -> Duration {
+        self.terminal_period.max(retry_after.unwrap_or_default())
     }
 
     /// Forgets `key`'s failures (and its hold) after a success.
     pub fn reset(&self, key: &str) {
-        self.failures
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(key);
-        self.holds
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(key);
+        lock(&self.failures).remove(key);
+        lock(&self.holds).remove(key);
     }
 
     /// Consecutive failures of `key`.
     pub fn failures(&self, key: &str) -> u32 {
-        self.failures
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(key)
-            .copied()
-            .unwrap_or(0)
+        lock(&self.failures).get(key).copied().unwrap_or(0)
     }
+}
+
+/// A map's lock, even if a panic poisoned it: the bookkeeping stays usable.
+fn lock<T>(map: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    map.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Full jitter: uniform in [ceiling/2, ceiling], ceiling = BASE·2^(n-1) capped.
