@@ -21,7 +21,12 @@ import tempfile
 PARTS = [
     ("watch caches (reflector stores, key index)", ("reflector::store", "watch_cache::")),
     ("cloud view (servers, load balancers, volumes)", ("controller::cloud_view::",)),
-    ("cloud calls in flight (bodies, parsing)", ("verda_operator::cloud::", "reqwest::")),
+    # Calls only: a model type cloned into the view (`Server::clone` under
+    # `ServerView::record`) is the view's, charged by the frame that called it.
+    ("cloud calls in flight (bodies, parsing)",
+     tuple(f"verda_operator::cloud::{m}::" for m in
+           ("client", "transport", "auth", "budget", "retry", "request", "error_body"))
+     + ("reqwest::",)),
     ("metrics (per-object series)", ("verda_operator::metrics::", "prometheus")),
     ("events (correlator, recorder)", ("controller::events::",)),
     ("controller queues (kube-runtime scheduler)", ("kube_runtime::scheduler", "kube_runtime::controller")),
