@@ -12,6 +12,8 @@
 //! server answers or fails to answer meanwhile. A peer takes over no earlier than the whole
 //! lease duration after that renewal's `renewTime`, so the two never run together.
 
+use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -21,6 +23,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::Client;
 use kube::api::{Api, ObjectMeta, PostParams};
+
+use crate::controller::lock::Lock;
 
 /// What a candidate should do with the lease it just read.
 #[derive(Clone, Debug, PartialEq)]
@@ -113,6 +117,9 @@ impl LeaseError {
     }
 }
 
+/// Annotations every write of a Lease carries, changed by its holder as it goes.
+pub type Annotations = Arc<Lock<BTreeMap<String, String>>>;
+
 /// One candidate for the lease `namespace/name`.
 pub struct LeaderElector {
     api: Api<Lease>,
@@ -120,6 +127,7 @@ pub struct LeaderElector {
     name: String,
     identity: String,
     lease_duration: Duration,
+    annotations: Annotations,
 }
 
 impl LeaderElector {
@@ -136,11 +144,26 @@ impl LeaderElector {
             name: name.to_owned(),
             identity: identity.to_owned(),
             lease_duration,
+            annotations: Annotations::default(),
         }
     }
 
     pub fn identity(&self) -> &str {
         &self.identity
+    }
+
+    /// What the next acquisitions and renewals write as annotations of the Lease (a
+    /// shard's projects); others already on it are left as they are.
+    pub fn annotations(&self) -> Annotations {
+        self.annotations.clone()
+    }
+
+    fn annotate(&self, metadata: &mut ObjectMeta) {
+        let ours = self.annotations.lock();
+        if !ours.is_empty() {
+            let annotations = metadata.annotations.get_or_insert_with(BTreeMap::new);
+            annotations.extend(ours.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
     }
 
     fn error(&self, action: &'static str, source: kube::Error) -> LeaseError {
@@ -171,7 +194,7 @@ impl LeaderElector {
         let result = match decision {
             Decision::Follow { .. } => return Ok(None),
             Decision::Create(spec) => {
-                let lease = Lease {
+                let mut lease = Lease {
                     metadata: ObjectMeta {
                         name: Some(self.name.clone()),
                         namespace: Some(self.namespace.clone()),
@@ -179,11 +202,13 @@ impl LeaderElector {
                     },
                     spec: Some(spec),
                 };
+                self.annotate(&mut lease.metadata);
                 self.api.create(&PostParams::default(), &lease).await
             }
             Decision::Update(spec) => {
                 let mut lease = current.unwrap_or_default();
                 lease.spec = Some(spec);
+                self.annotate(&mut lease.metadata);
                 self.api
                     .replace(&self.name, &PostParams::default(), &lease)
                     .await

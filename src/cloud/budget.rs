@@ -8,15 +8,22 @@
 //! is never starved by polls. A 429 with `Retry-After` pauses the whole project, not
 //! only the call that got it.
 //!
+//! With `--shards`, several replicas may act in one project; each spends its share,
+//! the budget divided by how many of them do ([`Budgets::share`]), so that together they
+//! keep to it.
+//!
 //! Why not `governor`: its keyed GCRA limiter hands out slots in arrival order, and a
 //! read that already holds a slot cannot give it to a write that comes after; the
 //! bucket below is a few lines, and the transport's concurrency cap stays beside it.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::time::Instant;
+
+use super::lock;
 
 /// `requestBudget` of the configuration file.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -39,6 +46,8 @@ impl Default for BudgetSpec {
 pub struct Budgets {
     spec: BudgetSpec,
     projects: Mutex<HashMap<String, Arc<Budget>>>,
+    /// How many replicas spend each project's budget, where more than this one do.
+    sharers: Mutex<HashMap<String, u32>>,
 }
 
 impl Budgets {
@@ -46,17 +55,44 @@ impl Budgets {
         Arc::new(Self {
             spec,
             projects: Mutex::new(HashMap::new()),
+            sharers: Mutex::new(HashMap::new()),
         })
     }
 
     /// The budget of `project` (created full on first use).
     pub fn of(&self, project: &str) -> Arc<Budget> {
-        self.projects
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        let sharers = self.sharers_of(project);
+        lock(&self.projects)
             .entry(project.to_owned())
-            .or_insert_with(|| Arc::new(Budget::new(self.spec)))
+            .or_insert_with(|| Arc::new(Budget::new(self.spec).shared_by(sharers)))
             .clone()
+    }
+
+    /// From now on each project of `sharers` is spent by that many replicas, this one
+    /// among them, and this one spends its share; every other project by this one
+    /// alone. Returns the projects whose number changed, with the new number.
+    pub fn share(&self, sharers: HashMap<String, u32>) -> Vec<(String, u32)> {
+        let mut changed = Vec::new();
+        let mut current = lock(&self.sharers);
+        for (project, budget) in lock(&self.projects).iter() {
+            let now = sharers.get(project).copied().unwrap_or(1).max(1);
+            if current.get(project).copied().unwrap_or(1) != now {
+                changed.push((project.clone(), now));
+            }
+            budget.sharers.store(now, Ordering::Relaxed);
+        }
+        *current = sharers;
+        changed.sort();
+        changed
+    }
+
+    /// How many replicas spend `project`'s budget, as last shared.
+    pub fn sharers_of(&self, project: &str) -> u32 {
+        lock(&self.sharers)
+            .get(project)
+            .copied()
+            .unwrap_or(1)
+            .max(1)
     }
 }
 
@@ -72,6 +108,9 @@ struct State {
 #[derive(Debug)]
 pub struct Budget {
     spec: BudgetSpec,
+    /// The replicas spending this budget: this one refills at that part of the rate,
+    /// up to that part of the burst.
+    sharers: AtomicU32,
     state: Mutex<State>,
 }
 
@@ -88,6 +127,7 @@ impl Budget {
     fn new(spec: BudgetSpec) -> Self {
         Self {
             spec,
+            sharers: AtomicU32::new(1),
             state: Mutex::new(State {
                 tokens: f64::from(spec.burst.max(1)),
                 refilled: Instant::now(),
@@ -97,8 +137,28 @@ impl Budget {
         }
     }
 
+    fn shared_by(self, sharers: u32) -> Self {
+        self.sharers.store(sharers.max(1), Ordering::Relaxed);
+        let burst = self.burst();
+        let mut state = self.lock();
+        state.tokens = state.tokens.min(burst);
+        drop(state);
+        self
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        lock(&self.state)
+    }
+
+    /// This replica's part of the rate and of the burst.
+    fn rate(&self) -> f64 {
+        let sharers = f64::from(self.sharers.load(Ordering::Relaxed).max(1));
+        (self.spec.requests_per_second / sharers).max(f64::MIN_POSITIVE)
+    }
+
+    fn burst(&self) -> f64 {
+        let sharers = self.sharers.load(Ordering::Relaxed).max(1);
+        f64::from((self.spec.burst / sharers).max(1))
     }
 
     /// Waits until one request may go; how long it waited.
@@ -128,8 +188,7 @@ impl Budget {
             }
             s.paused_until = None;
         }
-        let rate = self.spec.requests_per_second.max(f64::MIN_POSITIVE);
-        let burst = f64::from(self.spec.burst.max(1));
+        let (rate, burst) = (self.rate(), self.burst());
         s.tokens = (s.tokens + now.duration_since(s.refilled).as_secs_f64() * rate).min(burst);
         s.refilled = now;
         // A read leaves the tokens to the writes waiting, unless there is one for each.

@@ -1,3 +1,5 @@
+use std::sync::PoisonError;
+
 use super::*;
 
 fn budget(rate: f64, burst: u32) -> Budget {
@@ -56,4 +58,43 @@ async fn a_pause_holds_every_request_of_the_project() {
         Duration::ZERO,
         "another project"
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_budget_shared_by_three_replicas_spends_a_third_of_it() {
+    let budgets = Budgets::new(BudgetSpec {
+        requests_per_second: 30.0,
+        burst: 30,
+    });
+    let p1 = budgets.of("p1");
+    let changed = budgets.share([("p1".to_owned(), 3), ("p3".to_owned(), 3)].into());
+    assert_eq!(changed, [("p1".to_owned(), 3)], "p3 has no budget yet");
+    let took = |n: usize, budget: Arc<Budget>| async move {
+        let started = Instant::now();
+        for _ in 0..n {
+            budget.acquire(false).await;
+        }
+        started.elapsed().as_secs_f64()
+    };
+    // A third of the burst at once, then a third of the rate.
+    assert_eq!(took(10, p1.clone()).await, 0.0, "a third of the burst");
+    let rate = took(10, p1.clone()).await;
+    assert!(
+        (0.95..=1.05).contains(&rate),
+        "10 more took {rate} s at 10/s"
+    );
+    // A budget made after the sharing starts with its part of the burst.
+    assert_eq!(budgets.sharers_of("p3"), 3);
+    assert_eq!(took(10, budgets.of("p3")).await, 0.0);
+    assert!(took(1, budgets.of("p3")).await > 0.09, "the 11th waits");
+    assert_eq!(
+        took(30, budgets.of("p2")).await,
+        0.0,
+        "p2 is spent by this one alone"
+    );
+    // The others gone: the whole budget again.
+    let changed = budgets.share(HashMap::new());
+    assert_eq!(changed, [("p1".to_owned(), 1), ("p3".to_owned(), 1)]);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(took(30, p1).await, 0.0, "the whole burst");
 }

@@ -15,6 +15,7 @@ use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use super::error::ErrorKind;
+use super::lock;
 
 /// Distinct trust settings whose clients are shared; past them (a cluster whose
 /// Secrets name this many different CA bundles), a connection has a client of its own,
@@ -49,14 +50,6 @@ pub(crate) fn client(settings: &Settings) -> Result<reqwest::Client, ErrorKind> 
         return Ok(shared.entry(settings.clone()).or_insert(client).clone());
     }
     Ok(client)
-}
-
-/// The map is never left half-written: a panic elsewhere while it was held does not
-/// make it unusable.
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 fn build(settings: &Settings) -> Result<reqwest::Client, ErrorKind> {

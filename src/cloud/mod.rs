@@ -38,3 +38,11 @@ pub use ports::{
 };
 pub use retry::RetryPolicy;
 pub use transport::ClientOptions;
+
+/// A mutex's guard even when a panic elsewhere poisoned it: the maps it guards here are
+/// never left half-written.
+fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}

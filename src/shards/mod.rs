@@ -12,6 +12,7 @@
 //! membership lapses (its renewals do not get through) stops everything at once, before
 //! any peer may judge it dead.
 
+pub mod budget_share;
 pub mod claim;
 pub mod ring;
 pub mod roster;
@@ -40,7 +41,7 @@ use crate::controller::Context;
 use crate::controller::lock::Lock;
 use crate::controller::object::Managed;
 use crate::controller::scope::OwnedNamespaces;
-use crate::leader_election::{FatalLeaseError, LeaderElector, run_elected};
+use crate::leader_election::{Annotations, FatalLeaseError, LeaderElector, run_elected};
 
 /// How long a namespace's running reconciles may finish before they are stopped.
 const GRACE: Duration = Duration::from_secs(5);
@@ -95,6 +96,7 @@ pub async fn run(
     let shard = Arc::new(Shard {
         ctx,
         owned,
+        published: member.annotations(),
         leases: Api::namespaced(lease_client.clone(), &options.lease_namespace),
         namespaces: Api::all(lease_client),
         names,
@@ -122,6 +124,8 @@ pub async fn run(
 struct Shard {
     ctx: Arc<Context>,
     owned: Arc<OwnedNamespaces>,
+    /// What this replica's member Lease says of it (the projects it acts in).
+    published: Annotations,
     leases: Api<Lease>,
     namespaces: Api<Namespace>,
     names: Names,
@@ -180,6 +184,7 @@ impl Shard {
                     let seen = liveness.lock().clone();
                     self.act(&round, &seen).await;
                     self.export(&seen);
+                    self.share_budgets(&round, &seen);
                     let me = &self.options.identity;
                     for sweep in leftovers.due(&round, &seen, me, Instant::now()) {
                         self.delete_leftover(sweep).await;
@@ -259,6 +264,33 @@ impl Shard {
         for (kind, count) in counts {
             let labels = crate::metrics::KindLabels { kind };
             metrics.objects.get_or_create(&labels).set(count as i64);
+        }
+    }
+
+    /// Publishes the projects this replica's namespaces act in, and spends of each
+    /// project's request budget its share among the live members acting in it.
+    fn share_budgets(&self, round: &Round, liveness: &Liveness) {
+        let Some(budgets) = self.ctx.tenancy.budgets() else {
+            return;
+        };
+        let owned = self.owned.namespaces();
+        let ours = self
+            .ctx
+            .tenancy
+            .projects_of(owned.iter().map(String::as_str));
+        let value = budget_share::published(&ours);
+        let annotation = budget_share::ANNOTATION.to_owned();
+        self.published.lock().insert(annotation, value);
+        let (me, now) = (self.options.identity.as_str(), Instant::now());
+        let others = round.members.iter().filter(|lease| {
+            holder(lease).is_some_and(|member| member != me && liveness.live(member, now))
+        });
+        for (project, sharers) in budgets.share(budget_share::sharers(&ours, others)) {
+            tracing::info!(
+                project,
+                sharers,
+                "replicas acting in this project changed: this one spends that part of its request budget"
+            );
         }
     }
 

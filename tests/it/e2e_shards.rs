@@ -159,6 +159,19 @@ fn orphaned_load_balancers(replica: &Replica) -> Option<u64> {
     line.rsplit(' ').next()?.parse().ok()
 }
 
+/// Waits until each of `replicas` spends `project`'s request budget as one of `sharers`.
+async fn budgets_shared_by(replicas: &[Replica], project: &str, sharers: u32) {
+    let what = format!("each replica spends 1/{sharers} of the project's request budget");
+    eventually(&what, LIMIT, || async {
+        let spent = |r: &Replica| r.ctx.tenancy.budgets().map(|b| b.sharers_of(project));
+        replicas
+            .iter()
+            .all(|r| spent(r) == Some(sharers))
+            .then_some(())
+    })
+    .await;
+}
+
 /// The server of each namespace's VirtualMachine, once every one is Ready.
 async fn ready_servers(cluster: &TestCluster, ring: &Ring) -> Option<BTreeMap<String, String>> {
     let mut servers = BTreeMap::new();
@@ -225,6 +238,14 @@ async fn three_shards_divide_the_namespaces_survive_a_killed_one_and_hand_back_o
     })
     .await;
     assert_eq!(sim.live_servers().len(), NAMESPACES, "one server each");
+    // Every namespace acts in the simulator's one project: each replica spends a third
+    // of its request budget.
+    let project = eventually("the project is recorded", LIMIT, || async {
+        let api = Api::<VirtualMachine>::namespaced(cluster.client(), &ring.namespaces[0]);
+        api.get("vm-sample").await.ok()?.status?.project_id
+    })
+    .await;
+    budgets_shared_by(&replicas, &project, 3).await;
     // Refreshes of each replica's cloud view list all six servers: none is an orphan to
     // a replica that holds only two namespaces' objects.
     tokio::time::sleep(test_timing().resync * 2).await;
@@ -333,6 +354,7 @@ async fn three_shards_divide_the_namespaces_survive_a_killed_one_and_hand_back_o
         "the killed replica's claims taken {taken_after:?} after the kill"
     );
     assert_eq!(sim.live_servers().len(), NAMESPACES, "no duplicate");
+    budgets_shared_by(&replicas, &project, 2).await;
     // Its member Lease, which no one writes any more, is swept.
     let member = format!("{}-member-{killed_identity}", ring.name);
     let leases = Api::<Lease>::namespaced(cluster.client(), &ring.lease_namespace);
@@ -359,6 +381,7 @@ async fn three_shards_divide_the_namespaces_survive_a_killed_one_and_hand_back_o
         stopped_at.elapsed()
     );
     assert_eq!(last.owned.namespaces().len(), NAMESPACES);
+    budgets_shared_by(std::slice::from_ref(&last), &project, 1).await;
     let servers = eventually("all still Ready", LIMIT, || ready_servers(&cluster, &ring)).await;
     assert_eq!(servers.len(), NAMESPACES);
     assert_eq!(sim.live_servers().len(), NAMESPACES, "no duplicate");

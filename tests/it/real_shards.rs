@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
+use verda_operator::shards::budget_share;
 
 use support::real::{
     Namespace, Operator, PUBLISHED_GROUP, Real, converged, nothing_left, project_inventory,
@@ -218,6 +219,32 @@ async fn holders(
     held
 }
 
+/// What each live member Lease of `ring` publishes of the projects its replica acts in.
+async fn member_projects(client: &kube::Client, ring: &str) -> BTreeMap<String, String> {
+    let leases: Api<Lease> = Api::namespaced(client.clone(), "verda-system");
+    let listed = leases.list(&Default::default()).await;
+    let prefix = format!("{ring}-member-");
+    let members = listed.map(|l| l.items).unwrap_or_default().into_iter();
+    members
+        .filter(|l| {
+            l.metadata
+                .name
+                .as_deref()
+                .is_some_and(|n| n.starts_with(&prefix))
+        })
+        .filter_map(|l| {
+            let holder = l
+                .spec
+                .as_ref()?
+                .holder_identity
+                .clone()
+                .filter(|h| !h.is_empty())?;
+            let annotations = l.metadata.annotations.unwrap_or_default();
+            Some((holder, annotations.get(budget_share::ANNOTATION)?.clone()))
+        })
+        .collect()
+}
+
 /// The claims once every namespace is held by one of `live`, as evenly as can be.
 async fn spread_over(
     client: &kube::Client,
@@ -296,6 +323,22 @@ async fn shards_divide_namespaces_on_the_real_systems_and_heal_a_killed_one() {
         &context,
     )
     .await;
+
+    // Every namespace acts in the one project of the real cloud: each replica
+    // publishes it on its member Lease, and so spends a third of its request budget.
+    let published = until(
+        "each member publishes its project",
+        LIMIT,
+        &context,
+        || async {
+            let projects = member_projects(&client, &shards.ring).await;
+            let one: Vec<&String> = projects.values().collect();
+            let same = projects.len() == 3 && one.iter().all(|p| !p.is_empty() && *p == one[0]);
+            same.then_some(projects)
+        },
+    )
+    .await;
+    println!("SHARDS real: the member Leases publish the project they act in: {published:?}");
 
     // A fourth replica takes about a quarter, moved from the others.
     shards.start("shard-d");

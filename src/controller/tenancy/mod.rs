@@ -11,6 +11,7 @@
 
 mod secrets;
 
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Secret;
@@ -21,6 +22,7 @@ pub use secrets::SecretKey;
 use secrets::{Built, SecretWatches};
 
 use super::CloudPorts;
+use super::lock::Lock;
 use crate::cloud::budget::Budgets;
 use crate::cloud::config::from_clouds_text;
 use crate::cloud::{ClientOptions, CloudError, OpenStackClient};
@@ -128,6 +130,8 @@ pub struct Tenancy {
     metrics: Arc<Metrics>,
     /// The projects' request budgets the clients built here spend from.
     budgets: std::sync::OnceLock<Arc<Budgets>>,
+    /// The projects each namespace's objects were last seen acting in.
+    acting: Lock<HashMap<String, BTreeSet<String>>>,
 }
 
 impl Tenancy {
@@ -143,6 +147,7 @@ impl Tenancy {
             secrets: SecretWatches::new(client),
             metrics,
             budgets: std::sync::OnceLock::new(),
+            acting: Lock::default(),
         }
     }
 
@@ -151,14 +156,53 @@ impl Tenancy {
         let _ = self.budgets.set(budgets);
     }
 
+    /// The budgets the clients built here spend from, once set.
+    pub fn budgets(&self) -> Option<&Arc<Budgets>> {
+        self.budgets.get()
+    }
+
+    /// The projects the objects of `namespaces` act in, as far as their credentials
+    /// have been resolved.
+    pub fn projects_of<'a>(
+        &self,
+        namespaces: impl IntoIterator<Item = &'a str>,
+    ) -> BTreeSet<String> {
+        let acting = self.acting.lock();
+        namespaces
+            .into_iter()
+            .filter_map(|namespace| acting.get(namespace))
+            .flatten()
+            .cloned()
+            .collect()
+    }
+
     /// Forgets every Secret and client (controllers starting again); Secret changes
     /// from now on arrive on the returned channel.
     pub fn restart(&self) -> mpsc::UnboundedReceiver<SecretKey> {
         self.secrets.restart()
     }
 
-    /// The credentials of an object in `namespace` with `reference`, and their project.
+    /// The credentials of an object in `namespace` with `reference`, and their project
+    /// (remembered as one `namespace` acts in).
     pub async fn resolve(
+        &self,
+        namespace: &str,
+        reference: Option<&CloudCredentialsRef>,
+    ) -> Result<Tenant, CredentialsError> {
+        let tenant = self.credentials(namespace, reference).await?;
+        let mut acting = self.acting.lock();
+        if !acting
+            .get(namespace)
+            .is_some_and(|p| p.contains(&tenant.project))
+        {
+            let projects = acting.entry(namespace.to_owned()).or_default();
+            projects.insert(tenant.project.clone());
+        }
+        drop(acting);
+        Ok(tenant)
+    }
+
+    async fn credentials(
         &self,
         namespace: &str,
         reference: Option<&CloudCredentialsRef>,

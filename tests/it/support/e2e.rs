@@ -8,7 +8,7 @@ use std::time::Duration;
 use kube::Resource;
 use kube::api::{Api, PostParams};
 use serde::de::DeserializeOwned;
-use verda_operator::cloud::budget::Budgets;
+use verda_operator::cloud::budget::{BudgetSpec, Budgets};
 use verda_operator::cloud::{ClientOptions, OpenStackClient};
 use verda_operator::config::Config;
 use verda_operator::controller::scope::{OwnedNamespaces, Scope};
@@ -245,7 +245,14 @@ pub async fn shard_context(
     identity: &str,
     owned: Arc<OwnedNamespaces>,
 ) -> Context {
-    let settings = (test_timing(), Config::default(), None, Scope::Owned(owned));
+    // Each replica with budgets of its own, as each process has.
+    let budgets = Budgets::new(BudgetSpec::default());
+    let settings = (
+        test_timing(),
+        Config::default(),
+        Some(budgets),
+        Scope::Owned(owned),
+    );
     let ctx = context_with(cluster, "unused", sim, settings, |client| Arc::new(client)).await;
     let ctx = Arc::into_inner(ctx).expect("not shared yet");
     ctx.watching(None).reporting_as(identity)
