@@ -8,11 +8,12 @@
 //! request again. A new generation is not held: a fixed spec is tried at once.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use rand::Rng;
 use tokio::time::Instant;
+
+use super::lock::Lock;
 
 /// First retry delay of a transient failure.
 const BASE: Duration = Duration::from_secs(1);
@@ -21,8 +22,8 @@ const CAP: Duration = Duration::from_secs(300);
 
 /// Retry bookkeeping of every object, keyed by `kind/namespace/name`.
 pub struct Backoff {
-    failures: Mutex<HashMap<String, u32>>,
-    holds: Mutex<HashMap<String, Hold>>,
+    failures: Lock<HashMap<String, u32>>,
+    holds: Lock<HashMap<String, Hold>>,
     /// Retry period of terminal failures (ImageNotFound, QuotaExceeded, …).
     pub terminal_period: Duration,
 }
@@ -36,8 +37,8 @@ struct Hold {
 impl Backoff {
     pub fn new(terminal_period: Duration) -> Self {
         Self {
-            failures: Mutex::default(),
-            holds: Mutex::default(),
+            failures: Lock::default(),
+            holds: Lock::default(),
             terminal_period,
         }
     }
@@ -46,12 +47,14 @@ impl Backoff {
     /// period, or the cloud's Retry-After when longer.
     pub fn hold(&self, key: &str, generation: Option<i64>, retry_after: Option<Duration>) {
         let until = Instant::now() + self.terminal_delay(retry_after);
-        lock(&self.holds).insert(key.to_owned(), Hold { generation, until });
+        self.holds
+            .lock()
+            .insert(key.to_owned(), Hold { generation, until });
     }
 
     /// How long `generation` of `key` is still held, if it is.
     pub fn held(&self, key: &str, generation: Option<i64>) -> Option<Duration> {
-        let mut holds = lock(&self.holds);
+        let mut holds = self.holds.lock();
         let hold = holds.get(key)?;
         let left = hold.until.saturating_duration_since(Instant::now());
         if hold.generation != generation || left.is_zero() {
@@ -63,7 +66,7 @@ impl Backoff {
 
     /// The delay before retrying `key` after one more failure.
     pub fn next(&self, key: &str, terminal: bool, retry_after: Option<Duration>) -> Duration {
-        let mut failures = lock(&self.failures);
+        let mut failures = self.failures.lock();
         let count = failures.entry(key.to_owned()).or_insert(0);
         *count = count.saturating_add(1);
         if terminal {
@@ -80,19 +83,14 @@ impl Backoff {
 
     /// Forgets `key`'s failures (and its hold) after a success.
     pub fn reset(&self, key: &str) {
-        lock(&self.failures).remove(key);
-        lock(&self.holds).remove(key);
+        self.failures.lock().remove(key);
+        self.holds.lock().remove(key);
     }
 
     /// Consecutive failures of `key`.
     pub fn failures(&self, key: &str) -> u32 {
-        lock(&self.failures).get(key).copied().unwrap_or(0)
+        self.failures.lock().get(key).copied().unwrap_or(0)
     }
-}
-
-/// A map's lock, even if a panic poisoned it: the bookkeeping stays usable.
-fn lock<T>(map: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    map.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Full jitter: uniform in [ceiling/2, ceiling], ceiling = BASE·2^(n-1) capped.
