@@ -87,19 +87,21 @@ pub async fn run(options: RunOptions) -> Result<(), RunError> {
     let metrics = Metrics::new();
     // One budget per cloud project, for the operator's own client and every tenant's.
     let budgets = Budgets::new(config.request_budget.spec());
-    // First, so that the embedded simulator's start is the first log line.
-    let (selection, sim) = (&options.cloud, &options.embedded_simulator);
-    let cloud =
-        embedded_cloud::connect(selection, sim, metrics.clone(), Some(budgets.clone())).await?;
-    let clients = connect(options.kubeconfig.as_deref(), options.context.as_deref()).await?;
-    let client = clients.controllers.clone();
-    let health = Health::new(metrics.clone());
+    // Before the embedded simulator binds its ephemeral ports, one of which could
+    // otherwise take the port just chosen for --listen.
     let listener = http::bind(options.listen)
         .await
         .map_err(|source| RunError::Listen {
             addr: options.listen,
             source,
         })?;
+    // Before anything logs, so that the embedded simulator's start is the first log line.
+    let (selection, sim) = (&options.cloud, &options.embedded_simulator);
+    let cloud =
+        embedded_cloud::connect(selection, sim, metrics.clone(), Some(budgets.clone())).await?;
+    let clients = connect(options.kubeconfig.as_deref(), options.context.as_deref()).await?;
+    let client = clients.controllers.clone();
+    let health = Health::new(metrics.clone());
     let (stop_tx, stop_rx) = watch::channel(false);
     let server = tokio::spawn(http::serve(
         listener,
