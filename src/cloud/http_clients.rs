@@ -9,10 +9,26 @@
 //! token. Connections verified under one set of trusted certificates are never reused
 //! under another: the pool is chosen by everything that makes a connection
 //! trustworthy (the PEM bundles themselves, not a digest of them, and `verify: false`).
+//!
+//! Each connection reads the cloud's answers [`READ_BUFFER`] bytes at a time. reqwest's
+//! connections grow their buffer to 400 KB while a listing streams in and keep it for the
+//! connection's life, and reqwest has no setting for it; so the connections are hyper's
+//! own, set up as reqwest set them up (the webpki roots and the CA bundles given, ring,
+//! HTTP/1.1). Through a proxy the environment names (`HTTPS_PROXY` and the like),
+//! reqwest's client as it is: it honours those and `NO_PROXY`.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
+
+use bytes::Bytes;
+use http::{HeaderMap, Request, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
+use rustls::pki_types::CertificateDer;
+use rustls::pki_types::pem::PemObject;
 
 use super::error::ErrorKind;
 use super::lock;
@@ -21,6 +37,23 @@ use super::lock;
 /// Secrets name this many different CA bundles), a connection has a client of its own,
 /// so that no tenant's Secrets can make the operator keep clients without bound.
 const SHARED_AT_MOST: usize = 8;
+
+/// What a connection reads at a time: most answers fit whole; a listing is read in many
+/// reads of it.
+pub(crate) const READ_BUFFER: usize = 16 * 1024;
+
+/// How long a kept-alive connection may stay idle (reqwest's default).
+const IDLE: Duration = Duration::from_secs(90);
+
+/// The environment variables naming a proxy, as reqwest reads them.
+const PROXY_VARIABLES: [&str; 6] = [
+    "HTTPS_PROXY",
+    "https_proxy",
+    "HTTP_PROXY",
+    "http_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+];
 
 /// What a client is built from.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -34,11 +67,111 @@ pub(crate) struct Settings {
     pub connect_timeout: Duration,
 }
 
+type Pool = hyper_util::client::legacy::Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
+
+/// One pool of connections to the cloud, and how long a request may take on it.
+#[derive(Clone)]
+pub(crate) struct HttpClient {
+    how: How,
+    timeout: Duration,
+}
+
+#[derive(Clone)]
+enum How {
+    Direct(Pool),
+    Proxied(reqwest::Client),
+}
+
+/// An answer, whatever its status.
+pub(crate) struct Answer {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+/// No whole answer came: why, for the person reading it (never the URL: an auth_url may
+/// carry user info).
+#[derive(Debug)]
+pub(crate) struct NoAnswer {
+    /// The connection was never made: the request surely did not reach the cloud.
+    pub connect: bool,
+    pub message: String,
+}
+
+impl HttpClient {
+    /// Sends `request` and reads its whole answer, within the request timeout.
+    pub async fn send(&self, request: Request<Bytes>) -> Result<Answer, NoAnswer> {
+        match &self.how {
+            How::Direct(pool) => {
+                let exchange = async {
+                    let response = pool
+                        .request(request.map(Full::new))
+                        .await
+                        .map_err(|e| no_answer(e.is_connect(), &e))?;
+                    let (parts, body) = response.into_parts();
+                    let body = body.collect().await.map_err(|e| no_answer(false, &e))?;
+                    Ok(Answer {
+                        status: parts.status,
+                        headers: parts.headers,
+                        body: body.to_bytes(),
+                    })
+                };
+                tokio::time::timeout(self.timeout, exchange)
+                    .await
+                    .unwrap_or_else(|_| Err(timed_out()))
+            }
+            How::Proxied(client) => {
+                let failed = |e: reqwest::Error| match e.is_timeout() {
+                    true => timed_out(),
+                    false => no_answer(e.is_connect(), &e.without_url()),
+                };
+                let request = reqwest::Request::try_from(request).map_err(failed)?;
+                let response = client.execute(request).await.map_err(failed)?;
+                let (status, headers) = (response.status(), response.headers().clone());
+                let body = response.bytes().await.map_err(failed)?;
+                Ok(Answer {
+                    status,
+                    headers,
+                    body,
+                })
+            }
+        }
+    }
+}
+
+fn timed_out() -> NoAnswer {
+    NoAnswer {
+        connect: false,
+        message: "timed out".to_owned(),
+    }
+}
+
+/// What `error`'s causes say (or, with none, itself: hyper's and reqwest's own words are
+/// "client error (Connect)" over the cause), under what it means for the request.
+fn no_answer(connect: bool, error: &(dyn std::error::Error + 'static)) -> NoAnswer {
+    let what = if connect {
+        "cannot connect"
+    } else {
+        "no complete response"
+    };
+    let mut causes = Vec::new();
+    let mut cause = error.source();
+    while let Some(e) = cause {
+        causes.push(e.to_string());
+        cause = e.source();
+    }
+    if causes.is_empty() {
+        causes.push(error.to_string());
+    }
+    let message = format!("{what}: {}", causes.join(": "));
+    NoAnswer { connect, message }
+}
+
 /// The client for `settings`: the one already built for the same settings if there is
 /// one, else a new one (kept for the next connection while fewer than
 /// [`SHARED_AT_MOST`] settings are).
-pub(crate) fn client(settings: &Settings) -> Result<reqwest::Client, ErrorKind> {
-    static SHARED: OnceLock<Mutex<HashMap<Settings, reqwest::Client>>> = OnceLock::new();
+pub(crate) fn client(settings: &Settings) -> Result<HttpClient, ErrorKind> {
+    static SHARED: OnceLock<Mutex<HashMap<Settings, HttpClient>>> = OnceLock::new();
     let shared = SHARED.get_or_init(Mutex::default);
     if let Some(client) = lock(shared).get(settings) {
         return Ok(client.clone());
@@ -52,33 +185,142 @@ pub(crate) fn client(settings: &Settings) -> Result<reqwest::Client, ErrorKind> 
     Ok(client)
 }
 
-fn build(settings: &Settings) -> Result<reqwest::Client, ErrorKind> {
+fn build(settings: &Settings) -> Result<HttpClient, ErrorKind> {
+    let proxied = PROXY_VARIABLES
+        .iter()
+        .any(|name| std::env::var_os(name).is_some_and(|v| !v.is_empty()));
+    let how = match proxied {
+        true => How::Proxied(proxied_client(settings)?),
+        false => How::Direct(pool(settings)?),
+    };
+    Ok(HttpClient {
+        how,
+        timeout: settings.request_timeout,
+    })
+}
+
+fn pool(settings: &Settings) -> Result<Pool, ErrorKind> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| config_error(format!("cannot set up TLS: {e}")))?;
+    let tls = match settings.insecure {
+        true => tls
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(unverified::Anything)),
+        false => tls.with_root_certificates(trusted(settings)?),
+    };
+    let mut http = HttpConnector::new();
+    http.enforce_http(false);
+    http.set_connect_timeout(Some(settings.connect_timeout));
+    let https = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls.with_no_client_auth())
+        .https_or_http()
+        .enable_http1()
+        .wrap_connector(http);
+    Ok(
+        hyper_util::client::legacy::Client::builder(TokioExecutor::new())
+            .pool_timer(TokioTimer::new())
+            .pool_idle_timeout(IDLE)
+            .http1_read_buf_exact_size(READ_BUFFER)
+            .build(https),
+    )
+}
+
+/// The webpki roots (reqwest's) and every certificate of the extra bundles.
+fn trusted(settings: &Settings) -> Result<rustls::RootCertStore, ErrorKind> {
+    let mut store = rustls::RootCertStore {
+        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+    };
+    for (origin, pem) in &settings.roots {
+        for cert in root_certificates(origin, pem)? {
+            store.add(cert).map_err(|e| {
+                config_error(format!("{origin} holds a certificate rustls refuses: {e}"))
+            })?;
+        }
+    }
+    Ok(store)
+}
+
+/// The certificates of a PEM bundle; an unreadable or empty one is a configuration error.
+fn root_certificates(origin: &str, pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, ErrorKind> {
+    let certs: Vec<_> = CertificateDer::pem_slice_iter(pem)
+        .collect::<Result<_, _>>()
+        .map_err(|_| config_error(format!("{origin} is not a PEM certificate bundle")))?;
+    if certs.is_empty() {
+        return Err(config_error(format!("{origin} holds no PEM certificate")));
+    }
+    Ok(certs)
+}
+
+fn proxied_client(settings: &Settings) -> Result<reqwest::Client, ErrorKind> {
     let mut builder = reqwest::Client::builder()
-        .user_agent(concat!("verda-operator/", env!("CARGO_PKG_VERSION")))
         .timeout(settings.request_timeout)
         .connect_timeout(settings.connect_timeout);
     for (origin, pem) in &settings.roots {
         for cert in root_certificates(origin, pem)? {
-            builder = builder.add_root_certificate(cert);
+            builder = builder.add_root_certificate(
+                reqwest::Certificate::from_der(&cert)
+                    .map_err(|e| config_error(format!("{origin}: {e}")))?,
+            );
         }
     }
     if settings.insecure {
         builder = builder.danger_accept_invalid_certs(true);
     }
-    builder.build().map_err(|e| ErrorKind::Config {
-        message: format!("cannot build the HTTP client: {e}"),
-    })
+    builder
+        .build()
+        .map_err(|e| config_error(format!("cannot build the HTTP client: {e}")))
 }
 
-/// The certificates of a PEM bundle; an unreadable or empty one is a configuration error.
-fn root_certificates(origin: &str, pem: &[u8]) -> Result<Vec<reqwest::Certificate>, ErrorKind> {
-    let certs = reqwest::Certificate::from_pem_bundle(pem).map_err(|_| ErrorKind::Config {
-        message: format!("{origin} is not a PEM certificate bundle"),
-    })?;
-    if certs.is_empty() {
-        return Err(ErrorKind::Config {
-            message: format!("{origin} holds no PEM certificate"),
-        });
+fn config_error(message: String) -> ErrorKind {
+    ErrorKind::Config { message }
+}
+
+/// `verify: false`: every certificate and handshake signature is taken, as reqwest's
+/// `danger_accept_invalid_certs` takes them.
+mod unverified {
+    use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+    use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+    use rustls::{DigitallySignedStruct, Error, SignatureScheme};
+
+    #[derive(Debug)]
+    pub struct Anything;
+
+    impl ServerCertVerifier for Anything {
+        fn verify_server_cert(
+            &self,
+            _end_entity: &CertificateDer<'_>,
+            _intermediates: &[CertificateDer<'_>],
+            _server_name: &ServerName<'_>,
+            _ocsp_response: &[u8],
+            _now: UnixTime,
+        ) -> Result<ServerCertVerified, Error> {
+            Ok(ServerCertVerified::assertion())
+        }
+
+        fn verify_tls12_signature(
+            &self,
+            _message: &[u8],
+            _cert: &CertificateDer<'_>,
+            _dss: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, Error> {
+            Ok(HandshakeSignatureValid::assertion())
+        }
+
+        fn verify_tls13_signature(
+            &self,
+            _message: &[u8],
+            _cert: &CertificateDer<'_>,
+            _dss: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, Error> {
+            Ok(HandshakeSignatureValid::assertion())
+        }
+
+        fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+            rustls::crypto::ring::default_provider()
+                .signature_verification_algorithms
+                .supported_schemes()
+        }
     }
-    Ok(certs)
 }

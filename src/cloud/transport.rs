@@ -14,8 +14,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use reqwest::header::{ACCEPT, HeaderValue};
-use reqwest::{Method, StatusCode};
+use bytes::Bytes;
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue, USER_AGENT};
+use reqwest::{Method, StatusCode, Url};
 use tokio::sync::{Mutex, RwLock, Semaphore};
 use tracing::{debug, warn};
 
@@ -24,7 +25,7 @@ use super::budget::{Budget, Budgets};
 use super::config::CloudConfig;
 use super::error::ErrorKind;
 use super::error_body;
-use super::http_clients;
+use super::http_clients::{self, HttpClient, NoAnswer};
 pub(crate) use super::request::{Reply, Request};
 use super::retry::{Failure, RetryPolicy, is_retryable};
 use crate::metrics::{CloudOperationLabels, CloudRequestLabels, Metrics, ServiceLabels};
@@ -65,7 +66,7 @@ impl Default for ClientOptions {
 }
 
 pub(crate) struct Transport {
-    http: reqwest::Client,
+    http: HttpClient,
     config: CloudConfig,
     token_url: String,
     token: RwLock<Option<Arc<Token>>>,
@@ -161,7 +162,8 @@ impl Transport {
                 let base = token.endpoint(req.service, self.config.interface, region)?;
                 (format!("{base}{}", req.path), Some(token))
             };
-            let (failure, kind) = match self.exchange(req, &url, token.as_deref()).await {
+            let request = http_request(req, &url, token.as_deref())?;
+            let (failure, kind) = match self.exchange(req, request).await {
                 Ok(reply) if reply.status.is_success() => return Ok(reply),
                 Ok(reply) if reply.status == StatusCode::UNAUTHORIZED && !reauthenticated => {
                     if let Some(stale) = &token {
@@ -178,7 +180,7 @@ impl Transport {
                     let kind = error_body::classify(reply.status, &reply.headers, &reply.body);
                     (Failure::Status(reply.status.as_u16()), kind)
                 }
-                Err(e) => transport_failure(&e),
+                Err(e) => transport_failure(e),
             };
             let Some(wait) = self.retry_wait(req, attempt, started, failure, &kind) else {
                 return Err(kind);
@@ -255,30 +257,21 @@ impl Transport {
     async fn exchange(
         &self,
         req: &Request,
-        url: &str,
-        token: Option<&Token>,
-    ) -> Result<Reply, reqwest::Error> {
+        request: http::Request<Bytes>,
+    ) -> Result<Reply, NoAnswer> {
         self.spend_budget(req).await;
         // The semaphore is never closed; without a permit we would still be correct.
         let _permit = self.permits.acquire().await.ok();
         let began = Instant::now();
-        let builder = self.request_builder(req, url, token);
         let write = req.is_write();
         if write {
             super::write_log::sent();
         }
-        let result = match builder.send().await {
-            Ok(resp) => {
-                let status = resp.status();
-                let headers = resp.headers().clone();
-                resp.bytes().await.map(|body| Reply {
-                    status,
-                    headers,
-                    body,
-                })
-            }
-            Err(e) => Err(e),
-        };
+        let result = self.http.send(request).await.map(|answer| Reply {
+            status: answer.status,
+            headers: answer.headers,
+            body: answer.body,
+        });
         if write {
             super::write_log::done();
         }
@@ -286,43 +279,8 @@ impl Transport {
         result
     }
 
-    /// The request with its headers: JSON, the token (marked sensitive: never logged),
-    /// Nova's microversion.
-    fn request_builder(
-        &self,
-        req: &Request,
-        url: &str,
-        token: Option<&Token>,
-    ) -> reqwest::RequestBuilder {
-        let mut builder = self
-            .http
-            .request(req.method.clone(), url)
-            .header(ACCEPT, "application/json");
-        if !req.query.is_empty() {
-            builder = builder.query(&req.query);
-        }
-        if let Some(token) = token
-            && let Ok(mut value) = HeaderValue::from_str(token.value())
-        {
-            value.set_sensitive(true);
-            builder = builder.header("X-Auth-Token", value);
-        }
-        let microversion = match req.service {
-            Service::Compute => Some(format!("compute {NOVA_MICROVERSION}")),
-            Service::BlockStorage => Some(format!("volume {CINDER_MICROVERSION}")),
-            _ => None,
-        };
-        if let Some(version) = microversion {
-            builder = builder.header("OpenStack-API-Version", version);
-        }
-        if let Some(body) = &req.body {
-            builder = builder.json(body);
-        }
-        builder
-    }
-
     /// Logs the exchange and counts it, by code and by project.
-    fn record(&self, req: &Request, result: &Result<Reply, reqwest::Error>, began: Instant) {
+    fn record(&self, req: &Request, result: &Result<Reply, NoAnswer>, began: Instant) {
         let code = match result {
             Ok(reply) => reply.status.as_u16().to_string(),
             Err(_) => "error".to_owned(),
@@ -415,34 +373,69 @@ impl Transport {
     }
 }
 
-fn transport_failure(e: &reqwest::Error) -> (Failure, ErrorKind) {
-    let failure = if e.is_connect() {
-        Failure::Connect
-    } else {
-        Failure::NoResponse
-    };
-    let what = if e.is_connect() {
-        "cannot connect"
-    } else if e.is_timeout() {
-        "timed out"
-    } else {
-        "no complete response"
-    };
+/// The request with its headers: JSON, the token (marked sensitive: never logged),
+/// Nova's and Cinder's microversions. One that cannot be made (a catalog's endpoint
+/// that is no URL) is a configuration error, not retried.
+fn http_request(
+    req: &Request,
+    url: &str,
+    token: Option<&Token>,
+) -> Result<http::Request<Bytes>, ErrorKind> {
     // Without the URL: an auth_url may carry user info.
-    let detail = std::error::Error::source(e)
-        .map(|s| s.to_string())
-        .unwrap_or_default();
-    let message = if detail.is_empty() {
-        what.to_owned()
-    } else {
-        format!("{what}: {detail}")
+    let unusable = |what: &str| ErrorKind::Config {
+        message: format!(
+            "cannot make the {} request {}: {what}",
+            req.service.label(),
+            req.operation
+        ),
+    };
+    let mut url = Url::parse(url).map_err(|e| unusable(&format!("not a URL ({e})")))?;
+    if !req.query.is_empty() {
+        url.query_pairs_mut().extend_pairs(&req.query);
+    }
+    let mut builder = http::Request::builder()
+        .method(req.method.clone())
+        .uri(url.as_str())
+        .header(ACCEPT, "application/json")
+        .header(
+            USER_AGENT,
+            concat!("verda-operator/", env!("CARGO_PKG_VERSION")),
+        );
+    if let Some(token) = token
+        && let Ok(mut value) = HeaderValue::from_str(token.value())
+    {
+        value.set_sensitive(true);
+        builder = builder.header("X-Auth-Token", value);
+    }
+    let microversion = match req.service {
+        Service::Compute => Some(format!("compute {NOVA_MICROVERSION}")),
+        Service::BlockStorage => Some(format!("volume {CINDER_MICROVERSION}")),
+        _ => None,
+    };
+    if let Some(version) = microversion {
+        builder = builder.header("OpenStack-API-Version", version);
+    }
+    let body = match &req.body {
+        Some(body) => {
+            builder = builder.header(CONTENT_TYPE, "application/json");
+            Bytes::from(serde_json::to_vec(body).map_err(|e| unusable(&e.to_string()))?)
+        }
+        None => Bytes::new(),
+    };
+    builder.body(body).map_err(|e| unusable(&e.to_string()))
+}
+
+fn transport_failure(e: NoAnswer) -> (Failure, ErrorKind) {
+    let failure = match e.connect {
+        true => Failure::Connect,
+        false => Failure::NoResponse,
     };
     (
         failure,
         ErrorKind::Unavailable {
             status: None,
             retry_after: None,
-            message,
+            message: e.message,
         },
     )
 }

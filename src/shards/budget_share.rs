@@ -6,7 +6,8 @@
 //! A member learns of another's project at that member's next renewal (a third of the
 //! lease duration): a namespace newly taken into a project another member acts in is
 //! spent from at the old share until then. A member that died keeps its share counted
-//! until it counts as dead, as its namespaces wait for it.
+//! until it counts as dead, as its namespaces wait for it. One acting in more projects
+//! than an annotation can name says "every project" instead.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -18,6 +19,15 @@ use crate::fnv::fnv1a64;
 /// The member Lease's annotation naming the projects its replica acts in.
 pub const ANNOTATION: &str = "verda.linecorp.com/projects";
 
+/// The most projects a member names: 17 bytes each, 136 KB of the 256 KB the API
+/// server allows an object's annotations in all.
+const MOST_NAMED: usize = 8_000;
+
+/// Published instead of a list by a member acting in more projects than it can name:
+/// every other member then counts it in every project it acts in, and spends less, never
+/// more, than its part.
+const EVERY_PROJECT: &str = "*";
+
 /// A project as members publish it.
 fn fingerprint(project: &str) -> String {
     format!("{:016x}", fnv1a64(project.as_bytes()))
@@ -25,6 +35,9 @@ fn fingerprint(project: &str) -> String {
 
 /// The annotation's value for `projects`.
 pub fn published(projects: &BTreeSet<String>) -> String {
+    if projects.len() > MOST_NAMED {
+        return EVERY_PROJECT.to_owned();
+    }
     let prints: BTreeSet<String> = projects.iter().map(|p| fingerprint(p)).collect();
     prints.into_iter().collect::<Vec<_>>().join(",")
 }
@@ -45,7 +58,10 @@ pub fn sharers<'a>(
     ours.iter()
         .filter_map(|project| {
             let print = fingerprint(project);
-            let also = theirs.iter().filter(|p| p.contains(print.as_str())).count();
+            let also = theirs
+                .iter()
+                .filter(|p| p.contains(print.as_str()) || p.contains(EVERY_PROJECT))
+                .count();
             let also = u32::try_from(also).unwrap_or(u32::MAX);
             (also > 0).then(|| (project.clone(), also.saturating_add(1)))
         })
@@ -94,5 +110,25 @@ mod tests {
         assert_eq!(value.split(',').count(), 2);
         assert_eq!(published(&set(&[])), "");
         assert!(sharers(&set(&["p"]), [&member(&[])]).is_empty());
+    }
+
+    #[test]
+    fn a_member_in_more_projects_than_it_can_name_is_counted_in_every_one() {
+        let many: BTreeSet<String> = (0..=MOST_NAMED).map(|i| format!("project-{i}")).collect();
+        let value = published(&many);
+        assert_eq!(value, EVERY_PROJECT);
+        let limit = published(&many.iter().skip(1).cloned().collect());
+        // Room left of the API server's 256 KB for every other annotation.
+        assert!(limit.len() < 192 * 1024, "{} bytes", limit.len());
+        let everywhere = Lease {
+            metadata: ObjectMeta {
+                annotations: Some([(ANNOTATION.to_owned(), value)].into()),
+                ..ObjectMeta::default()
+            },
+            spec: None,
+        };
+        let shares = sharers(&set(&["p1", "p2"]), [&everywhere, &member(&["p1"])]);
+        assert_eq!(shares.get("p1"), Some(&3));
+        assert_eq!(shares.get("p2"), Some(&2));
     }
 }

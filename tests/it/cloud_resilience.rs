@@ -375,3 +375,83 @@ async fn projects_of_one_cloud_share_its_kept_alive_connections() {
     unverified.list_flavors().await.unwrap();
     assert_eq!(sim.connections_accepted(), 2);
 }
+
+/// A TLS front for the simulator's plain port at `plain` (an auth_url), holding the test
+/// CA's certificate for `localhost` (`cloud_support/tls`, valid until 2126): the same
+/// auth_url through it. Only Keystone is reached through it: the catalog names the plain
+/// port.
+async fn tls_front(plain: &str) -> String {
+    use tokio_rustls::rustls::pki_types::pem::PemObject;
+    use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+    let fixtures =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/cloud_support/tls");
+    let certs = CertificateDer::pem_file_iter(fixtures.join("server.pem"))
+        .unwrap()
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+    let key = PrivateKeyDer::from_pem_file(fixtures.join("server.key")).unwrap();
+    let provider = std::sync::Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
+    let config = tokio_rustls::rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let rest = plain.strip_prefix("http://").unwrap();
+    let (backend, path) = rest.split_once('/').unwrap();
+    let backend = backend.to_owned();
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let (acceptor, backend) = (acceptor.clone(), backend.clone());
+            tokio::spawn(async move {
+                let Ok(mut tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let mut plain = tokio::net::TcpStream::connect(backend).await.unwrap();
+                let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
+            });
+        }
+    });
+    format!("https://localhost:{port}/{path}")
+}
+
+#[tokio::test]
+async fn a_keystone_behind_tls_is_trusted_through_its_cacert_or_verify_false_only() {
+    let sim = verda_operator::sim::Simulator::start(SimConfig {
+        tenants: 1,
+        ..SimConfig::fast()
+    })
+    .await
+    .unwrap();
+    let credentials = &sim.tenant_credentials()[0];
+    let mut plain = String::new();
+    client_of(&sim, credentials, |c| plain = c.auth_url.clone());
+    let front = tls_front(&plain).await;
+    let ca =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/cloud_support/tls/ca.pem");
+
+    let trusted = client_of(&sim, credentials, |c| {
+        c.auth_url = front.clone();
+        c.tls.cacert = Some(ca.clone());
+    });
+    trusted.list_flavors().await.unwrap();
+    assert_eq!(sim.requests("identity", "issue_token"), 1);
+
+    // The system's roots alone do not know the test CA: refused before any request.
+    let untrusted = client_of(&sim, credentials, |c| c.auth_url = front.clone());
+    let err = untrusted.list_flavors().await.unwrap_err();
+    assert_eq!(err.category(), "CloudUnavailable", "{err}");
+    assert!(err.to_string().contains("certificate"), "{err}");
+    assert_eq!(sim.requests("identity", "issue_token"), 1);
+
+    let unverified = client_of(&sim, credentials, |c| {
+        c.auth_url = front.clone();
+        c.tls.insecure = true;
+    });
+    unverified.list_flavors().await.unwrap();
+    assert_eq!(sim.requests("identity", "issue_token"), 2);
+}
