@@ -21,9 +21,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
+use http::header::CONTENT_LENGTH;
 use http::{HeaderMap, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
@@ -41,6 +43,9 @@ const SHARED_AT_MOST: usize = 8;
 /// What a connection reads at a time: most answers fit whole; a listing is read in many
 /// reads of it.
 pub(crate) const READ_BUFFER: usize = 16 * 1024;
+
+/// The most a body's announced length reserves at once; a longer one grows as it comes.
+const MOST_RESERVED: usize = 16 * 1024 * 1024;
 
 /// How long a kept-alive connection may stay idle (reqwest's default).
 const IDLE: Duration = Duration::from_secs(90);
@@ -109,11 +114,11 @@ impl HttpClient {
                         .await
                         .map_err(|e| no_answer(e.is_connect(), &e))?;
                     let (parts, body) = response.into_parts();
-                    let body = body.collect().await.map_err(|e| no_answer(false, &e))?;
+                    let body = read_whole(&parts.headers, body).await?;
                     Ok(Answer {
                         status: parts.status,
                         headers: parts.headers,
-                        body: body.to_bytes(),
+                        body,
                     })
                 };
                 tokio::time::timeout(self.timeout, exchange)
@@ -137,6 +142,23 @@ impl HttpClient {
             }
         }
     }
+}
+
+/// A body read into one buffer of the length it announces (to at most
+/// [`MOST_RESERVED`]), each chunk let go as it is copied: collecting the chunks and
+/// joining them held a listing twice.
+async fn read_whole(headers: &HeaderMap, mut body: Incoming) -> Result<Bytes, NoAnswer> {
+    let announced = headers
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
+    let mut read = BytesMut::with_capacity(announced.unwrap_or(0).min(MOST_RESERVED));
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| no_answer(false, &e))?;
+        if let Ok(data) = frame.into_data() {
+            read.extend_from_slice(&data);
+        }
+    }
+    Ok(read.freeze())
 }
 
 fn timed_out() -> NoAnswer {

@@ -35,6 +35,7 @@ mod lookups;
 mod network;
 mod octavia;
 mod owner_lookups;
+mod page;
 mod volume;
 
 use lookups::{Kind, Lookups};
@@ -197,9 +198,7 @@ impl OpenStackClient {
         let fail = |k| CloudError::new(action, k);
         for _ in 0..MAX_PAGES {
             let reply = self.send(&req, action).await?;
-            let (batch, rest) = page_items::<T>(&reply, key).map_err(fail)?;
-            let got = batch.len();
-            take(batch);
+            let (got, rest) = page::each_item::<T>(&reply, key, take).map_err(fail)?;
             let Some(next) = next_query(&rest, key) else {
                 return Ok(());
             };
@@ -224,20 +223,6 @@ pub(crate) fn unwrap_key<T: DeserializeOwned>(reply: &Reply, key: &str) -> Resul
     let fields = raw_fields(reply)?;
     let inner = fields.get(key).ok_or_else(|| invalid(key, "missing"))?;
     serde_json::from_str(inner.get()).map_err(|e| invalid(key, e))
-}
-
-/// A list page's items under `key`, read straight from the body into `T`, and the
-/// page's other fields (its links) as a `Value`. Items never pass through a `Value`
-/// tree: a page of 1,000 Nova servers held as one cost about 10 KB a server.
-fn page_items<T: DeserializeOwned>(reply: &Reply, key: &str) -> Result<(Vec<T>, Value), ErrorKind> {
-    let mut fields = raw_fields(reply)?;
-    let items = fields.remove(key).ok_or_else(|| invalid(key, "missing"))?;
-    let items = serde_json::from_str(items.get()).map_err(|e| invalid(key, e))?;
-    let rest = fields
-        .into_iter()
-        .filter_map(|(k, v)| Some((k, serde_json::from_str(v.get()).ok()?)))
-        .collect();
-    Ok((items, Value::Object(rest)))
 }
 
 /// The top-level fields of a JSON object body, each left unparsed.
