@@ -13,12 +13,12 @@
 //! Each connection reads the cloud's answers [`READ_BUFFER`] bytes at a time. reqwest's
 //! connections grow their buffer to 400 KB while a listing streams in and keep it for the
 //! connection's life, and reqwest has no setting for it; so the connections are hyper's
-//! own, set up as reqwest set them up (the webpki roots and the CA bundles given, ring,
-//! HTTP/1.1). Through a proxy the environment names (`HTTPS_PROXY` and the like),
+//! own, set up as reqwest set them up (HTTP/1.1, the same timeouts; TLS in
+//! [`super::tls`]). Through a proxy the environment names (`HTTPS_PROXY` and the like),
 //! reqwest's client as it is: it honours those and `NO_PROXY`.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -29,11 +29,10 @@ use hyper::body::Incoming;
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
-use rustls::pki_types::CertificateDer;
-use rustls::pki_types::pem::PemObject;
 
 use super::error::ErrorKind;
 use super::lock;
+use super::tls::{self, config_error};
 
 /// Distinct trust settings whose clients are shared; past them (a cluster whose
 /// Secrets name this many different CA bundles), a connection has a client of its own,
@@ -222,21 +221,12 @@ fn build(settings: &Settings) -> Result<HttpClient, ErrorKind> {
 }
 
 fn pool(settings: &Settings) -> Result<Pool, ErrorKind> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let tls = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| config_error(format!("cannot set up TLS: {e}")))?;
-    let tls = match settings.insecure {
-        true => tls
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(unverified::Anything)),
-        false => tls.with_root_certificates(trusted(settings)?),
-    };
+    let tls = tls::client_config(&settings.roots, settings.insecure)?;
     let mut http = HttpConnector::new();
     http.enforce_http(false);
     http.set_connect_timeout(Some(settings.connect_timeout));
     let https = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(tls.with_no_client_auth())
+        .with_tls_config(tls)
         .https_or_http()
         .enable_http1()
         .wrap_connector(http);
@@ -249,38 +239,12 @@ fn pool(settings: &Settings) -> Result<Pool, ErrorKind> {
     )
 }
 
-/// The webpki roots (reqwest's) and every certificate of the extra bundles.
-fn trusted(settings: &Settings) -> Result<rustls::RootCertStore, ErrorKind> {
-    let mut store = rustls::RootCertStore {
-        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-    };
-    for (origin, pem) in &settings.roots {
-        for cert in root_certificates(origin, pem)? {
-            store.add(cert).map_err(|e| {
-                config_error(format!("{origin} holds a certificate rustls refuses: {e}"))
-            })?;
-        }
-    }
-    Ok(store)
-}
-
-/// The certificates of a PEM bundle; an unreadable or empty one is a configuration error.
-fn root_certificates(origin: &str, pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, ErrorKind> {
-    let certs: Vec<_> = CertificateDer::pem_slice_iter(pem)
-        .collect::<Result<_, _>>()
-        .map_err(|_| config_error(format!("{origin} is not a PEM certificate bundle")))?;
-    if certs.is_empty() {
-        return Err(config_error(format!("{origin} holds no PEM certificate")));
-    }
-    Ok(certs)
-}
-
 fn proxied_client(settings: &Settings) -> Result<reqwest::Client, ErrorKind> {
     let mut builder = reqwest::Client::builder()
         .timeout(settings.request_timeout)
         .connect_timeout(settings.connect_timeout);
     for (origin, pem) in &settings.roots {
-        for cert in root_certificates(origin, pem)? {
+        for cert in tls::root_certificates(origin, pem)? {
             builder = builder.add_root_certificate(
                 reqwest::Certificate::from_der(&cert)
                     .map_err(|e| config_error(format!("{origin}: {e}")))?,
@@ -293,56 +257,4 @@ fn proxied_client(settings: &Settings) -> Result<reqwest::Client, ErrorKind> {
     builder
         .build()
         .map_err(|e| config_error(format!("cannot build the HTTP client: {e}")))
-}
-
-fn config_error(message: String) -> ErrorKind {
-    ErrorKind::Config { message }
-}
-
-/// `verify: false`: every certificate and handshake signature is taken, as reqwest's
-/// `danger_accept_invalid_certs` takes them.
-mod unverified {
-    use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-    use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-    use rustls::{DigitallySignedStruct, Error, SignatureScheme};
-
-    #[derive(Debug)]
-    pub struct Anything;
-
-    impl ServerCertVerifier for Anything {
-        fn verify_server_cert(
-            &self,
-            _end_entity: &CertificateDer<'_>,
-            _intermediates: &[CertificateDer<'_>],
-            _server_name: &ServerName<'_>,
-            _ocsp_response: &[u8],
-            _now: UnixTime,
-        ) -> Result<ServerCertVerified, Error> {
-            Ok(ServerCertVerified::assertion())
-        }
-
-        fn verify_tls12_signature(
-            &self,
-            _message: &[u8],
-            _cert: &CertificateDer<'_>,
-            _dss: &DigitallySignedStruct,
-        ) -> Result<HandshakeSignatureValid, Error> {
-            Ok(HandshakeSignatureValid::assertion())
-        }
-
-        fn verify_tls13_signature(
-            &self,
-            _message: &[u8],
-            _cert: &CertificateDer<'_>,
-            _dss: &DigitallySignedStruct,
-        ) -> Result<HandshakeSignatureValid, Error> {
-            Ok(HandshakeSignatureValid::assertion())
-        }
-
-        fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-            rustls::crypto::ring::default_provider()
-                .signature_verification_algorithms
-                .supported_schemes()
-        }
-    }
 }

@@ -26,6 +26,7 @@ pub mod owner;
 pub mod ports;
 mod request;
 pub mod retry;
+mod tls;
 mod transport;
 pub mod write_log;
 
