@@ -5,7 +5,9 @@
 //! A terminal failure the cloud gave also holds its object until that retry: the
 //! failure's own status write (and any other change that leaves the spec as it was)
 //! wakes the object at once, and without the hold each wake-up sent the refused
-//! request again. A new generation is not held: a fixed spec is tried at once.
+//! request again. A new generation is not held: a fixed spec is tried at once; nor are
+//! the objects of a namespace whose credentials Secret changed (new credentials may
+//! heal an Unauthorized).
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -81,6 +83,12 @@ impl Backoff {
         self.terminal_period.max(retry_after.unwrap_or_default())
     }
 
+    /// Lets go of the holds of `namespace`'s objects: its credentials changed.
+    pub fn release_namespace(&self, namespace: &str) {
+        let of_namespace = |key: &str| key.split('/').nth(1) == Some(namespace);
+        self.holds.lock().retain(|key, _| !of_namespace(key));
+    }
+
     /// Forgets `key`'s failures (and its hold) after a success.
     pub fn reset(&self, key: &str) {
         self.failures.lock().remove(key);
@@ -118,6 +126,22 @@ mod tests {
         assert_eq!(backoff.failures("vm/a/b"), 12);
         backoff.reset("vm/a/b");
         assert_eq!(backoff.failures("vm/a/b"), 0);
+    }
+
+    #[test]
+    fn changed_credentials_release_the_holds_of_their_namespace_only() {
+        let backoff = Backoff::new(Duration::from_secs(120));
+        for key in [
+            "loadbalancer/team-b/lb",
+            "virtualmachine/team-b/vm",
+            "loadbalancer/team-bb/lb",
+        ] {
+            backoff.hold(key, Some(1), None);
+        }
+        backoff.release_namespace("team-b");
+        assert_eq!(backoff.held("loadbalancer/team-b/lb", Some(1)), None);
+        assert_eq!(backoff.held("virtualmachine/team-b/vm", Some(1)), None);
+        assert!(backoff.held("loadbalancer/team-bb/lb", Some(1)).is_some());
     }
 
     #[tokio::test(start_paused = true)]

@@ -88,6 +88,8 @@ async fn wake_on_secret_changes(
     while let Some(secret) = changes.recv().await {
         let caches = ctx.caches.current();
         let ns = &secret.namespace;
+        // A refusal held until its retry (an Unauthorized, say) may heal with these.
+        ctx.backoff.release_namespace(ns);
         wake_namespace(&caches.virtual_machines, ns, &wakers.virtual_machines).await;
         wake_namespace(&caches.groups, ns, &wakers.groups).await;
         wake_namespace(&caches.load_balancers, ns, &wakers.load_balancers).await;
