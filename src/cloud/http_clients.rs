@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use http::header::CONTENT_LENGTH;
-use http::{HeaderMap, Request, StatusCode};
+use http::{HeaderMap, Request};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_rustls::HttpsConnector;
@@ -32,6 +32,7 @@ use hyper_util::rt::{TokioExecutor, TokioTimer};
 
 use super::error::ErrorKind;
 use super::lock;
+use super::request::Reply;
 use super::tls::{self, config_error};
 
 /// Distinct trust settings whose clients are shared; past them (a cluster whose
@@ -86,13 +87,6 @@ enum How {
     Proxied(reqwest::Client),
 }
 
-/// An answer, whatever its status.
-pub(crate) struct Answer {
-    pub status: StatusCode,
-    pub headers: HeaderMap,
-    pub body: Bytes,
-}
-
 /// No whole answer came: why, for the person reading it (never the URL: an auth_url may
 /// carry user info).
 #[derive(Debug)]
@@ -104,7 +98,7 @@ pub(crate) struct NoAnswer {
 
 impl HttpClient {
     /// Sends `request` and reads its whole answer, within the request timeout.
-    pub async fn send(&self, request: Request<Bytes>) -> Result<Answer, NoAnswer> {
+    pub async fn send(&self, request: Request<Bytes>) -> Result<Reply, NoAnswer> {
         match &self.how {
             How::Direct(pool) => {
                 let exchange = async {
@@ -114,7 +108,7 @@ impl HttpClient {
                         .map_err(|e| no_answer(e.is_connect(), &e))?;
                     let (parts, body) = response.into_parts();
                     let body = read_whole(&parts.headers, body).await?;
-                    Ok(Answer {
+                    Ok(Reply {
                         status: parts.status,
                         headers: parts.headers,
                         body,
@@ -133,7 +127,7 @@ impl HttpClient {
                 let response = client.execute(request).await.map_err(failed)?;
                 let (status, headers) = (response.status(), response.headers().clone());
                 let body = response.bytes().await.map_err(failed)?;
-                Ok(Answer {
+                Ok(Reply {
                     status,
                     headers,
                     body,

@@ -267,11 +267,7 @@ impl Transport {
         if write {
             super::write_log::sent();
         }
-        let result = self.http.send(request).await.map(|answer| Reply {
-            status: answer.status,
-            headers: answer.headers,
-            body: answer.body,
-        });
+        let result = self.http.send(request).await;
         if write {
             super::write_log::done();
         }
