@@ -20,11 +20,17 @@ ahead of the rest.
                              it still has (renamed or removed ones are not moved);
                              exits 1 when the binary has no hot section.
 
-Functions are named without the hash Rust appends to a symbol (it changes with the
-crate's version, features and target), so every instance of a generic function that
-ran is laid out first, and the script outlives releases. A function missing from the
-script (a path the profiled run did not take: deletion, a real cloud's TLS) stays in
-the rest of the text and costs the 64 KB around it when it first runs.
+The script names each instance that ran twice: first by its full symbol, hash
+included, so that the instances that ran are packed together at the front; then without
+the hash Rust appends to a symbol, which catches every other instance of the same
+generic function and every instance whose hash changed since the profile (the hash
+changes with the crate's version, features, target and toolchain). A binary with the
+profile's symbols thus holds in its pages only code that ran, and any other build still
+has every function that ran laid out first, by name, with the other instances between
+them.
+A function missing from the script (a path the profiled run did not take: deletion, a
+real cloud's TLS) stays in the rest of the text and costs the 64 KB around it when it
+first runs.
 """
 
 import collections
@@ -45,13 +51,16 @@ BINARY = os.path.join(ROOT, "target", "release", "verda-operator")
 # standard library's symbols (v0 mangling) name each crate with a disambiguator
 # (`Cs<base62>_`) that differs between targets.
 RUST_HASH = re.compile(r"^(_ZN.*17h)[0-9a-f]{16}E(\.llvm\.\d+)?$")
+# An instance's pattern in the script: its full symbol (hash included) and any suffix.
+EXACT = re.compile(r"17h[0-9a-f]{16}E\*$")
 NUMBERED = re.compile(r"\.\d+$")
 CRATE_DISAMBIGUATOR = re.compile(r"Cs[0-9A-Za-z]+_")
 # Section names a function may have: LLVM prefixes some (cold, startup, hot).
 PREFIXES = ["", "unlikely.", "startup.", "hot."]
 HEADER = """/* The functions of verda-operator a profiled run executed, hottest first: the linker
    puts them in .text.hot ahead of the rest of the code (see build.rs). Written by
-   hack/hot_code.py profile; every name is a pattern without the symbol's hash. */
+   hack/hot_code.py profile: first each instance that ran, by its full name, then every
+   name again without the symbol's hash, for the instances the profile did not see. */
 """
 
 
@@ -91,11 +100,27 @@ def executed(dumps, binary_name):
     return cost
 
 
+def exact(symbol):
+    """The pattern of this one instance: the symbol as it is, with any suffix LTO adds."""
+    if symbol.startswith((".", "(")) or " " in symbol:
+        return None
+    rust = RUST_HASH.match(symbol)
+    if rust:
+        return symbol[: rust.end(1) + 17] + "*"
+    return NUMBERED.sub("*", symbol)
+
+
 def write_script(cost):
+    hottest = [symbol for symbol, _ in sorted(cost.items(), key=lambda item: (-item[1], item[0]))]
+    # The instances that ran come first, packed; then, by hash-free names, the other
+    # instances of the same functions and the ones whose hash changed since the profile
+    # (a new version of the crate, another target): laid out after the packed ones, so
+    # that instances that never run do not share their pages.
     patterns = []
-    for symbol, _ in sorted(cost.items(), key=lambda item: (-item[1], item[0])):
-        name = pattern(symbol)
-        if name and name not in patterns:
+    seen = set()
+    for name in [exact(s) for s in hottest] + [pattern(s) for s in hottest]:
+        if name and name not in seen:
+            seen.add(name)
             patterns.append(name)
     lines = [HEADER, "SECTIONS", "{", "  .text.hot : {"]
     for name in patterns:
@@ -161,17 +186,27 @@ def check(binary):
         names = re.findall(r"\*\(\.text\.(\S+)", f.read())
     symbols = subprocess.run(["nm", "--defined-only", binary], capture_output=True, text=True,
                              check=True).stdout.split("\n")
-    present = {pattern(line.split()[-1]) for line in symbols if line.strip()}
-    found = sum(1 for name in names if name in present)
+    symbols = [line.split()[-1] for line in symbols if line.strip()]
+    present = {pattern(symbol) for symbol in symbols} | {exact(symbol) for symbol in symbols}
+    exact_names = [name for name in names if EXACT.search(name)]
+    hash_free = [name for name in names if not EXACT.search(name)]
+    found_exact = sum(1 for name in exact_names if name in present)
+    found = sum(1 for name in hash_free if name in present)
     hot = sizes.get(".text.hot", 0)
     total = hot + sizes.get(".text", 0)
-    print(f"hot code: {hot / 1e6:.1f} MB of {total / 1e6:.1f} MB laid out first; "
-          f"{found} of the {len(names)} functions of {os.path.relpath(SCRIPT, ROOT)} are in {binary}")
+    print(f"hot code: {hot / 1e6:.1f} MB of {total / 1e6:.1f} MB laid out first; of the "
+          f"functions of {os.path.relpath(SCRIPT, ROOT)}, {found} of {len(hash_free)} "
+          f"by name and {found_exact} of the {len(exact_names)} profiled instances are in "
+          f"{binary}")
     if not hot:
         sys.exit(f"{binary} has no .text.hot section: not a release build of this tree?")
-    if found < 0.9 * len(names):
+    if found < 0.9 * len(hash_free):
         print("warning: under 90 % of the profiled functions are still in the binary; "
               "run hack/hot_code.py profile", file=sys.stderr)
+    elif found_exact < 0.5 * len(exact_names):
+        print("warning: under half of the profiled instances are in the binary (another "
+              "version, target or toolchain): their packing is lost, the order by name "
+              "holds; run hack/hot_code.py profile before a release", file=sys.stderr)
 
 
 def main():

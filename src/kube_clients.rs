@@ -13,10 +13,12 @@
 //! caches: a relist of 10,000 objects queued behind the writes its own backlog causes
 //! would fall behind the watch history again.
 //!
-//! Every connection reads into a buffer of [`READ_BUFFER`] bytes. hyper's default grows a
+//! Every connection reads into a buffer of fixed size. hyper's default grows a
 //! connection's buffer to 400 KB while a large listing streams in and keeps it for the
 //! connection's life; a shard holds a watch connection per namespace and kind, and
-//! those buffers were 9 MB of a 100 MB replica.
+//! those buffers were 9 MB of a 100 MB replica. The controllers' connections read
+//! [`READ_BUFFER`] at a time; the watches' and the lease's, mostly idle, read
+//! [`WATCH_READ_BUFFER`].
 
 use hyper_timeout::TimeoutConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -33,7 +35,13 @@ pub const IN_FLIGHT: usize = 32;
 /// is read in many reads of it.
 pub const READ_BUFFER: usize = 16 * 1024;
 
-/// Two clients of one API server.
+/// What a watch or lease connection reads at a time: a watch event of the operator's
+/// kinds or a Lease fits whole, a listing is read in more reads. A response's head must
+/// fit too (hyper refuses a longer one), so this is hyper's own smallest buffer, not
+/// less: the API server's heads are a few hundred bytes, warnings included.
+pub const WATCH_READ_BUFFER: usize = 8 * 1024;
+
+/// Three clients of one API server.
 #[derive(Clone)]
 pub struct KubeClients {
     /// Every controller's reads and writes, at most [`IN_FLIGHT`] at once.
@@ -47,17 +55,21 @@ pub struct KubeClients {
 impl KubeClients {
     pub fn new(config: kube::Config) -> Result<Self, kube::Error> {
         Ok(Self {
-            controllers: client(&config, Some(IN_FLIGHT))?,
-            watches: client(&config, None)?,
-            lease: client(&config, None)?,
+            controllers: client(&config, Some(IN_FLIGHT), READ_BUFFER)?,
+            watches: client(&config, None, WATCH_READ_BUFFER)?,
+            lease: client(&config, None, WATCH_READ_BUFFER)?,
         })
     }
 }
 
 /// kube's own client stack (connection timeouts, TLS, retry of server errors, auth,
-/// impersonation) with connections that read into [`READ_BUFFER`], sending at most
-/// `in_flight` requests at once when given. Through a proxy, kube's stack as it is.
-fn client(config: &kube::Config, in_flight: Option<usize>) -> Result<kube::Client, kube::Error> {
+/// impersonation) with connections that read `read_buffer` bytes at a time, sending at
+/// most `in_flight` requests at once when given. Through a proxy, kube's stack as it is.
+fn client(
+    config: &kube::Config,
+    in_flight: Option<usize>,
+    read_buffer: usize,
+) -> Result<kube::Client, kube::Error> {
     let limit = in_flight.map(ConcurrencyLimitLayer::new);
     if config.proxy_url.is_some() {
         let builder = ClientBuilder::try_from(config.clone())?;
@@ -73,7 +85,7 @@ fn client(config: &kube::Config, in_flight: Option<usize>) -> Result<kube::Clien
     connector.set_write_timeout(config.write_timeout);
     connector.set_reset_reader_on_write(config.reset_reader_on_write);
     let connections = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
-        .http1_read_buf_exact_size(READ_BUFFER)
+        .http1_read_buf_exact_size(read_buffer)
         .build(connector);
     let retry = config
         .default_retry
@@ -129,9 +141,17 @@ mod tests {
         let app = Router::new()
             .route("/slow", get(slow))
             .route("/quick", get(|| async { "quick" }))
+            .route("/large", get(large))
             .with_state(server);
         tokio::spawn(async move { axum::serve(listener, app).await });
         kube::Config::new(url.parse().expect("a URL"))
+    }
+
+    /// A listing many times a watch connection's buffer, behind a head of 6 KB of warnings.
+    async fn large() -> ([(&'static str, String); 1], String) {
+        let warnings = vec!["299 - \"a deprecation warning\""; 200].join(", ");
+        assert!(warnings.len() > 6 * 1024);
+        ([("warning", warnings)], "x".repeat(256 * 1024))
     }
 
     fn get_request(path: &str) -> http::Request<Vec<u8>> {
@@ -173,5 +193,19 @@ mod tests {
         }
         assert_eq!(answered, many);
         assert_eq!(server.most_held.load(Ordering::SeqCst), IN_FLIGHT);
+    }
+
+    #[tokio::test]
+    async fn watch_connections_read_listings_and_heads_larger_than_their_buffer() {
+        let clients = KubeClients::new(serve(Server::default()).await).expect("clients");
+        for (who, client) in [("watches", &clients.watches), ("lease", &clients.lease)] {
+            let body = client.request_text(get_request("/large")).await;
+            let body = body.unwrap_or_else(|e| panic!("the {who} client: {e}"));
+            assert_eq!(
+                body.len(),
+                256 * 1024,
+                "the {who} client read the whole listing"
+            );
+        }
     }
 }
