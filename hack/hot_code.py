@@ -50,7 +50,7 @@ BINARY = os.path.join(ROOT, "target", "release", "verda-operator")
 # LTO may add (`.llvm.NNN`); other symbols may carry a numbered suffix (`.NNN`). The
 # standard library's symbols (v0 mangling) name each crate with a disambiguator
 # (`Cs<base62>_`) that differs between targets.
-RUST_HASH = re.compile(r"^(_ZN.*17h)[0-9a-f]{16}E(\.llvm\.\d+)?$")
+RUST_HASH = re.compile(r"^(_ZN.*17h)([0-9a-f]{16}E)(\.llvm\.\d+)?$")
 # An instance's pattern in the script: its full symbol (hash included) and any suffix.
 EXACT = re.compile(r"17h[0-9a-f]{16}E\*$")
 NUMBERED = re.compile(r"\.\d+$")
@@ -64,15 +64,17 @@ HEADER = """/* The functions of verda-operator a profiled run executed, hottest 
 """
 
 
-def pattern(symbol):
-    """The hash-free pattern a symbol's section name matches, or None for a symbol the
-    script cannot name (a local label)."""
+def pattern(symbol, instance=False):
+    """The pattern a symbol's section name matches: with `instance`, this one instance
+    (the full symbol, any suffix LTO adds aside); else every instance of the function,
+    without the symbol's hash or crate disambiguators. None for a symbol the script
+    cannot name (a local label)."""
     rust = RUST_HASH.match(symbol)
     if rust:
-        return rust.group(1) + "*"
+        return rust.group(1) + (rust.group(2) if instance else "") + "*"
     if symbol.startswith((".", "(")) or " " in symbol:
         return None
-    if symbol.startswith("_R"):
+    if symbol.startswith("_R") and not instance:
         symbol = CRATE_DISAMBIGUATOR.sub("Cs*_", symbol)
     return NUMBERED.sub("*", symbol)
 
@@ -100,16 +102,6 @@ def executed(dumps, binary_name):
     return cost
 
 
-def exact(symbol):
-    """The pattern of this one instance: the symbol as it is, with any suffix LTO adds."""
-    if symbol.startswith((".", "(")) or " " in symbol:
-        return None
-    rust = RUST_HASH.match(symbol)
-    if rust:
-        return symbol[: rust.end(1) + 17] + "*"
-    return NUMBERED.sub("*", symbol)
-
-
 def write_script(cost):
     hottest = [symbol for symbol, _ in sorted(cost.items(), key=lambda item: (-item[1], item[0]))]
     # The instances that ran come first, packed; then, by hash-free names, the other
@@ -118,7 +110,7 @@ def write_script(cost):
     # that instances that never run do not share their pages.
     patterns = []
     seen = set()
-    for name in [exact(s) for s in hottest] + [pattern(s) for s in hottest]:
+    for name in [pattern(s, instance=True) for s in hottest] + [pattern(s) for s in hottest]:
         if name and name not in seen:
             seen.add(name)
             patterns.append(name)
@@ -187,7 +179,7 @@ def check(binary):
     symbols = subprocess.run(["nm", "--defined-only", binary], capture_output=True, text=True,
                              check=True).stdout.split("\n")
     symbols = [line.split()[-1] for line in symbols if line.strip()]
-    present = {pattern(symbol) for symbol in symbols} | {exact(symbol) for symbol in symbols}
+    present = {pattern(symbol, instance) for symbol in symbols for instance in (False, True)}
     exact_names = [name for name in names if EXACT.search(name)]
     hash_free = [name for name in names if not EXACT.search(name)]
     found_exact = sum(1 for name in exact_names if name in present)
