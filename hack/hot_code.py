@@ -51,8 +51,6 @@ BINARY = os.path.join(ROOT, "target", "release", "verda-operator")
 # standard library's symbols (v0 mangling) name each crate with a disambiguator
 # (`Cs<base62>_`) that differs between targets.
 RUST_HASH = re.compile(r"^(_ZN.*17h)([0-9a-f]{16}E)(\.llvm\.\d+)?$")
-# An instance's pattern in the script: its full symbol (hash included) and any suffix.
-EXACT = re.compile(r"17h[0-9a-f]{16}E\*$")
 NUMBERED = re.compile(r"\.\d+$")
 CRATE_DISAMBIGUATOR = re.compile(r"Cs[0-9A-Za-z]+_")
 # Section names a function may have: LLVM prefixes some (cold, startup, hot).
@@ -77,6 +75,14 @@ def pattern(symbol, instance=False):
     if symbol.startswith("_R") and not instance:
         symbol = CRATE_DISAMBIGUATOR.sub("Cs*_", symbol)
     return NUMBERED.sub("*", symbol)
+
+
+def names_instance(name):
+    """Whether a name of the script is one instance's (hash or crate disambiguators
+    kept) rather than a function's: a function's name, from pattern(), has neither."""
+    if name.startswith("_R"):
+        return CRATE_DISAMBIGUATOR.search(name) is not None
+    return RUST_HASH.match(name.removesuffix("*")) is not None
 
 
 def executed(dumps, binary_name):
@@ -180,8 +186,8 @@ def check(binary):
                              check=True).stdout.split("\n")
     symbols = [line.split()[-1] for line in symbols if line.strip()]
     present = {pattern(symbol, instance) for symbol in symbols for instance in (False, True)}
-    exact_names = [name for name in names if EXACT.search(name)]
-    hash_free = [name for name in names if not EXACT.search(name)]
+    exact_names = [name for name in names if names_instance(name)]
+    hash_free = [name for name in names if not names_instance(name)]
     found_exact = sum(1 for name in exact_names if name in present)
     found = sum(1 for name in hash_free if name in present)
     hot = sizes.get(".text.hot", 0)
