@@ -16,13 +16,24 @@ use rand::Rng;
 use tokio::time::Instant;
 
 use super::lock::Lock;
+use super::object::{Managed, object_key};
 
 /// First retry delay of a transient failure.
 const BASE: Duration = Duration::from_secs(1);
 /// Longest delay of a transient failure.
 const CAP: Duration = Duration::from_secs(300);
 
-/// Retry bookkeeping of every object, keyed by `kind/namespace/name`.
+/// An object's key in the bookkeeping: `<controller>/<namespace>/<name>`.
+pub fn key_of<K: Managed>(obj: &K) -> String {
+    format!("{}/{}", K::CONTROLLER, object_key(obj))
+}
+
+/// The namespace a key of [`key_of`] names.
+fn namespace_of(key: &str) -> Option<&str> {
+    key.split('/').nth(1)
+}
+
+/// Retry bookkeeping of every object, keyed by [`key_of`].
 pub struct Backoff {
     failures: Lock<HashMap<String, u32>>,
     holds: Lock<HashMap<String, Hold>>,
@@ -85,8 +96,9 @@ impl Backoff {
 
     /// Lets go of the holds of `namespace`'s objects: its credentials changed.
     pub fn release_namespace(&self, namespace: &str) {
-        let of_namespace = |key: &str| key.split('/').nth(1) == Some(namespace);
-        self.holds.lock().retain(|key, _| !of_namespace(key));
+        self.holds
+            .lock()
+            .retain(|key, _| namespace_of(key) != Some(namespace));
     }
 
     /// Forgets `key`'s failures (and its hold) after a success.

@@ -14,6 +14,7 @@ use serde_json::json;
 use verda_api::conditions::{NewCondition, READY, Status, set_condition};
 use verda_api::v1alpha1::ReconcilePolicy;
 
+use super::backoff;
 use super::context::Context;
 use super::error::ReconcileError;
 use super::events::publish;
@@ -72,7 +73,7 @@ pub async fn reconcile<K: Reconciler>(
 ) -> Result<Action, ReconcileError> {
     let started = Instant::now();
     let key = object_key(&*obj);
-    let backoff_key = format!("{}/{key}", K::CONTROLLER);
+    let backoff_key = backoff::key_of(&*obj);
     let generation = obj.meta().generation;
     if obj.meta().deletion_timestamp.is_none()
         && let Some(left) = ctx.backoff.held(&backoff_key, generation)
@@ -151,7 +152,7 @@ fn count_reconcile(
 /// The controller's error policy: slow for terminal errors, jittered exponential
 /// backoff otherwise, never sooner than the cloud's Retry-After.
 pub fn error_policy<K: Managed>(obj: Arc<K>, error: &ReconcileError, ctx: Arc<Context>) -> Action {
-    let key = format!("{}/{}", K::CONTROLLER, object_key(&*obj));
+    let key = backoff::key_of(&*obj);
     let delay = ctx
         .backoff
         .next(&key, error.is_terminal(), error.retry_after());
