@@ -3,20 +3,23 @@
 //! Kubernetes cluster.
 #![forbid(unsafe_code)]
 
+pub mod caches;
 pub mod cloud;
 pub mod config;
-pub mod controller;
+pub mod controllers;
 pub mod crdgen;
 pub mod embedded_cloud;
 pub mod fnv;
 pub mod http;
 pub mod kube_clients;
 pub mod kube_error;
-pub mod leader_election;
+pub mod leases;
+pub mod lock;
 pub mod metrics;
 pub mod orphans;
 pub mod run;
-pub mod shards;
+pub mod runtime;
+pub mod tenancy;
 /// The OpenStack simulator (its own crate, `sim/`): the embedded default cloud.
 pub use verda_sim as sim;
 pub mod telemetry;

@@ -12,17 +12,19 @@ use std::time::Duration;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use tokio::sync::watch;
 
+use crate::cloud::CloudPorts;
 use crate::cloud::CloudSelection;
 use crate::cloud::budget::Budgets;
 use crate::config::{Config, ConfigError};
-use crate::controller::scope::{OwnedNamespaces, Scope};
-use crate::controller::{self, CloudPorts, Context, Timing};
+use crate::controllers;
 use crate::embedded_cloud::{self, CloudSetupError};
 use crate::http::{self, Health};
 use crate::kube_clients::KubeClients;
-use crate::leader_election::{FatalLeaseError, LeaderElector, run_elected};
+use crate::leases::assignment::{Assignment, OwnedNamespaces};
+use crate::leases::leader::{FatalLeaseError, LeaderElector, run_elected};
+use crate::leases::shards::{self, ShardOptions};
 use crate::metrics::Metrics;
-use crate::shards::{self, ShardOptions};
+use crate::runtime::{Context, Timing};
 
 /// Options of the `run` command.
 #[derive(Clone, Debug)]
@@ -75,7 +77,7 @@ pub enum RunError {
     #[error("leader election: {0}")]
     Lease(#[from] FatalLeaseError),
     #[error(transparent)]
-    Cluster(#[from] controller::cluster::ClusterIdError),
+    Cluster(#[from] crate::runtime::cluster::ClusterIdError),
 }
 
 /// How long the API server has to answer the start-up check.
@@ -113,10 +115,10 @@ pub async fn run(options: RunOptions) -> Result<(), RunError> {
 
     let timing = Timing::from_config(&config);
     let ports: Arc<dyn CloudPorts> = Arc::new(cloud.client.clone());
-    let cluster = controller::cluster::identify(&client, &config).await?;
+    let cluster = crate::runtime::cluster::identify(&client, &config).await?;
     tracing::info!(%cluster, "cloud resources record this cluster");
     let owned = options.shards.then(Arc::<OwnedNamespaces>::default);
-    let scope = owned.clone().map_or(Scope::All, Scope::Owned);
+    let scope = owned.clone().map_or(Assignment::All, Assignment::Owned);
     let ctx = Arc::new(
         Context::new(client.clone(), config, metrics, ports, timing, cluster)
             .watching(options.namespace.clone())
@@ -151,7 +153,7 @@ async fn run_controllers(
         tracing::info!(
             "leader election off: running the controllers now (pass --leader-elect to run several replicas)"
         );
-        let controllers = tokio::spawn(controller::run_all(ctx.clone()));
+        let controllers = tokio::spawn(controllers::run_all(ctx.clone()));
         signals.await;
         controllers.abort();
         let _ = controllers.await;
@@ -166,7 +168,7 @@ async fn run_controllers(
     );
     let retry_every = options.lease_duration / 3;
     run_elected(&elector, retry_every, signals, || {
-        tokio::spawn(controller::run_all(ctx.clone()))
+        tokio::spawn(controllers::run_all(ctx.clone()))
     })
     .await
     .map_err(RunError::from)
@@ -186,7 +188,7 @@ async fn run_shard(
         ring = %options.lease_name,
         "running as one of several shards: reconciling the namespaces this replica claims"
     );
-    let controllers = tokio::spawn(controller::run_all(ctx.clone()));
+    let controllers = tokio::spawn(controllers::run_all(ctx.clone()));
     let shard = ShardOptions {
         lease_namespace: options.lease_namespace.clone(),
         ring: options.lease_name.clone(),
@@ -195,7 +197,8 @@ async fn run_shard(
         namespace_selector: options.shard_namespace_selector.clone(),
         sweep_after: options.lease_duration * ShardOptions::SWEEP_AFTER_LEASES,
     };
-    let ran = shards::run(ctx, owned, lease_client, shard, signals).await;
+    let follower = Arc::new(controllers::RingFollower(ctx));
+    let ran = shards::run(follower, owned, lease_client, shard, signals).await;
     controllers.abort();
     let _ = controllers.await;
     ran.map_err(RunError::from)

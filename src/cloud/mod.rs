@@ -24,6 +24,7 @@ pub mod model;
 pub mod orphans;
 pub mod owner;
 pub mod ports;
+mod regions;
 mod request;
 pub mod retry;
 mod tls;
@@ -37,6 +38,7 @@ pub use error::{CloudError, ErrorKind, Resource, ignore_not_found};
 pub use ports::{
     BlockStorage, CloudFuture, CloudResult, Compute, LoadBalancing, MetadataMode, Network,
 };
+pub use regions::CloudPorts;
 pub use retry::RetryPolicy;
 pub use transport::ClientOptions;
 

@@ -10,10 +10,10 @@ use kube::{Resource, ResourceExt};
 use verda_api::v1alpha1::{LoadBalancer, VirtualMachine, VirtualMachineGroup};
 
 use super::{Orphan, classify, delete, list};
+use crate::cloud::CloudPorts;
 use crate::cloud::budget::Budgets;
 use crate::cloud::{ClientOptions, CloudSelection, CloudSource, Environment, OpenStackClient};
 use crate::config::Config;
-use crate::controller::CloudPorts;
 use crate::metrics::Metrics;
 
 /// Options of the `orphans` command.
@@ -54,7 +54,7 @@ pub async fn run(options: OrphansOptions) -> Result<(), OrphansError> {
     let client = crate::run::connect(options.kubeconfig.as_deref(), options.context.as_deref())
         .await?
         .controllers;
-    let cluster = crate::controller::cluster::identify(&client, &config)
+    let cluster = crate::runtime::cluster::identify(&client, &config)
         .await
         .map_err(crate::run::RunError::from)?;
     let client_options = ClientOptions {

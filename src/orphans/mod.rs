@@ -7,10 +7,10 @@
 pub mod command;
 
 use crate::cloud::CloudError;
+use crate::cloud::CloudPorts;
 use crate::cloud::model::loadbalancing::LbFilter;
 use crate::cloud::model::network::FloatingIpFilter;
 use crate::cloud::owner::{ClusterId, MANAGED_TAG};
-use crate::controller::CloudPorts;
 
 pub use crate::cloud::orphans::{Listing, Orphan, ResourceKind, classify};
 

@@ -12,7 +12,7 @@ use kube::api::{Patch, PatchParams};
 use serde_json::json;
 use support::e2e::{Env, calls_since, eventually, sample, test_timing};
 use verda_api::v1alpha1::{LoadBalancer, VirtualMachineGroup};
-use verda_operator::controller::Timing;
+use verda_operator::runtime::Timing;
 use verda_operator::sim::SimConfig;
 
 const LIMIT: Duration = Duration::from_secs(60);

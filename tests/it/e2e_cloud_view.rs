@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 use support::crash::{CrashingCloud, Tripwire};
 use support::e2e::{Env, calls_since, eventually, sample, test_timing};
 use verda_api::v1alpha1::{LoadBalancer, VirtualMachineGroup};
+use verda_operator::caches::cloud_view::QUIET;
 use verda_operator::cloud::ids::{LoadBalancerId, PoolId};
-use verda_operator::controller::Timing;
-use verda_operator::controller::cloud_view::QUIET;
+use verda_operator::runtime::Timing;
 use verda_operator::sim::{SimConfig, Simulator};
 
 const LIMIT: Duration = Duration::from_secs(60);

@@ -17,13 +17,13 @@ use serde_json::json;
 use support::e2e::{Env, eventually, test_timing};
 use verda_api::conditions::{READY, find_condition};
 use verda_api::v1alpha1::{LoadBalancer, VirtualMachine, VirtualMachineGroup};
+use verda_operator::caches::cloud_view::QUIET;
 use verda_operator::cloud::MetadataMode;
 use verda_operator::cloud::ids::PoolId;
 use verda_operator::cloud::ids::ServerId;
 use verda_operator::cloud::model::compute::CreateServer;
 use verda_operator::cloud::model::loadbalancing::{CreateLoadBalancer, MemberSpec};
 use verda_operator::cloud::owner::{META_PREFIX, namespace_from_tags};
-use verda_operator::controller::cloud_view::QUIET;
 use verda_operator::sim::SimConfig;
 
 const LIMIT: Duration = Duration::from_secs(30);

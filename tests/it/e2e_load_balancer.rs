@@ -14,7 +14,7 @@ use serde_json::json;
 use support::e2e::{Env, eventually, sample, test_timing};
 use verda_api::conditions::{READY, find_condition, is_true};
 use verda_api::v1alpha1::{LoadBalancer, VirtualMachineGroup};
-use verda_operator::controller::Timing;
+use verda_operator::runtime::Timing;
 use verda_operator::sim::{SimConfig, SimLoadBalancer};
 
 const LIMIT: Duration = Duration::from_secs(30);

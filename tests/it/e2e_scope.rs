@@ -13,7 +13,7 @@ use support::e2e::{Env, eventually, sample, test_timing};
 use verda_api::conditions::{READY, is_true};
 use verda_api::v1alpha1::VirtualMachine;
 use verda_operator::cloud::ids::ServerId;
-use verda_operator::controller::scope::{OwnedNamespaces, Scope};
+use verda_operator::leases::assignment::{Assignment, OwnedNamespaces};
 use verda_operator::sim::SimConfig;
 
 const LIMIT: Duration = Duration::from_secs(20);
@@ -45,7 +45,7 @@ async fn ready_server(api: &Api<VirtualMachine>, not: Option<&str>) -> String {
 async fn only_an_owned_namespace_is_reconciled_and_a_closed_term_writes_nothing_more() {
     let owned = Arc::new(OwnedNamespaces::default());
     let timing = test_timing();
-    let scope = Scope::Owned(owned.clone());
+    let scope = Assignment::Owned(owned.clone());
     let env = Env::start_scoped(SimConfig::fast(), timing, scope).await;
     let api = env.api::<VirtualMachine>();
     let _: VirtualMachine = env.create_from_yaml(&sample("virtualmachine.yaml")).await;

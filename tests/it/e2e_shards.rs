@@ -19,11 +19,11 @@ use verda_api::v1alpha1::{LoadBalancer, VirtualMachine};
 use verda_operator::cloud::ids::ServerId;
 use verda_operator::cloud::model::loadbalancing::CreateLoadBalancer;
 use verda_operator::cloud::owner::Owner;
-use verda_operator::controller;
-use verda_operator::controller::context::Context;
-use verda_operator::controller::scope::OwnedNamespaces;
+use verda_operator::controllers;
+use verda_operator::leases::assignment::OwnedNamespaces;
+use verda_operator::leases::shards::{self, ShardOptions};
 use verda_operator::metrics::KindLabels;
-use verda_operator::shards::{self, ShardOptions};
+use verda_operator::runtime::context::Context;
 use verda_operator::sim::{SimConfig, Simulator};
 use verda_test_apiserver::TestCluster;
 
@@ -46,7 +46,7 @@ impl Replica {
     async fn start(cluster: &TestCluster, sim: &Simulator, ring: &Ring, identity: &str) -> Self {
         let owned = Arc::new(OwnedNamespaces::default());
         let ctx = Arc::new(shard_context(cluster, sim, identity, owned.clone()).await);
-        let controllers = tokio::spawn(controller::run_all(ctx.clone()));
+        let controllers = tokio::spawn(controllers::run_all(ctx.clone()));
         let options = ShardOptions {
             lease_namespace: ring.lease_namespace.clone(),
             ring: ring.name.clone(),
@@ -60,9 +60,15 @@ impl Replica {
             let (ctx, owned, client) = (ctx.clone(), owned.clone(), cluster.client());
             async move {
                 let shutdown = async { drop(stopped.await) };
-                shards::run(ctx, owned, client, options, shutdown)
-                    .await
-                    .expect("the lease namespace exists");
+                shards::run(
+                    Arc::new(controllers::RingFollower(ctx)),
+                    owned,
+                    client,
+                    options,
+                    shutdown,
+                )
+                .await
+                .expect("the lease namespace exists");
             }
         });
         Replica {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
 use tokio::sync::oneshot;
-use verda_operator::leader_election::{LeaderElector, run_elected};
+use verda_operator::leases::leader::{LeaderElector, run_elected};
 use verda_test_apiserver::TestCluster;
 
 const LEASE: &str = "verda-test-leader";

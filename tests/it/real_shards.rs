@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
-use verda_operator::shards::budget_share;
+use verda_operator::leases::shards::budget_share;
 
 use support::real::{
     Namespace, Operator, PUBLISHED_GROUP, Real, converged, nothing_left, project_inventory,

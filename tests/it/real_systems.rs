@@ -16,10 +16,10 @@ use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
 use verda_api::conditions::{READY, is_true};
 use verda_api::v1alpha1::{LoadBalancer, VirtualMachine, VirtualMachineGroup};
+use verda_operator::caches::cloud_view::QUIET;
 use verda_operator::cloud::ids::{PoolId, ServerId};
 use verda_operator::cloud::model::compute::ServerStatus;
 use verda_operator::cloud::{Compute, LoadBalancing};
-use verda_operator::controller::cloud_view::QUIET;
 
 use support::real::{
     Namespace, Real, all_deleted, context, nothing_left, pools_hold_the_group, project_inventory,

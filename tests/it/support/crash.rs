@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
+use verda_operator::cloud::CloudPorts;
 use verda_operator::cloud::ids::*;
 use verda_operator::cloud::model::compute::{
     CreateServer, Flavor, Image, Server, ServerGroup, ServerGroupPolicy,
@@ -24,7 +25,6 @@ use verda_operator::cloud::model::volume::{CreateVolume, Volume, VolumeAttachmen
 use verda_operator::cloud::{
     BlockStorage, CloudFuture, Compute, LoadBalancing, MetadataMode, Network, OpenStackClient,
 };
-use verda_operator::controller::CloudPorts;
 
 /// Counts create calls and trips on the armed one.
 pub struct Tripwire {

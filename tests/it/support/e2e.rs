@@ -8,13 +8,15 @@ use std::time::Duration;
 use kube::Resource;
 use kube::api::{Api, PostParams};
 use serde::de::DeserializeOwned;
+use verda_operator::cloud::CloudPorts;
 use verda_operator::cloud::budget::{BudgetSpec, Budgets};
 use verda_operator::cloud::{ClientOptions, OpenStackClient};
 use verda_operator::config::Config;
-use verda_operator::controller::scope::{OwnedNamespaces, Scope};
-use verda_operator::controller::{self, CloudPorts, Context, Timing};
+use verda_operator::controllers;
 use verda_operator::embedded_cloud::simulator_cloud;
+use verda_operator::leases::assignment::{Assignment, OwnedNamespaces};
 use verda_operator::metrics::Metrics;
+use verda_operator::runtime::{Context, Timing};
 use verda_operator::sim::{SimConfig, Simulator};
 use verda_test_apiserver::TestCluster;
 
@@ -51,7 +53,7 @@ impl Env {
 
     /// As [`Env::start`], with the operator configuration `config`.
     pub async fn start_configured(sim_config: SimConfig, timing: Timing, config: Config) -> Self {
-        let settings = (timing, config, None, Scope::All);
+        let settings = (timing, config, None, Assignment::All);
         Self::launch(sim_config, settings, |client| Arc::new(client)).await
     }
 
@@ -63,7 +65,7 @@ impl Env {
         budgets: Arc<Budgets>,
     ) -> Self {
         let wrap = |client| Arc::new(client) as Arc<dyn CloudPorts>;
-        let settings = (timing, Config::default(), Some(budgets), Scope::All);
+        let settings = (timing, Config::default(), Some(budgets), Assignment::All);
         Self::launch(sim_config, settings, wrap).await
     }
 
@@ -74,13 +76,13 @@ impl Env {
         timing: Timing,
         wrap: impl FnOnce(OpenStackClient) -> Arc<dyn CloudPorts>,
     ) -> Self {
-        let settings = (timing, Config::default(), None, Scope::All);
+        let settings = (timing, Config::default(), None, Assignment::All);
         Self::launch(sim_config, settings, wrap).await
     }
 
     /// As [`Env::start`], the controllers reconciling only the namespaces `scope` admits
     /// (as one of several shards does).
-    pub async fn start_scoped(sim_config: SimConfig, timing: Timing, scope: Scope) -> Self {
+    pub async fn start_scoped(sim_config: SimConfig, timing: Timing, scope: Assignment) -> Self {
         let settings = (timing, Config::default(), None, scope);
         Self::launch(sim_config, settings, |client| Arc::new(client)).await
     }
@@ -94,7 +96,7 @@ impl Env {
         let ns = cluster.namespace("e2e").await.expect("a namespace");
         let sim = Simulator::start(sim_config).await.expect("simulator");
         let ctx = context_with(&cluster, &ns, &sim, settings, wrap).await;
-        let controllers = tokio::spawn(controller::run_all(ctx.clone()));
+        let controllers = tokio::spawn(controllers::run_all(ctx.clone()));
         Env {
             cluster,
             sim,
@@ -119,7 +121,7 @@ impl Env {
             |client| Arc::new(client),
         )
         .await;
-        self.controllers = tokio::spawn(controller::run_all(self.ctx.clone()));
+        self.controllers = tokio::spawn(controllers::run_all(self.ctx.clone()));
     }
 
     /// The simulator's cloud as the operator's own credentials reach it, for a test to
@@ -225,7 +227,7 @@ async fn context(
     timing: Timing,
     wrap: impl FnOnce(OpenStackClient) -> Arc<dyn CloudPorts>,
 ) -> Arc<Context> {
-    let settings = (timing, Config::default(), None, Scope::All);
+    let settings = (timing, Config::default(), None, Assignment::All);
     context_with(cluster, ns, sim, settings, wrap).await
 }
 
@@ -251,7 +253,7 @@ pub async fn shard_context(
         test_timing(),
         Config::default(),
         Some(budgets),
-        Scope::Owned(owned),
+        Assignment::Owned(owned),
     );
     let ctx = context_with(cluster, "unused", sim, settings, |client| Arc::new(client)).await;
     let ctx = Arc::into_inner(ctx).expect("not shared yet");
@@ -260,7 +262,7 @@ pub async fn shard_context(
 
 /// How the controllers of a test run: timing, configuration, request budgets, and the
 /// namespaces they reconcile.
-type Settings = (Timing, Config, Option<Arc<Budgets>>, Scope);
+type Settings = (Timing, Config, Option<Arc<Budgets>>, Assignment);
 
 async fn context_with(
     cluster: &TestCluster,
@@ -277,7 +279,7 @@ async fn context_with(
     let client =
         OpenStackClient::new(simulator_cloud(sim), metrics.clone(), options).expect("cloud client");
     // Named as the operator names it: the cluster's kube-system UID (real or test).
-    let id = verda_operator::controller::cluster::identify(&cluster.client(), &config)
+    let id = verda_operator::runtime::cluster::identify(&cluster.client(), &config)
         .await
         .expect("the cluster's identity");
     let ctx = Context::new(cluster.client(), config, metrics, wrap(client), timing, id)

@@ -1,0 +1,47 @@
+//! The cloud as the controllers reach it: per service, in the cloud's own region or in
+//! the region a LoadBalancer names. One [`CloudPorts`] per set of credentials (a tenant).
+
+use std::sync::Arc;
+
+use super::{BlockStorage, CloudFuture, Compute, LoadBalancing, Network, OpenStackClient};
+
+/// The cloud, per region. VirtualMachines use the cloud's own region; a LoadBalancer
+/// may name another.
+pub trait CloudPorts: Send + Sync {
+    fn compute(&self) -> Arc<dyn Compute>;
+    fn network(&self, region: Option<&str>) -> Arc<dyn Network>;
+    fn load_balancing(&self, region: Option<&str>) -> Arc<dyn LoadBalancing>;
+    /// Cinder, in the cloud's own region (where the VirtualMachines are).
+    fn block_storage(&self) -> Arc<dyn BlockStorage>;
+    /// The ID of the project these credentials act in (from their token).
+    fn project_id(&self) -> CloudFuture<'_, String>;
+}
+
+impl CloudPorts for OpenStackClient {
+    fn compute(&self) -> Arc<dyn Compute> {
+        Arc::new(self.clone())
+    }
+
+    fn network(&self, region: Option<&str>) -> Arc<dyn Network> {
+        Arc::new(in_region(self, region))
+    }
+
+    fn load_balancing(&self, region: Option<&str>) -> Arc<dyn LoadBalancing> {
+        Arc::new(in_region(self, region))
+    }
+
+    fn block_storage(&self) -> Arc<dyn BlockStorage> {
+        Arc::new(self.clone())
+    }
+
+    fn project_id(&self) -> CloudFuture<'_, String> {
+        Box::pin(OpenStackClient::project_id(self))
+    }
+}
+
+fn in_region(client: &OpenStackClient, region: Option<&str>) -> OpenStackClient {
+    match region {
+        Some(region) => client.with_region(region),
+        None => client.clone(),
+    }
+}

@@ -1,0 +1,398 @@
+//! The LoadBalancer controller: an Octavia load balancer with a listener, pool and
+//! health monitor per port, members from a group, VirtualMachines or addresses, and a
+//! floating IP for `vipType: public`.
+//!
+//! Its [`Reconciler`]: `resolve` (backends from Kubernetes, the Octavia tree by owner
+//! tag) → `plan` (pure: the one next write) → `apply` (that write) → `status`. VirtualMachine and group
+//! changes wake the LoadBalancers that draw on them at once.
+
+pub mod apply;
+pub mod confirm;
+pub mod desired;
+pub mod drift;
+pub mod import;
+pub mod observe;
+pub mod plan;
+mod removal;
+pub mod resolve;
+pub mod status;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use kube::ResourceExt;
+use kube::runtime::controller::Controller;
+use kube::runtime::events::{Event, EventType};
+use kube::runtime::reflector::ObjectRef;
+use verda_api::conditions::{READY, find_condition};
+use verda_api::v1alpha1::{
+    LoadBalancer, LoadBalancerStatus, ReconcilePolicy, VirtualMachine, finalizers, labels,
+};
+
+use crate::caches::cloud_view::ProjectView;
+use crate::caches::watch::index::{Keyed, group_key};
+use crate::caches::watch::{Cache, Feeds};
+use crate::cloud::ids::LoadBalancerId;
+use crate::cloud::{LoadBalancing, Network};
+use crate::runtime::driver::{error_policy, reconcile_in_task};
+use crate::runtime::events::reconcile_event;
+use crate::runtime::lifecycle::Removal;
+use crate::runtime::object::{managed_kind, object_key, object_labels};
+use crate::runtime::reconciler::{Cleanup, Reconciler, Scope};
+use crate::runtime::{Context, ReconcileError};
+use crate::tenancy::Tenant;
+
+managed_kind!(LoadBalancer, "loadbalancer", finalizers::LOAD_BALANCER);
+
+/// The controller: VirtualMachines and groups wake the LoadBalancers drawing on them,
+/// and a refresh of the cloud view wakes those whose Octavia tree changed.
+pub fn run(
+    ctx: Arc<Context>,
+    feeds: &mut Feeds,
+    refreshed: BoxStream<'static, ObjectRef<LoadBalancer>>,
+) -> impl Future<Output = ()> + use<> {
+    let lbs = ctx.caches.current().load_balancers;
+    let by_vm = lbs.clone();
+    let by_group = lbs.clone();
+    let seen = Mutex::new(HashMap::new());
+    let groups = Mutex::new(HashSet::new());
+    Controller::for_shared_stream(feeds.load_balancers.subscribe(), lbs.store)
+        .watches_shared_stream(feeds.virtual_machines.subscribe(), move |vm| {
+            if !membership_changed(&seen, &vm) {
+                return Vec::new();
+            }
+            drawing_on(&by_vm, &*vm, &vm.keys(), |rs| resolve::draws_from(rs, &vm))
+        })
+        .watches_shared_stream(feeds.groups.subscribe(), move |group| {
+            // Only a group's coming and going matters here; its members wake the
+            // LoadBalancers through the VirtualMachine watch.
+            let key = object_key(&*group);
+            let mut known = groups
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let news = if group.metadata.deletion_timestamp.is_some() {
+                known.remove(&key)
+            } else {
+                known.insert(key)
+            };
+            if !news {
+                return Vec::new();
+            }
+            let name = group.name_any();
+            drawing_on(&by_group, &*group, &[group_key(&name)], |rs| {
+                rs.virtual_machine_group_ref.as_deref() == Some(name.as_str())
+            })
+        })
+        .reconcile_on(refreshed)
+        .run(reconcile_in_task::<LoadBalancer>, error_policy, ctx)
+        .for_each(|_| futures::future::ready(()))
+}
+
+/// What pool membership depends on: the group, the address, and whether it serves.
+#[derive(Clone, PartialEq)]
+struct Membership {
+    group: Option<String>,
+    address: Option<String>,
+    serving: bool,
+}
+
+/// Whether `vm` changed in a way its pools can see since it was last watched: status
+/// updates that change none of that wake no LoadBalancer.
+fn membership_changed(seen: &Mutex<HashMap<String, Membership>>, vm: &VirtualMachine) -> bool {
+    let now = Membership {
+        group: vm.labels().get(labels::GROUP).cloned(),
+        address: vm.status.as_ref().and_then(|s| s.primary_ip.clone()),
+        serving: resolve::serving_backend(vm).is_some(),
+    };
+    let key = object_key(vm);
+    let mut seen = seen
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if vm.metadata.deletion_timestamp.is_some() {
+        // On its way out: pass the change on once, then forget it.
+        return seen.remove(&key).is_some_and(|before| before != now);
+    }
+    seen.insert(key, now.clone()) != Some(now)
+}
+
+/// The LoadBalancers of `obj`'s namespace related to one of `keys` with a port whose
+/// real servers satisfy `draws`.
+fn drawing_on(
+    cache: &Cache<LoadBalancer>,
+    obj: &impl kube::Resource,
+    keys: &[String],
+    draws: impl Fn(&verda_api::v1alpha1::RealServers) -> bool,
+) -> Vec<ObjectRef<LoadBalancer>> {
+    let namespace = obj.meta().namespace.clone().unwrap_or_default();
+    let mut lbs: Vec<ObjectRef<LoadBalancer>> = keys
+        .iter()
+        .flat_map(|key| cache.with_key_now(&namespace, key))
+        .filter(|lb| lb.spec.ports.iter().any(|p| draws(&p.real_servers)))
+        .map(|lb| ObjectRef::from_obj(&*lb))
+        .collect();
+    lbs.sort_by(|a, b| a.name.cmp(&b.name));
+    lbs.dedup();
+    lbs
+}
+
+/// The cloud a LoadBalancer talks to, in its region: Octavia, Neutron, and the
+/// project's view of its load balancers.
+pub struct Ports {
+    octavia: Arc<dyn LoadBalancing>,
+    neutron: Arc<dyn Network>,
+    view: Arc<ProjectView>,
+}
+
+/// The Octavia tree, the backends the ports draw on, and — while the object has no
+/// load balancer and may create one — where it goes (VIP subnet, Octavia flavor).
+pub struct Observed {
+    look: observe::Look,
+    backends: resolve::Backends,
+    placement: Option<resolve::Placement>,
+}
+
+impl Reconciler for LoadBalancer {
+    type Ports = Ports;
+    type Observed = Observed;
+    type Step = plan::Step;
+    type Outcome = apply::Outcome;
+    type Status = LoadBalancerStatus;
+
+    fn ports(ctx: &Context, tenant: &Tenant, lb: &Self) -> Ports {
+        let region = lb.spec.region.as_deref();
+        Ports {
+            octavia: tenant.ports.load_balancing(region),
+            neutron: tenant.ports.network(region),
+            view: ctx.view.of(tenant),
+        }
+    }
+
+    /// The VIP subnet and the Octavia flavor must follow from the spec and the
+    /// operator's configuration, for the load balancer there is as for the next.
+    fn validate(lb: &Self, ctx: &Context) -> Result<(), ReconcileError> {
+        resolve::vip_subnet_name(&ctx.config, lb)?;
+        resolve::flavor_name(&ctx.config, lb).map(drop)
+    }
+
+    fn current_status(&self) -> Option<&LoadBalancerStatus> {
+        self.status.as_ref()
+    }
+
+    async fn observe(scope: &Scope<Self>, use_view: bool) -> Result<Observed, ReconcileError> {
+        let Scope {
+            ctx,
+            obj: lb,
+            owner,
+            ports,
+            tenant,
+            ..
+        } = scope;
+        let backends = resolve::backends(&ctx.caches.current(), lb, &tenant.project).await;
+        let sources = observe::Sources {
+            octavia: ports.octavia.as_ref(),
+            neutron: ports.neutron.as_ref(),
+            lb,
+            owner,
+        };
+        let look = if use_view {
+            let cached = ports
+                .view
+                .load_balancers
+                .cached(&owner.uid, ctx.view_max_age());
+            let writes = scope.policy.writes();
+            if cached.is_none()
+                && observe::vouched_none(ctx, tenant, &ports.view, &sources, writes).await
+            {
+                observe::listed_none()
+            } else {
+                observe::look(&sources, cached).await?
+            }
+        } else {
+            observe::read(&sources).await?
+        };
+        // Paused, nothing is created: nothing to place.
+        let placement = match resolve::keeper(lb, &look.tree.load_balancers) {
+            Some(_) => None,
+            None if !scope.policy.writes() => None,
+            None => {
+                Some(resolve::placement(&ctx.config, sources.octavia, sources.neutron, lb).await?)
+            }
+        };
+        Ok(Observed {
+            look,
+            backends,
+            placement,
+        })
+    }
+
+    fn needs_fresh_look(observed: &Observed, step: &plan::Step) -> bool {
+        observed.look.from_view() && matches!(step, plan::Step::Create(_))
+    }
+
+    fn plan(scope: &Scope<Self>, observed: &Observed) -> plan::Step {
+        let step = plan::plan_holding(
+            &scope.obj,
+            &observed.look.tree,
+            &observed.backends.ports,
+            &observed.backends.starting,
+            scope.ctx.timing.error_replace,
+            scope.now,
+        );
+        let tree = &observed.look.tree;
+        // Not the namespace tag: added to a load balancer of an earlier release, it
+        // would cost an update (PENDING_UPDATE, the LoadBalancer not Ready meanwhile)
+        // for what only the orphan gauge of shards reads.
+        plan::recording_owner(step, &scope.obj, tree, &scope.owner.tags())
+    }
+
+    /// Remembers what the step leaves the view vouching for, tells a correction of
+    /// drift from an ordinary member update, and carries the step out.
+    async fn execute(
+        scope: &Scope<Self>,
+        observed: &Observed,
+        step: plan::Step,
+    ) -> Result<apply::Outcome, ReconcileError> {
+        let Scope {
+            ctx,
+            obj: lb,
+            owner,
+            ports,
+            tenant,
+            policy,
+            ..
+        } = scope;
+        let region = lb.spec.region.as_deref();
+        observe::remember(
+            &ports.view.load_balancers,
+            owner,
+            region,
+            &observed.look,
+            &step,
+        );
+        let members = &ports.view.lb_members;
+        let drift = drift::members(members, &owner.uid, lb, &observed.look.tree, &step);
+        if step == plan::Step::Converged {
+            drift::converged(members, &owner.uid, lb, &observed.backends.ports);
+        }
+        let inputs = apply::Inputs {
+            ctx,
+            octavia: ports.octavia.as_ref(),
+            neutron: ports.neutron.as_ref(),
+            lb,
+            owner,
+            placement: observed.placement.as_ref(),
+        };
+        let settled = step.settled();
+        let mut outcome = carry_out(&inputs, step, &tenant.project, *policy).await?;
+        if let (Some(note), Some(_)) = (drift, &outcome.event) {
+            outcome.event = Some((EventType::Warning, "DriftCorrected", note));
+        }
+        if let Some((made, trees)) = outcome.created.take() {
+            observe::remember_created(&ports.view.load_balancers, owner, lb, made, trees);
+        }
+        if settled && let Some(due) = ports.view.load_balancers.quiet_read_in(&owner.uid) {
+            // The confirming read came right after the write: read once more when a
+            // listing can vouch for what it finds.
+            outcome.requeue = outcome.requeue.min(due + Duration::from_millis(500));
+        }
+        Ok(outcome)
+    }
+
+    fn status(
+        scope: &Scope<Self>,
+        observed: &Observed,
+        outcome: &apply::Outcome,
+    ) -> LoadBalancerStatus {
+        let missing = &observed.backends.missing_groups;
+        status::next_status(&scope.obj, &observed.look.tree, outcome, missing, scope.now)
+    }
+
+    /// News of conditions that turned bad, then the step's own event.
+    fn events(
+        scope: &Scope<Self>,
+        outcome: &apply::Outcome,
+        status: &LoadBalancerStatus,
+    ) -> Vec<Event> {
+        news(scope.obj.status.as_ref(), status)
+            .into_iter()
+            .chain(outcome.event.clone())
+            .map(|(type_, reason, note)| reconcile_event(type_, reason, note))
+            .collect()
+    }
+
+    fn gauges(ctx: &Context, lb: &Self, status: &LoadBalancerStatus) {
+        let labels = object_labels(lb);
+        let (ready, total) = status::member_counts(&status.ports);
+        ctx.metrics
+            .load_balancer_members
+            .get_or_create(&labels)
+            .set(total as i64);
+        ctx.metrics
+            .load_balancer_ready_members
+            .get_or_create(&labels)
+            .set(ready as i64);
+    }
+
+    fn requeue(_: &Scope<Self>, outcome: &apply::Outcome, _: &LoadBalancerStatus) -> Duration {
+        outcome.requeue
+    }
+
+    async fn cleanup(
+        lb: Arc<Self>,
+        ctx: Arc<Context>,
+        removal: Removal,
+    ) -> Result<Cleanup, ReconcileError> {
+        removal::cleanup(lb, ctx, removal).await
+    }
+}
+
+/// Carries out `step`: an import in place of a create, what a paused object would do,
+/// or the step itself.
+async fn carry_out(
+    inputs: &apply::Inputs<'_>,
+    step: plan::Step,
+    project: &str,
+    policy: ReconcilePolicy,
+) -> Result<apply::Outcome, ReconcileError> {
+    match (&step, &inputs.lb.spec.import) {
+        (plan::Step::Create(_), Some(import)) => {
+            let id = LoadBalancerId::new(import.id.clone());
+            import::import(inputs, project, &id, policy.writes()).await
+        }
+        _ if step.writes() && !policy.writes() => {
+            Ok(apply::paused(&step, inputs.ctx.timing.resync))
+        }
+        _ => apply::run(inputs, step).await,
+    }
+}
+
+/// Warnings for conditions that just turned bad: a missing group, ignored monitors.
+fn news(
+    before: Option<&LoadBalancerStatus>,
+    after: &LoadBalancerStatus,
+) -> Vec<(EventType, &'static str, String)> {
+    let reason_of = |s: Option<&LoadBalancerStatus>, type_: &str| {
+        s.and_then(|s| find_condition(&s.conditions, type_))
+            .map(|c| (c.reason.clone(), c.message.clone()))
+    };
+    let mut events = Vec::new();
+    for (type_, bad, event) in [
+        (READY, status::GROUP_NOT_FOUND, status::GROUP_NOT_FOUND),
+        (
+            status::MONITORS_APPLIED,
+            "ExtraMonitorsIgnored",
+            "MonitorsNotApplied",
+        ),
+    ] {
+        let now = reason_of(Some(after), type_);
+        if now.as_ref().is_some_and(|(r, _)| r == bad) && reason_of(before, type_) != now {
+            let message = now.map(|(_, m)| m).unwrap_or_default();
+            events.push((EventType::Warning, event, message));
+        }
+    }
+    events
+}

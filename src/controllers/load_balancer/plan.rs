@@ -1,0 +1,352 @@
+//! The LoadBalancer plan: spec + the Octavia tree found for it → the one next write.
+//!
+//! Pure. One write per reconcile: every Octavia write puts the load balancer in
+//! `PENDING_UPDATE`, during which a second write would only meet 409.
+
+use std::time::Duration;
+
+use k8s_openapi::jiff::Timestamp;
+use verda_api::v1alpha1::{LoadBalancer, LoadBalancerPort, VipType};
+
+use crate::cloud::ids::{
+    FloatingIpId, HealthMonitorId, ListenerId, LoadBalancerId, PoolId, PortId,
+};
+use crate::cloud::model::loadbalancing::{
+    LoadBalancer as OctaviaLoadBalancer, MemberSpec, Pool, ProvisioningStatus,
+};
+use crate::controllers::load_balancer::desired::{self, Backend, MonitorSettings};
+use crate::controllers::load_balancer::resolve::{Observed, keeper, live};
+use crate::runtime::keeper::{InError, duplicates, in_error};
+
+/// The next thing to do for one LoadBalancer.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Step {
+    /// No load balancer carries this owner's tag: create it with every port's listener,
+    /// pool, monitor and these members (per port) in one call.
+    Create(Vec<Vec<MemberSpec>>),
+    /// A crash between create and status write left more than one: keep one.
+    DeleteDuplicates(Vec<LoadBalancerId>),
+    /// The load balancer is in ERROR: report it, replace it once the delay passed.
+    ReportError {
+        first: bool,
+        retry_in: Duration,
+    },
+    ReplaceErrored(LoadBalancerId),
+    /// Octavia is busy with the last write (`PENDING_*`).
+    Wait(ProvisioningStatus),
+    /// A listener for the port at this index, on this load balancer.
+    CreateListener(usize, LoadBalancerId),
+    CreatePool(usize, ListenerId),
+    CreateMonitor(usize, PoolId, MonitorSettings),
+    UpdateMonitor(usize, HealthMonitorId, MonitorSettings),
+    DeleteMonitor(HealthMonitorId),
+    /// A pool whose protocol changed, or of a port no longer in the spec.
+    DeletePool(PoolId),
+    DeleteListener(ListenerId),
+    /// The batch update that makes the pool's members those of the port.
+    ReplaceMembers(usize, PoolId, Vec<MemberSpec>),
+    /// Members are to be added while this many VirtualMachines of the port's group are
+    /// still starting: wait for them, so the pools change once rather than per server.
+    HoldMembers(usize),
+    CreateFloatingIp(PortId),
+    AssociateFloatingIp(FloatingIpId, PortId),
+    DeleteFloatingIp(FloatingIpId),
+    /// The load balancer lacks some of the tags that record its owner (made by an
+    /// earlier version, or retagged by hand): its whole tag set becomes these.
+    RecordOwner(LoadBalancerId, Vec<String>),
+    Converged,
+}
+
+impl Step {
+    /// What the step would do, for a person reading why a paused object differs.
+    pub fn describe(&self) -> String {
+        match self {
+            Step::Create(_) => "create the load balancer".to_owned(),
+            Step::DeleteDuplicates(ids) => format!(
+                "delete duplicate load balancers {}",
+                crate::cloud::ids::joined(ids)
+            ),
+            Step::ReplaceErrored(id) => format!("replace load balancer {id}, which is in ERROR"),
+            Step::CreateListener(i, _) => format!("create the listener of spec.ports[{i}]"),
+            Step::CreatePool(i, _) => format!("create the pool of spec.ports[{i}]"),
+            Step::CreateMonitor(i, ..) => format!("create the health monitor of spec.ports[{i}]"),
+            Step::UpdateMonitor(i, ..) => format!("update the health monitor of spec.ports[{i}]"),
+            Step::DeleteMonitor(id) => format!("delete health monitor {id}"),
+            Step::DeletePool(id) => format!("delete pool {id}"),
+            Step::DeleteListener(id) => format!("delete listener {id}"),
+            Step::ReplaceMembers(i, _, members) => format!(
+                "set the members of the pool of spec.ports[{i}] to {}",
+                member_list(wanted_addresses(members))
+            ),
+            Step::CreateFloatingIp(_) => "create the floating IP".to_owned(),
+            Step::AssociateFloatingIp(id, _) => format!("associate floating IP {id}"),
+            Step::DeleteFloatingIp(id) => format!("release floating IP {id}"),
+            Step::RecordOwner(id, _) => format!("tag load balancer {id} with its owner"),
+            Step::ReportError { .. } | Step::Wait(_) | Step::HoldMembers(_) | Step::Converged => {
+                "change anything".to_owned()
+            }
+        }
+    }
+
+    /// Whether carrying the step out writes to the cloud.
+    pub fn writes(&self) -> bool {
+        !matches!(
+            self,
+            Step::ReportError { .. } | Step::Wait(_) | Step::HoldMembers(_) | Step::Converged
+        )
+    }
+
+    /// Whether the tree it was decided on is settled: nothing to write, nothing busy.
+    pub fn settled(&self) -> bool {
+        matches!(self, Step::HoldMembers(_) | Step::Converged)
+    }
+}
+
+/// `address:port, …` of members (wanted or found), or `none`.
+pub fn member_list<'a>(members: impl IntoIterator<Item = (&'a str, u16)>) -> String {
+    let listed: Vec<String> = members
+        .into_iter()
+        .map(|(address, port)| format!("{address}:{port}"))
+        .collect();
+    if listed.is_empty() {
+        return "none".to_owned();
+    }
+    listed.join(", ")
+}
+
+/// What [`member_list`] takes from wanted members.
+pub fn wanted_addresses(members: &[MemberSpec]) -> impl Iterator<Item = (&str, u16)> {
+    members
+        .iter()
+        .map(|m| (m.address.as_str(), m.protocol_port))
+}
+
+/// `step`, unless the tree is otherwise converged and the kept load balancer lacks
+/// some of `owner_tags`: then adding them (to its own tags) is the next write.
+pub fn recording_owner(
+    step: Step,
+    lb: &LoadBalancer,
+    observed: &Observed,
+    owner_tags: &[String],
+) -> Step {
+    let Some(kept) = keeper(lb, &observed.load_balancers).filter(|_| step == Step::Converged)
+    else {
+        return step;
+    };
+    let missing: Vec<&String> = owner_tags
+        .iter()
+        .filter(|t| !kept.tags.contains(t))
+        .collect();
+    if missing.is_empty() {
+        return step;
+    }
+    let mut tags = kept.tags.clone();
+    tags.extend(missing.into_iter().cloned());
+    Step::RecordOwner(kept.id.clone(), tags)
+}
+
+/// Decides the next write.
+pub fn plan(
+    lb: &LoadBalancer,
+    observed: &Observed,
+    backends: &[Vec<Backend>],
+    error_replace: Duration,
+    now: Timestamp,
+) -> Step {
+    plan_holding(lb, observed, backends, &[], error_replace, now)
+}
+
+/// As [`plan`], holding back member additions of a port while `starting[port]`
+/// VirtualMachines of its group are still on their way (removals are never held).
+pub fn plan_holding(
+    lb: &LoadBalancer,
+    observed: &Observed,
+    backends: &[Vec<Backend>],
+    starting: &[usize],
+    error_replace: Duration,
+    now: Timestamp,
+) -> Step {
+    let kept = match usable_load_balancer(lb, observed, backends, error_replace, now) {
+        Ok(kept) => kept,
+        Err(step) => return step,
+    };
+    let mut held = 0;
+    for (index, port) in lb.spec.ports.iter().enumerate() {
+        let pool = match port_tree(index, port, &kept.id, observed) {
+            Ok(pool) => pool,
+            Err(step) => return step,
+        };
+        let wanted = desired::members(port, backends.get(index).map_or(&[], Vec::as_slice));
+        let existing = observed
+            .members
+            .get(pool.id.as_str())
+            .map_or(&[][..], Vec::as_slice);
+        if !desired::members_match(&wanted, existing) {
+            let waiting = starting.get(index).copied().unwrap_or(0);
+            if waiting > 0 && desired::only_adds(&wanted, existing) {
+                held = held.max(waiting);
+                continue;
+            }
+            return Step::ReplaceMembers(index, pool.id.clone(), wanted);
+        }
+    }
+    if let Some(step) = stale_listener(lb, observed) {
+        return step;
+    }
+    match floating_ip_step(lb, observed, kept.vip_port_id.as_ref()) {
+        Step::Converged if held > 0 => Step::HoldMembers(held),
+        step => step,
+    }
+}
+
+/// The one load balancer to program, once it exists alone and is neither in ERROR nor
+/// busy; otherwise the step that gets it there.
+fn usable_load_balancer<'a>(
+    lb: &LoadBalancer,
+    observed: &'a Observed,
+    backends: &[Vec<Backend>],
+    error_replace: Duration,
+    now: Timestamp,
+) -> Result<&'a OctaviaLoadBalancer, Step> {
+    let Some(kept) = keeper(lb, &observed.load_balancers) else {
+        let members = lb
+            .spec
+            .ports
+            .iter()
+            .enumerate()
+            .map(|(i, port)| desired::members(port, backends.get(i).map_or(&[], Vec::as_slice)))
+            .collect();
+        return Err(Step::Create(members));
+    };
+    let found = &observed.load_balancers;
+    let extra: Vec<LoadBalancerId> = duplicates(found, kept.id.as_str(), |l| l.id.as_str(), live)
+        .into_iter()
+        .map(|l| l.id.clone())
+        .collect();
+    if !extra.is_empty() {
+        return Err(Step::DeleteDuplicates(extra));
+    }
+    match kept.provisioning_status {
+        ProvisioningStatus::Error => Err(error_step(lb, &kept.id, error_replace, now)),
+        s if s.is_pending() => Err(Step::Wait(s)),
+        _ => Ok(kept),
+    }
+}
+
+/// The pool of the port at `index` once its listener, pool and monitor are as the
+/// spec says; otherwise the step that fixes the first that is not.
+fn port_tree<'a>(
+    index: usize,
+    port: &LoadBalancerPort,
+    lb_id: &LoadBalancerId,
+    observed: &'a Observed,
+) -> Result<&'a Pool, Step> {
+    let Some(listener) = observed
+        .listeners
+        .iter()
+        .find(|l| i32::from(l.protocol_port) == port.port)
+    else {
+        return Err(Step::CreateListener(index, lb_id.clone()));
+    };
+    let pool = listener
+        .default_pool_id
+        .as_ref()
+        .and_then(|id| observed.pools.iter().find(|p| &p.id == id));
+    if listener.protocol != desired::protocol(port.protocol) {
+        // Octavia cannot change a listener's protocol: remove it (pool first) and
+        // create it anew.
+        return Err(match pool {
+            Some(p) => Step::DeletePool(p.id.clone()),
+            None => Step::DeleteListener(listener.id.clone()),
+        });
+    }
+    let Some(pool) = pool else {
+        return Err(Step::CreatePool(index, listener.id.clone()));
+    };
+    if pool.protocol != desired::protocol(port.real_servers.protocol) {
+        return Err(Step::DeletePool(pool.id.clone()));
+    }
+    let monitor = pool
+        .healthmonitor_id
+        .as_ref()
+        .and_then(|id| observed.monitors.iter().find(|m| &m.id == id));
+    match (desired::monitor_settings(port), monitor) {
+        (None, Some(m)) => Err(Step::DeleteMonitor(m.id.clone())),
+        (Some(s), None) => Err(Step::CreateMonitor(index, pool.id.clone(), s)),
+        (Some(s), Some(m)) if m.kind != s.kind => Err(Step::DeleteMonitor(m.id.clone())),
+        (Some(s), Some(m)) if !desired::monitor_matches(&s, m) => {
+            Err(Step::UpdateMonitor(index, m.id.clone(), s))
+        }
+        _ => Ok(pool),
+    }
+}
+
+/// A listener of a port no longer in the spec: its pool goes first, then it.
+fn stale_listener(lb: &LoadBalancer, observed: &Observed) -> Option<Step> {
+    let stale = observed.listeners.iter().find(|l| {
+        !lb.spec
+            .ports
+            .iter()
+            .any(|p| p.port == i32::from(l.protocol_port))
+    })?;
+    let pool = stale
+        .default_pool_id
+        .as_ref()
+        .filter(|id| observed.pools.iter().any(|p| &p.id == *id));
+    Some(match pool {
+        Some(id) => Step::DeletePool(id.clone()),
+        None => Step::DeleteListener(stale.id.clone()),
+    })
+}
+
+/// `vipType: public` wants exactly one floating IP on the VIP port; `private` none.
+fn floating_ip_step(lb: &LoadBalancer, observed: &Observed, vip_port: Option<&PortId>) -> Step {
+    let fips = &observed.floating_ips;
+    if lb.spec.vip_type == VipType::Private {
+        return match fips.first() {
+            Some(f) => Step::DeleteFloatingIp(f.id.clone()),
+            None => Step::Converged,
+        };
+    }
+    let Some(vip_port) = vip_port else {
+        return Step::Converged;
+    };
+    // Keep the one on the VIP port, else the first; release the rest.
+    let kept = fips
+        .iter()
+        .find(|f| f.port_id.as_ref() == Some(vip_port))
+        .or_else(|| fips.first());
+    if let Some(extra) = fips.iter().find(|f| Some(&f.id) != kept.map(|k| &k.id)) {
+        return Step::DeleteFloatingIp(extra.id.clone());
+    }
+    match kept {
+        None => Step::CreateFloatingIp(vip_port.clone()),
+        Some(f) if f.port_id.as_ref() != Some(vip_port) => {
+            Step::AssociateFloatingIp(f.id.clone(), vip_port.clone())
+        }
+        Some(_) => Step::Converged,
+    }
+}
+
+/// A load balancer in ERROR is reported first and replaced `error_replace` after it
+/// was first seen so.
+fn error_step(
+    lb: &LoadBalancer,
+    id: &LoadBalancerId,
+    error_replace: Duration,
+    now: Timestamp,
+) -> Step {
+    let since = lb
+        .status
+        .as_ref()
+        .filter(|s| s.load_balancer_id.as_deref() == Some(id.as_str()))
+        .and_then(|s| s.error_since.as_ref());
+    match in_error(since.map(|s| s.0), error_replace, now) {
+        InError::Replace => Step::ReplaceErrored(id.clone()),
+        InError::Report { first, retry_in } => Step::ReportError { first, retry_in },
+    }
+}
+
+#[cfg(test)]
+#[path = "plan_tests.rs"]
+mod tests;

@@ -1,0 +1,357 @@
+use std::time::Duration;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use serde_json::json;
+
+use super::*;
+use crate::controllers::load_balancer::resolve::Observed;
+
+const REPLACE: Duration = Duration::from_secs(30);
+
+fn published() -> LoadBalancer {
+    serde_yaml_ng::from_str(
+        r#"
+apiVersion: verda.linecorp.com/v1alpha1
+kind: LoadBalancer
+metadata: {name: web, namespace: default, uid: u-1}
+spec:
+  vipType: private
+  ports:
+    - port: 80
+      protocol: http
+      realServers: {protocol: http, port: 8080, virtualMachineGroupRef: web}
+      monitors:
+        - {protocol: http, endpoint: /health}
+"#,
+    )
+    .expect("fixture is a LoadBalancer")
+}
+
+fn at(secs: i64) -> Timestamp {
+    Timestamp::from_second(1_800_000_000 + secs).expect("valid time")
+}
+
+fn os_lb(id: &str, status: &str) -> serde_json::Value {
+    json!({"id": id, "provisioning_status": status, "operating_status": "ONLINE",
+           "vip_address": "10.0.0.2", "vip_port_id": "vip-port"})
+}
+
+/// An ACTIVE tree for `published()` with `members` in the pool.
+fn tree(members: &[(&str, &str)]) -> Observed {
+    let members = members
+        .iter()
+        .map(|(name, address)| {
+            serde_json::from_value(json!({"id": format!("m-{name}"), "name": name, "address": address,
+                "protocol_port": 8080, "provisioning_status": "ACTIVE", "operating_status": "ONLINE"}))
+            .expect("member")
+        })
+        .collect();
+    Observed {
+        load_balancers: vec![serde_json::from_value(os_lb("lb-1", "ACTIVE")).expect("lb")],
+        listeners: vec![
+            serde_json::from_value(json!({"id": "l-80", "protocol": "HTTP", "protocol_port": 80,
+                "provisioning_status": "ACTIVE", "operating_status": "ONLINE", "default_pool_id": "p-80"}))
+            .expect("listener"),
+        ],
+        pools: vec![
+            serde_json::from_value(json!({"id": "p-80", "protocol": "HTTP", "lb_algorithm": "ROUND_ROBIN",
+                "provisioning_status": "ACTIVE", "operating_status": "ONLINE", "healthmonitor_id": "hm-80"}))
+            .expect("pool"),
+        ],
+        monitors: vec![
+            serde_json::from_value(json!({"id": "hm-80", "type": "HTTP", "delay": 5, "timeout": 3,
+                "max_retries": 3, "url_path": "/health", "expected_codes": "200",
+                "provisioning_status": "ACTIVE", "operating_status": "ONLINE"}))
+            .expect("monitor"),
+        ],
+        members: [("p-80".to_owned(), members)].into(),
+        floating_ips: vec![],
+    }
+}
+
+fn backend(name: &str, address: &str) -> Backend {
+    Backend {
+        name: name.into(),
+        address: address.into(),
+    }
+}
+
+/// The published port's monitor: HTTP on `/health`, checked every `delay` seconds.
+fn health(delay: u32) -> desired::MonitorSettings {
+    desired::MonitorSettings {
+        kind: crate::cloud::model::loadbalancing::MonitorType::Http,
+        delay,
+        timeout: 3,
+        max_retries: 3,
+        url_path: Some("/health".into()),
+        expected_codes: Some("200".into()),
+    }
+}
+
+/// A member serving the published port (8080; the monitor checks the same port).
+fn member(name: &str, address: &str) -> crate::cloud::model::loadbalancing::MemberSpec {
+    crate::cloud::model::loadbalancing::MemberSpec {
+        address: address.into(),
+        protocol_port: 8080,
+        monitor_port: None,
+        name: name.into(),
+        subnet_id: None,
+        weight: None,
+        tags: vec![],
+    }
+}
+
+fn plan_for(lb: &LoadBalancer, observed: &Observed, backends: &[Backend]) -> Step {
+    plan(lb, observed, &[backends.to_vec()], REPLACE, at(0))
+}
+
+#[test]
+fn nothing_found_means_create_and_a_duplicate_is_deleted() {
+    let lb = published();
+    assert_eq!(
+        plan_for(&lb, &Observed::default(), &[]),
+        Step::Create(vec![Vec::new(); lb.spec.ports.len()])
+    );
+    let mut observed = tree(&[]);
+    observed
+        .load_balancers
+        .push(serde_json::from_value(os_lb("lb-2", "ACTIVE")).expect("lb"));
+    assert_eq!(
+        plan_for(&lb, &observed, &[]),
+        Step::DeleteDuplicates(vec![LoadBalancerId::new("lb-2")])
+    );
+}
+
+#[test]
+fn a_create_carries_the_members_already_serving() {
+    let lb = published();
+    let serving = [backend("web-0", "10.0.0.10"), backend("web-1", "10.0.0.11")];
+    assert_eq!(
+        plan_for(&lb, &Observed::default(), &serving),
+        Step::Create(vec![vec![
+            member("web-0", "10.0.0.10"),
+            member("web-1", "10.0.0.11")
+        ]])
+    );
+}
+
+#[test]
+fn a_busy_load_balancer_is_waited_for() {
+    let mut observed = tree(&[]);
+    observed.load_balancers[0].provisioning_status = ProvisioningStatus::PendingUpdate;
+    assert_eq!(
+        plan_for(&published(), &observed, &[]),
+        Step::Wait(ProvisioningStatus::PendingUpdate)
+    );
+}
+
+#[test]
+fn the_tree_is_built_listener_then_pool_then_monitor() {
+    let lb = published();
+    let mut observed = tree(&[]);
+    observed.monitors.clear();
+    observed.pools[0].healthmonitor_id = None;
+    assert_eq!(
+        plan_for(&lb, &observed, &[]),
+        Step::CreateMonitor(0, PoolId::new("p-80"), health(5))
+    );
+    observed.pools.clear();
+    assert_eq!(
+        plan_for(&lb, &observed, &[]),
+        Step::CreatePool(0, ListenerId::new("l-80"))
+    );
+    observed.listeners.clear();
+    assert_eq!(
+        plan_for(&lb, &observed, &[]),
+        Step::CreateListener(0, LoadBalancerId::new("lb-1"))
+    );
+}
+
+#[test]
+fn members_follow_the_backends_in_one_batch_and_converge() {
+    let lb = published();
+    let two = [backend("web-0", "10.0.0.10"), backend("web-1", "10.0.0.11")];
+    let observed = tree(&[("web-0", "10.0.0.10")]);
+    assert_eq!(
+        plan_for(&lb, &observed, &two),
+        Step::ReplaceMembers(
+            0,
+            PoolId::new("p-80"),
+            vec![member("web-0", "10.0.0.10"), member("web-1", "10.0.0.11")]
+        )
+    );
+    let observed = tree(&[("web-1", "10.0.0.11"), ("web-0", "10.0.0.10")]);
+    assert_eq!(plan_for(&lb, &observed, &two), Step::Converged);
+}
+
+#[test]
+fn a_monitor_change_updates_in_place_unless_its_type_changed() {
+    let mut lb = published();
+    lb.spec.ports[0].monitors[0].delay_seconds = Some(10);
+    assert_eq!(
+        plan_for(&lb, &tree(&[]), &[]),
+        Step::UpdateMonitor(0, HealthMonitorId::new("hm-80"), health(10))
+    );
+    lb.spec.ports[0].monitors[0].protocol = verda_api::v1alpha1::MonitorProtocol::Tcp;
+    lb.spec.ports[0].monitors[0].endpoint = None;
+    assert_eq!(
+        plan_for(&lb, &tree(&[]), &[]),
+        Step::DeleteMonitor(HealthMonitorId::new("hm-80"))
+    );
+}
+
+#[test]
+fn a_port_removed_from_the_spec_loses_its_pool_then_its_listener() {
+    let mut lb = published();
+    let mut observed = tree(&[]);
+    lb.spec.ports[0].port = 8000;
+    lb.spec.ports[0].monitors.clear();
+    observed.listeners.push(
+        serde_json::from_value(json!({"id": "l-8000", "protocol": "HTTP", "protocol_port": 8000,
+            "provisioning_status": "ACTIVE", "operating_status": "ONLINE", "default_pool_id": "p-8000"}))
+        .expect("listener"),
+    );
+    observed.pools.push(
+        serde_json::from_value(
+            json!({"id": "p-8000", "protocol": "HTTP", "lb_algorithm": "ROUND_ROBIN",
+            "provisioning_status": "ACTIVE", "operating_status": "ONLINE"}),
+        )
+        .expect("pool"),
+    );
+    assert_eq!(
+        plan_for(&lb, &observed, &[]),
+        Step::DeletePool(PoolId::new("p-80"))
+    );
+    observed.pools.retain(|p| p.id.as_str() != "p-80");
+    assert_eq!(
+        plan_for(&lb, &observed, &[]),
+        Step::DeleteListener(ListenerId::new("l-80"))
+    );
+}
+
+#[test]
+fn an_errored_load_balancer_is_reported_then_replaced_after_the_delay() {
+    let mut lb = published();
+    let mut observed = tree(&[]);
+    observed.load_balancers[0].provisioning_status = ProvisioningStatus::Error;
+    assert_eq!(
+        plan_for(&lb, &observed, &[]),
+        Step::ReportError {
+            first: true,
+            retry_in: REPLACE
+        }
+    );
+    lb.status = Some(verda_api::v1alpha1::LoadBalancerStatus {
+        load_balancer_id: Some("lb-1".into()),
+        error_since: Some(Time(at(-10))),
+        ..Default::default()
+    });
+    assert_eq!(
+        plan_for(&lb, &observed, &[]),
+        Step::ReportError {
+            first: false,
+            retry_in: Duration::from_secs(20)
+        }
+    );
+    let due = plan(&lb, &observed, &[vec![]], REPLACE, at(25));
+    assert_eq!(due, Step::ReplaceErrored(LoadBalancerId::new("lb-1")));
+}
+
+#[test]
+fn a_public_vip_gets_one_floating_ip_on_the_vip_port() {
+    let mut lb = published();
+    lb.spec.vip_type = VipType::Public;
+    let mut observed = tree(&[]);
+    assert_eq!(
+        plan_for(&lb, &observed, &[]),
+        Step::CreateFloatingIp(PortId::new("vip-port"))
+    );
+    let fip = |id: &str, port: Option<&str>| {
+        serde_json::from_value(json!({"id": id, "floating_ip_address": "203.0.113.7",
+            "floating_network_id": "public", "port_id": port}))
+        .expect("floating IP")
+    };
+    observed.floating_ips = vec![fip("f-1", None)];
+    assert_eq!(
+        plan_for(&lb, &observed, &[]),
+        Step::AssociateFloatingIp(FloatingIpId::new("f-1"), PortId::new("vip-port"))
+    );
+    observed.floating_ips = vec![fip("f-1", None), fip("f-2", Some("vip-port"))];
+    assert_eq!(
+        plan_for(&lb, &observed, &[]),
+        Step::DeleteFloatingIp(FloatingIpId::new("f-1"))
+    );
+    observed.floating_ips = vec![fip("f-2", Some("vip-port"))];
+    assert_eq!(plan_for(&lb, &observed, &[]), Step::Converged);
+    lb.spec.vip_type = VipType::Private;
+    assert_eq!(
+        plan_for(&lb, &observed, &[]),
+        Step::DeleteFloatingIp(FloatingIpId::new("f-2"))
+    );
+}
+
+#[test]
+fn additions_wait_for_the_groups_starting_virtual_machines_but_removals_do_not() {
+    let lb = published();
+    let two = [backend("web-0", "10.0.0.10"), backend("web-1", "10.0.0.11")];
+    let one = tree(&[("web-0", "10.0.0.10")]);
+    let holding = |observed: &Observed, backends: &[Backend], starting: usize| {
+        plan_holding(
+            &lb,
+            observed,
+            &[backends.to_vec()],
+            &[starting],
+            REPLACE,
+            at(0),
+        )
+    };
+    assert_eq!(holding(&one, &two, 3), Step::HoldMembers(3));
+    assert!(matches!(holding(&one, &two, 0), Step::ReplaceMembers(..)));
+    // web-1 leaves: written at once, however many are starting.
+    let both = tree(&[("web-0", "10.0.0.10"), ("web-1", "10.0.0.11")]);
+    assert_eq!(
+        holding(&both, &two[..1], 3),
+        Step::ReplaceMembers(0, PoolId::new("p-80"), vec![member("web-0", "10.0.0.10")])
+    );
+    assert_eq!(holding(&both, &two, 3), Step::Converged);
+}
+
+#[test]
+fn holding_and_converged_are_settled_and_write_nothing() {
+    for step in [Step::HoldMembers(1), Step::Converged] {
+        assert!(step.settled() && !step.writes(), "{step:?}");
+    }
+    let write = Step::ReplaceMembers(0, PoolId::new("p-80"), vec![]);
+    assert!(write.writes() && !write.settled());
+    assert!(!Step::Wait(ProvisioningStatus::PendingUpdate).writes());
+}
+
+#[test]
+fn a_converged_load_balancer_missing_an_owner_tag_gets_it_added_to_its_own() {
+    let lb = published();
+    let mut observed = tree(&[("web-0", "10.0.0.5")]);
+    observed.load_balancers[0].tags = vec!["verda-uid-u-1".into(), "team:web".into()];
+    let wanted = ["verda-uid-u-1".to_owned(), "verda-managed".to_owned()];
+    let step = plan_for(&lb, &observed, &[backend("web-0", "10.0.0.5")]);
+    assert_eq!(step, Step::Converged);
+    assert_eq!(
+        recording_owner(step, &lb, &observed, &wanted),
+        Step::RecordOwner(
+            "lb-1".into(),
+            vec![
+                "verda-uid-u-1".into(),
+                "team:web".into(),
+                "verda-managed".into()
+            ]
+        )
+    );
+    // Not while anything else is to be done, and not once recorded.
+    let busy = Step::Wait(ProvisioningStatus::PendingUpdate);
+    assert_eq!(recording_owner(busy.clone(), &lb, &observed, &wanted), busy);
+    observed.load_balancers[0].tags.push("verda-managed".into());
+    assert_eq!(
+        recording_owner(Step::Converged, &lb, &observed, &wanted),
+        Step::Converged
+    );
+}

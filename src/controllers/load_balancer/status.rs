@@ -1,0 +1,171 @@
+//! The LoadBalancer status: IDs, VIP, floating IP, Octavia's statuses, every port's
+//! members with their operating status, and the Ready and MonitorsApplied conditions.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::jiff::Timestamp;
+use verda_api::conditions::{NewCondition, READY, Status, set_condition};
+use verda_api::v1alpha1::{LoadBalancer, LoadBalancerStatus, MemberStatus, PortStatus};
+
+use crate::cloud::model::loadbalancing::{OperatingStatus, ProvisioningStatus};
+use crate::cloud::model::word;
+use crate::controllers::load_balancer::apply::{LOAD_BALANCER_ERROR, Outcome};
+use crate::controllers::load_balancer::desired::ignored_monitors;
+use crate::controllers::load_balancer::resolve::Observed;
+
+pub const MONITORS_APPLIED: &str = "MonitorsApplied";
+pub const GROUP_NOT_FOUND: &str = "GroupNotFound";
+
+/// Members that take traffic (ONLINE, or NO_MONITOR: nothing checks them) and all
+/// members, over every port: the MEMBERS column and the member gauges.
+pub fn member_counts(ports: &[PortStatus]) -> (usize, usize) {
+    let all = ports.iter().flat_map(|p| &p.members);
+    let ready = all
+        .clone()
+        .filter(|m| matches!(m.operating_status.as_deref(), Some("ONLINE" | "NO_MONITOR")))
+        .count();
+    (ready, all.count())
+}
+
+/// The status after `outcome`, from the tree observed before it.
+pub fn next_status(
+    lb: &LoadBalancer,
+    observed: &Observed,
+    outcome: &Outcome,
+    missing_groups: &[String],
+    now: Timestamp,
+) -> LoadBalancerStatus {
+    let mut status = lb.status.clone().unwrap_or_default();
+    let recorded = match &outcome.recorded {
+        Some(id) => id.clone(),
+        None => crate::controllers::load_balancer::resolve::keeper(lb, &observed.load_balancers)
+            .map(|l| l.id.clone()),
+    };
+    let kept = recorded
+        .as_ref()
+        .and_then(|id| observed.load_balancers.iter().find(|l| &l.id == id));
+    let same_lb = status.load_balancer_id.as_deref() == recorded.as_ref().map(|id| id.as_str());
+    status.error_since = match kept.map(|l| l.provisioning_status) {
+        Some(ProvisioningStatus::Error) if same_lb => status.error_since.or(Some(Time(now))),
+        Some(ProvisioningStatus::Error) => Some(Time(now)),
+        _ => None,
+    };
+    status.load_balancer_id = recorded.as_ref().map(ToString::to_string);
+    status.vip = kept.and_then(|l| l.vip_address.clone());
+    status.provisioning_status = kept.and_then(|l| word(l.provisioning_status));
+    status.operating_status = kept.and_then(|l| word(l.operating_status));
+    let vip_port = kept.and_then(|l| l.vip_port_id.as_ref());
+    status.floating_ip = observed
+        .floating_ips
+        .iter()
+        .find(|f| vip_port.is_some() && f.port_id.as_ref() == vip_port)
+        .map(|f| f.floating_ip_address.clone());
+    status.ports = if kept.is_some() {
+        port_statuses(lb, observed)
+    } else {
+        Vec::new()
+    };
+    let (ready, total) = member_counts(&status.ports);
+    status.members = Some(format!("{ready}/{total}"));
+    set_conditions(&mut status.conditions, lb, outcome, missing_groups, now);
+    status.observed_generation = lb.metadata.generation;
+    status
+}
+
+/// Ready (from the step's outcome, unless a referenced group is missing) and
+/// MonitorsApplied (whether every port's monitor could be applied).
+fn set_conditions(
+    conditions: &mut Vec<Condition>,
+    lb: &LoadBalancer,
+    outcome: &Outcome,
+    missing_groups: &[String],
+    now: Timestamp,
+) {
+    let (ready, reason, message) = &outcome.ready;
+    let (ready, reason, message) = if !missing_groups.is_empty() && *reason != LOAD_BALANCER_ERROR {
+        (
+            Status::False,
+            GROUP_NOT_FOUND,
+            format!(
+                "VirtualMachineGroup {} not found in this namespace; its ports have no members until it exists",
+                missing_groups.join(", ")
+            ),
+        )
+    } else {
+        (*ready, *reason, message.clone())
+    };
+    let generation = lb.metadata.generation;
+    set_condition(
+        conditions,
+        NewCondition {
+            type_: READY,
+            status: ready,
+            reason,
+            message,
+        },
+        generation,
+        now,
+    );
+    let ignored = ignored_monitors(lb);
+    let monitors = if ignored.is_empty() {
+        NewCondition {
+            type_: MONITORS_APPLIED,
+            status: Status::True,
+            reason: "AllMonitorsApplied",
+            message: "every port's monitor is applied".into(),
+        }
+    } else {
+        NewCondition {
+            type_: MONITORS_APPLIED,
+            status: Status::False,
+            reason: "ExtraMonitorsIgnored",
+            message: format!(
+                "an Octavia pool takes one health monitor, so only the first monitor of each port is applied; \
+                 not applied: {}",
+                ignored.join("; ")
+            ),
+        }
+    };
+    set_condition(conditions, monitors, generation, now);
+}
+
+/// Per spec port: the listener, pool and monitor IDs and the pool's members.
+fn port_statuses(lb: &LoadBalancer, observed: &Observed) -> Vec<PortStatus> {
+    lb.spec
+        .ports
+        .iter()
+        .map(|port| {
+            let listener = observed
+                .listeners
+                .iter()
+                .find(|l| i32::from(l.protocol_port) == port.port);
+            let pool = listener
+                .and_then(|l| l.default_pool_id.as_ref())
+                .and_then(|id| observed.pools.iter().find(|p| &p.id == id));
+            let mut members: Vec<MemberStatus> = pool
+                .and_then(|p| observed.members.get(p.id.as_str()))
+                .map(|ms| {
+                    ms.iter()
+                        .map(|m| MemberStatus {
+                            name: m.name.clone(),
+                            address: m.address.clone(),
+                            port: i32::from(m.protocol_port),
+                            operating_status: match m.operating_status {
+                                OperatingStatus::Unknown => None,
+                                s => word(s),
+                            },
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            members.sort_by(|a, b| a.name.cmp(&b.name));
+            PortStatus {
+                port: port.port,
+                listener_id: listener.map(|l| l.id.to_string()),
+                pool_id: pool.map(|p| p.id.to_string()),
+                health_monitor_id: pool
+                    .and_then(|p| p.healthmonitor_id.as_ref().map(ToString::to_string)),
+                members,
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,230 @@
+//! The VirtualMachine controller: one Nova server per object.
+//!
+//! Its [`Reconciler`]: `resolve` (servers by owner UID, lookups) → `plan` (pure: the
+//! next step) → `apply` (the only cloud writes) → `status`. The server is found by the owner's UID before any
+//! create and its ID is written to status right after, so a crash anywhere leaves
+//! neither a duplicate nor an orphan.
+
+pub mod apply;
+pub mod import;
+pub mod outcome;
+pub mod plan;
+pub mod references;
+mod removal;
+pub mod resolve;
+pub mod status;
+pub mod volumes;
+
+use std::sync::Arc;
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use kube::runtime::controller::Controller;
+use kube::runtime::events::Event;
+use kube::runtime::reflector::ObjectRef;
+use verda_api::v1alpha1::{VirtualMachine, VirtualMachineStatus, finalizers};
+
+use crate::caches::cloud_view::ProjectView;
+use crate::caches::watch::Feeds;
+use crate::cloud::ids::ServerId;
+use crate::cloud::{BlockStorage, Compute, Network};
+use crate::runtime::driver::{error_policy, reconcile_in_task};
+use crate::runtime::events::reconcile_event;
+use crate::runtime::lifecycle::Removal;
+use crate::runtime::object::managed_kind;
+use crate::runtime::reconciler::{Cleanup, Reconciler, Scope};
+use crate::runtime::{Context, ReconcileError};
+use crate::tenancy::Tenant;
+
+managed_kind!(
+    VirtualMachine,
+    "virtualmachine",
+    finalizers::VIRTUAL_MACHINE
+);
+
+/// The controller: its own changes wake a VirtualMachine, and so does a refresh of the
+/// cloud view that found its server changed or gone.
+pub fn run(
+    ctx: Arc<Context>,
+    feeds: &mut Feeds,
+    refreshed: BoxStream<'static, ObjectRef<VirtualMachine>>,
+) -> impl Future<Output = ()> + use<> {
+    Controller::for_shared_stream(
+        feeds.virtual_machines.subscribe(),
+        ctx.caches.current().virtual_machines.store,
+    )
+    .reconcile_on(refreshed)
+    .run(reconcile_in_task::<VirtualMachine>, error_policy, ctx)
+    .for_each(|_| futures::future::ready(()))
+}
+
+/// The cloud a VirtualMachine talks to: Nova, and the project's view of its servers.
+pub struct Ports {
+    compute: Arc<dyn Compute>,
+    network: Arc<dyn Network>,
+    cinder: Arc<dyn BlockStorage>,
+    view: Arc<ProjectView>,
+}
+
+impl Reconciler for VirtualMachine {
+    type Ports = Ports;
+    type Observed = resolve::Observed;
+    type Step = plan::Step;
+    type Outcome = apply::Outcome;
+    type Status = VirtualMachineStatus;
+
+    fn ports(ctx: &Context, tenant: &Tenant, _: &Self) -> Ports {
+        Ports {
+            compute: tenant.ports.compute(),
+            network: tenant.ports.network(None),
+            cinder: tenant.ports.block_storage(),
+            view: ctx.view.of(tenant),
+        }
+    }
+
+    /// Nothing to check before I/O: the API server's schema and rules cover the spec,
+    /// and the init script is read where it lives.
+    fn validate(_: &Self, _: &Context) -> Result<(), ReconcileError> {
+        Ok(())
+    }
+
+    fn current_status(&self) -> Option<&VirtualMachineStatus> {
+        self.status.as_ref()
+    }
+
+    async fn observe(
+        scope: &Scope<Self>,
+        use_view: bool,
+    ) -> Result<resolve::Observed, ReconcileError> {
+        let Scope {
+            ctx,
+            obj,
+            owner,
+            ports,
+            tenant,
+            ..
+        } = scope;
+        let sources = resolve::Sources {
+            ctx,
+            tenant,
+            view: &ports.view,
+            compute: ports.compute.as_ref(),
+            network: ports.network.as_ref(),
+            vm: obj,
+            owner,
+            creates: scope.policy.writes(),
+        };
+        let mut observed = resolve::observe(&sources, use_view).await?;
+        if volumes::wanted(obj) {
+            let owner = volumes::owner_of(ctx, obj, owner);
+            let server = plan::keeper(obj, &observed.servers);
+            let cinder = ports.cinder.as_ref();
+            let view = &ports.view.volumes;
+            let look = volumes::observe(ctx, cinder, view, obj, owner, server, use_view).await?;
+            observed.volumes = Some(look);
+        }
+        Ok(observed)
+    }
+
+    /// A create (of the server, or of a volume) is decided on the cloud itself.
+    fn needs_fresh_look(observed: &resolve::Observed, step: &plan::Step) -> bool {
+        let volumes_from_view = observed.volumes.as_ref().is_some_and(|v| v.from_view);
+        match step {
+            plan::Step::Create => observed.from_view,
+            plan::Step::Volume(volumes::plan::VolumeStep::Create { .. }) => volumes_from_view,
+            _ => false,
+        }
+    }
+
+    fn plan(scope: &Scope<Self>, observed: &resolve::Observed) -> plan::Step {
+        let step = plan::plan(
+            &scope.obj,
+            &scope.owner,
+            &observed.servers,
+            &observed.flavor,
+            scope.ctx.timing.error_replace,
+            scope.now,
+        );
+        plan::with_volumes(
+            step,
+            &scope.obj,
+            &observed.servers,
+            observed.volumes.as_ref(),
+        )
+    }
+
+    /// An import in place of a create, what a paused object would do, or the step.
+    async fn execute(
+        scope: &Scope<Self>,
+        observed: &resolve::Observed,
+        step: plan::Step,
+    ) -> Result<apply::Outcome, ReconcileError> {
+        let Scope {
+            ctx,
+            obj,
+            owner,
+            tenant,
+            policy,
+            ports,
+            ..
+        } = scope;
+        match (&step, &obj.spec.import) {
+            (plan::Step::Create, Some(import)) => {
+                let id = ServerId::new(import.id.clone());
+                import::import(ctx, tenant, obj, owner, &id, policy.writes()).await
+            }
+            _ if step.writes() && !policy.writes() => {
+                Ok(apply::paused(obj, observed, &step, ctx.timing.resync))
+            }
+            _ => {
+                match (&step, &observed.volumes) {
+                    (plan::Step::Volume(_), Some(look)) => ports.view.volumes.forget(&look.owner),
+                    (plan::Step::Create, _) => ports.view.servers.creating(owner),
+                    _ if step.writes() => ports.view.servers.forget(owner),
+                    _ => {}
+                }
+                apply::run(ctx, tenant, obj, owner, observed, step).await
+            }
+        }
+    }
+
+    fn status(
+        scope: &Scope<Self>,
+        observed: &resolve::Observed,
+        outcome: &apply::Outcome,
+    ) -> VirtualMachineStatus {
+        let mut status = status::next_status(&scope.obj, &observed.servers, outcome, scope.now);
+        if let Some(resolved) = &observed.resolved {
+            status.resolved = Some(resolved.clone());
+        }
+        if let Some(look) = &observed.volumes {
+            let server = outcome.server_id.as_ref();
+            volumes::status::fill(&mut status, &scope.obj, look, server);
+        }
+        status
+    }
+
+    fn events(_: &Scope<Self>, outcome: &apply::Outcome, _: &VirtualMachineStatus) -> Vec<Event> {
+        outcome
+            .event
+            .iter()
+            .map(|(type_, reason, note)| reconcile_event(*type_, reason, note.clone()))
+            .collect()
+    }
+
+    fn gauges(_: &Context, _: &Self, _: &VirtualMachineStatus) {}
+
+    fn requeue(_: &Scope<Self>, outcome: &apply::Outcome, _: &VirtualMachineStatus) -> Duration {
+        outcome.requeue
+    }
+
+    async fn cleanup(
+        vm: Arc<Self>,
+        ctx: Arc<Context>,
+        removal: Removal,
+    ) -> Result<Cleanup, ReconcileError> {
+        removal::cleanup(vm, ctx, removal).await
+    }
+}

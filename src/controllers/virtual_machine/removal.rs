@@ -1,0 +1,159 @@
+//! What deleting a VirtualMachine does to its server, as its reconcile policy says:
+//! delete it, take the operator's records off it, or leave it as it is.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::runtime::events::EventType;
+use verda_api::v1alpha1::VirtualMachine;
+use verda_api::v1alpha1::annotations::RECONCILE_POLICY;
+
+use crate::cloud::model::compute::Server;
+use crate::cloud::owner::Owner;
+use crate::cloud::owner::{without_owner_metadata, without_ownership};
+use crate::cloud::{Compute, MetadataMode};
+use crate::controllers::virtual_machine::volumes::removal::Left;
+use crate::runtime::events::publish;
+use crate::runtime::lifecycle::Removal;
+use crate::runtime::object::{Managed, object_key, object_labels};
+use crate::runtime::reconciler::Cleanup;
+use crate::runtime::{Context, ReconcileError};
+use crate::tenancy::Tenant;
+
+/// Deletes every server of the owner (or, detaching, takes the owner's records off
+/// them); done when none carries the owner's tag.
+pub async fn cleanup(
+    vm: Arc<VirtualMachine>,
+    ctx: Arc<Context>,
+    removal: Removal,
+) -> Result<Cleanup, ReconcileError> {
+    let key = object_key(&*vm);
+    let (tenant, detach) = match removal {
+        Removal::Abandon => {
+            let server = vm.status.as_ref().and_then(|s| s.server_id.clone());
+            finished(
+                &ctx,
+                &vm,
+                "Abandoned",
+                match server {
+                    Some(id) => format!("server {id} was left as it is ({RECONCILE_POLICY} skip)"),
+                    None => format!("nothing was deleted in the cloud ({RECONCILE_POLICY} skip)"),
+                },
+            )
+            .await;
+            return Ok(Cleanup::Done);
+        }
+        Removal::Delete(tenant) => (tenant, false),
+        Removal::Detach(tenant) => (tenant, true),
+    };
+    let owner = ctx.owner_of(&*vm);
+    let compute = tenant.ports.compute();
+    let servers = compute
+        .list_servers(&owner.uid)
+        .await
+        .map_err(ReconcileError::cloud("list servers", &key))?;
+    if servers.is_empty() {
+        ctx.view.of(&tenant).servers.removed(&owner.uid);
+        return gone(&ctx, &vm, &tenant, &owner, detach).await;
+    }
+    ctx.view.of(&tenant).servers.forget(&owner);
+    if detach {
+        for server in &servers {
+            detach_server(compute.as_ref(), server, &key).await?;
+        }
+        return Ok(Cleanup::Wait(Duration::ZERO));
+    }
+    // A server Nova is already deleting needs no second request.
+    for server in servers
+        .iter()
+        .filter(|s| s.task_state.as_deref() != Some("deleting"))
+    {
+        crate::cloud::ignore_not_found(compute.delete_server(&server.id).await)
+            .map_err(ReconcileError::cloud("delete server", &key))?;
+    }
+    Ok(Cleanup::Wait(ctx.timing.poll))
+}
+
+/// No server is left: the volumes go (or stay) as the retention says, then an event
+/// tells what became of everything.
+async fn gone(
+    ctx: &Context,
+    vm: &VirtualMachine,
+    tenant: &Tenant,
+    owner: &Owner,
+    detach: bool,
+) -> Result<Cleanup, ReconcileError> {
+    let volumes = match volumes_left(ctx, vm, tenant, owner, detach).await? {
+        Left::Wait => return Ok(Cleanup::Wait(ctx.timing.poll)),
+        Left::Done(note) => note,
+    };
+    let note = match (detach, vm.status.as_ref().and_then(|s| s.server_id.clone())) {
+        (true, Some(id)) => format!(
+            "server {id} keeps running without the operator's records ({RECONCILE_POLICY} detach-on-delete)"
+        ),
+        (true, None) => "no server to detach".to_owned(),
+        (false, _) => "server deleted".to_owned(),
+    };
+    let note = if volumes.is_empty() {
+        note
+    } else {
+        format!("{note}; {volumes}")
+    };
+    finished(ctx, vm, if detach { "Detached" } else { "Deleted" }, note).await;
+    Ok(Cleanup::Done)
+}
+
+/// With the server gone: the data volumes, as the object's retention says.
+async fn volumes_left(
+    ctx: &Context,
+    vm: &VirtualMachine,
+    tenant: &Tenant,
+    owner: &Owner,
+    detach: bool,
+) -> Result<Left, ReconcileError> {
+    if !crate::controllers::virtual_machine::volumes::wanted(vm) {
+        return Ok(Left::Done(String::new()));
+    }
+    let volume_owner = crate::controllers::virtual_machine::volumes::owner_of(ctx, vm, owner);
+    let cinder = tenant.ports.block_storage();
+    let key = object_key(vm);
+    crate::controllers::virtual_machine::volumes::removal::volumes(
+        cinder.as_ref(),
+        vm,
+        &volume_owner,
+        detach,
+        &key,
+    )
+    .await
+}
+
+/// Takes the operator's metadata, then its tags (how it is found), off a server.
+async fn detach_server(
+    compute: &dyn Compute,
+    server: &Server,
+    key: &str,
+) -> Result<(), ReconcileError> {
+    let metadata = without_owner_metadata(&server.metadata);
+    crate::cloud::ignore_not_found(
+        compute
+            .set_server_metadata(&server.id, &metadata, MetadataMode::Replace)
+            .await
+            .map(drop),
+    )
+    .map_err(ReconcileError::cloud("remove the owner metadata", key))?;
+    crate::cloud::ignore_not_found(
+        compute
+            .set_server_tags(&server.id, &without_ownership(&server.tags))
+            .await
+            .map(drop),
+    )
+    .map_err(ReconcileError::cloud("remove the owner tags", key))
+}
+
+/// The last word on a VirtualMachine leaving: its gauges go, an event says what became
+/// of its server.
+async fn finished(ctx: &Context, vm: &VirtualMachine, reason: &str, note: String) {
+    ctx.metrics
+        .set_object_conditions(VirtualMachine::CONTROLLER, &object_labels(vm), None);
+    publish(&ctx.recorder, vm, EventType::Normal, reason, note, "Delete").await;
+}

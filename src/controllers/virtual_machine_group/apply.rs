@@ -1,0 +1,246 @@
+//! The only writes of the group controller: create VirtualMachines, mark them
+//! draining, delete them. Creates use deterministic names, so a retried create meets
+//! 409 AlreadyExists instead of making a second VirtualMachine.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::{Resource, ResourceExt};
+use serde_json::json;
+use verda_api::v1alpha1::{
+    Retention, VirtualMachine, VirtualMachineGroup, VirtualMachineSpec, annotations, finalizers,
+    labels,
+};
+
+use crate::cloud::ids::ServerGroupId;
+use crate::cloud::model::compute::ServerGroupPolicy;
+use crate::cloud::model::volume::Volume;
+use crate::cloud::owner::Owner;
+use crate::cloud::{BlockStorage, Compute};
+use crate::controllers::virtual_machine_group::plan::Plan;
+use crate::runtime::ReconcileError;
+use crate::runtime::object::object_key;
+
+/// The VirtualMachine of `group` with index `index`.
+pub fn new_vm(
+    group: &VirtualMachineGroup,
+    index: u32,
+    hash: &str,
+    server_group: Option<&ServerGroupId>,
+) -> VirtualMachine {
+    let mut annotations_map = BTreeMap::new();
+    if let Some(id) = server_group {
+        annotations_map.insert(annotations::SERVER_GROUP.to_owned(), id.to_string());
+    }
+    if let Some(policy) = group.annotations().get(annotations::RECONCILE_POLICY) {
+        annotations_map.insert(annotations::RECONCILE_POLICY.to_owned(), policy.clone());
+    }
+    VirtualMachine {
+        metadata: ObjectMeta {
+            name: Some(format!("{}-{index}", group.name_any())),
+            namespace: group.namespace(),
+            labels: Some(BTreeMap::from([
+                (labels::GROUP.to_owned(), group.name_any()),
+                (labels::TEMPLATE_HASH.to_owned(), hash.to_owned()),
+            ])),
+            annotations: (!annotations_map.is_empty()).then_some(annotations_map),
+            owner_references: group.controller_owner_ref(&()).map(|r| vec![r]),
+            // Born with the VirtualMachine controller's finalizer: one write fewer per
+            // replica, and no window in which it has none.
+            finalizers: Some(vec![finalizers::VIRTUAL_MACHINE.to_owned()]),
+            ..ObjectMeta::default()
+        },
+        spec: VirtualMachineSpec {
+            cloud_credentials_ref: group.spec.cloud_credentials_ref.clone(),
+            ..group.spec.template.clone()
+        },
+        status: None,
+    }
+}
+
+/// Gives the group's VirtualMachines the group's credentials reference when it changed
+/// (in place: the same project keeps its servers, another is refused by each
+/// VirtualMachine as ProjectChanged). Returns how many it updated.
+pub async fn align_credentials(
+    client: &kube::Client,
+    group: &VirtualMachineGroup,
+    vms: &[VirtualMachine],
+) -> Result<usize, ReconcileError> {
+    let wanted = &group.spec.cloud_credentials_ref;
+    let stale: Vec<&VirtualMachine> = vms
+        .iter()
+        .filter(|vm| &vm.spec.cloud_credentials_ref != wanted)
+        .filter(|vm| vm.metadata.deletion_timestamp.is_none())
+        .collect();
+    let patch = json!({"spec": {"cloudCredentialsRef": wanted}});
+    patch_each(
+        client,
+        group,
+        &stale,
+        &patch,
+        "give a VirtualMachine the group's credentials",
+    )
+    .await
+}
+
+/// Gives the group's VirtualMachines the group's reconcile policy annotation (or takes
+/// it off) where it differs. Returns how many it updated.
+pub async fn align_policy(
+    client: &kube::Client,
+    group: &VirtualMachineGroup,
+    vms: &[VirtualMachine],
+) -> Result<usize, ReconcileError> {
+    let wanted = group.annotations().get(annotations::RECONCILE_POLICY);
+    let stale: Vec<&VirtualMachine> = vms
+        .iter()
+        .filter(|vm| vm.annotations().get(annotations::RECONCILE_POLICY) != wanted)
+        .collect();
+    let patch = json!({"metadata": {"annotations": {annotations::RECONCILE_POLICY: wanted}}});
+    patch_each(
+        client,
+        group,
+        &stale,
+        &patch,
+        "give a VirtualMachine the group's reconcile policy",
+    )
+    .await
+}
+
+/// Merge-patches each of `vms` (one already gone needs nothing); returns how many.
+async fn patch_each(
+    client: &kube::Client,
+    group: &VirtualMachineGroup,
+    vms: &[&VirtualMachine],
+    patch: &serde_json::Value,
+    action: &'static str,
+) -> Result<usize, ReconcileError> {
+    let ns = group.namespace().unwrap_or_default();
+    let key = object_key(group);
+    let api: Api<VirtualMachine> = Api::namespaced(client.clone(), &ns);
+    for vm in vms {
+        ignore_missing(
+            api.patch(
+                &vm.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(patch),
+            )
+            .await
+            .map(drop),
+        )
+        .map_err(ReconcileError::kube(action, &key))?;
+    }
+    Ok(vms.len())
+}
+
+/// Creates the group's Nova server group, named after its owner so a crash before the
+/// status records it is found again (by `resolve::server_group`) instead of doubled.
+pub async fn create_server_group(
+    compute: &dyn Compute,
+    owner: &Owner,
+    policy: ServerGroupPolicy,
+) -> Result<ServerGroupId, ReconcileError> {
+    compute
+        .create_server_group(&owner.server_group_name(), policy)
+        .await
+        .map(|created| created.id)
+        .map_err(ReconcileError::cloud(
+            "create the server group",
+            &owner.key(),
+        ))
+}
+
+/// Carries out `plan`; returns how many writes it made.
+pub async fn run(
+    client: &kube::Client,
+    group: &VirtualMachineGroup,
+    plan: &Plan,
+    hash: &str,
+    server_group: Option<&ServerGroupId>,
+    vms: &[VirtualMachine],
+) -> Result<usize, ReconcileError> {
+    let ns = group.namespace().unwrap_or_default();
+    let key = format!("{ns}/{}", group.name_any());
+    let api: Api<VirtualMachine> = Api::namespaced(client.clone(), &ns);
+    for index in &plan.create {
+        let vm = new_vm(group, *index, hash, server_group);
+        match api.create(&PostParams::default(), &vm).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 409 => {}
+            Err(e) => return Err(ReconcileError::kube("create a VirtualMachine", &key)(e)),
+        }
+    }
+    let now = Timestamp::now().to_string();
+    for name in &plan.drain {
+        let patch = json!({"metadata": {"annotations": {annotations::DRAINING: now}}});
+        ignore_missing(
+            api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .map(drop),
+        )
+        .map_err(ReconcileError::kube("mark a VirtualMachine draining", &key))?;
+    }
+    for name in &plan.delete {
+        if let Some(vm) = vms.iter().find(|vm| &vm.name_any() == name) {
+            let fate = crate::controllers::virtual_machine_group::plan::volume_fate(group, name);
+            set_volume_retention(&api, vm, fate, &key).await?;
+        }
+        ignore_missing(
+            api.delete(name, &DeleteParams::background())
+                .await
+                .map(drop),
+        )
+        .map_err(ReconcileError::kube("delete a VirtualMachine", &key))?;
+    }
+    Ok(plan.create.len() + plan.drain.len() + plan.delete.len())
+}
+
+/// Before a VirtualMachine of the group is deleted: what becomes of its data volumes
+/// goes into its spec, where its own controller reads it.
+pub async fn set_volume_retention(
+    api: &Api<VirtualMachine>,
+    vm: &VirtualMachine,
+    fate: Retention,
+    key: &str,
+) -> Result<(), ReconcileError> {
+    let now = vm.spec.volume_retention.unwrap_or_default().when_deleted;
+    if now == fate || vm.spec.volumes.as_ref().is_none_or(Vec::is_empty) {
+        return Ok(());
+    }
+    let patch = json!({"spec": {"volumeRetention": {"whenDeleted": fate}}});
+    ignore_missing(
+        api.patch(
+            &vm.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await
+        .map(drop),
+    )
+    .map_err(ReconcileError::kube(
+        "set what becomes of a VirtualMachine's volumes",
+        key,
+    ))
+}
+
+/// Deletes `volumes` (one already gone counts as deleted); returns how many.
+pub async fn delete_volumes(
+    cinder: &dyn BlockStorage,
+    volumes: &[(u32, Volume)],
+    key: &str,
+) -> Result<usize, ReconcileError> {
+    for (_, v) in volumes {
+        crate::cloud::ignore_not_found(cinder.delete_volume(&v.id).await).map_err(
+            ReconcileError::cloud("delete a volume of a removed replica", key),
+        )?;
+    }
+    Ok(volumes.len())
+}
+
+/// A VirtualMachine that is already gone needs nothing more.
+pub fn ignore_missing(result: Result<(), kube::Error>) -> Result<(), kube::Error> {
+    match result {
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+        other => other,
+    }
+}

@@ -1,0 +1,413 @@
+//! The VirtualMachineGroup controller: a Nova server group and `replicas` owned
+//! VirtualMachines.
+//!
+//! Its [`Reconciler`]: `resolve` (server group, owned VirtualMachines, LoadBalancers
+//! drawing on the group) → `plan` (pure: the server group to create, VirtualMachines to
+//! create / drain / delete) → `apply` (the server group, then Kubernetes writes only;
+//! the VirtualMachine controller owns the servers) → `status`.
+
+pub mod apply;
+pub mod plan;
+pub mod resolve;
+pub mod status;
+
+use std::sync::Arc;
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use kube::ResourceExt;
+use kube::api::{Api, DeleteParams};
+use kube::runtime::controller::Controller;
+use kube::runtime::events::{Event, EventType};
+use kube::runtime::reflector::ObjectRef;
+use verda_api::conditions::{READY, is_true};
+use verda_api::v1alpha1::{
+    UpdateStrategy, VirtualMachine, VirtualMachineGroup, VirtualMachineGroupStatus,
+    VolumeRetention, finalizers,
+};
+
+use crate::caches::cloud_view::{ProjectView, VolumeOwner};
+use crate::caches::watch::Feeds;
+use crate::cloud::ids::ServerGroupId;
+use crate::cloud::model::volume::Volume;
+use crate::cloud::owner::is_server_group_of;
+use crate::cloud::{BlockStorage, Compute};
+use crate::controllers::virtual_machine::volumes::removal as volume_removal;
+use crate::runtime::driver::{error_policy, reconcile_in_task};
+use crate::runtime::events::event;
+use crate::runtime::lifecycle::Removal;
+use crate::runtime::object::{Managed, managed_kind, object_key, object_labels};
+use crate::runtime::problem::Problem;
+use crate::runtime::reconciler::{Cleanup, Reconciler, Scope};
+use crate::runtime::{Context, ReconcileError};
+use crate::tenancy::Tenant;
+
+managed_kind!(
+    VirtualMachineGroup,
+    "virtualmachinegroup",
+    finalizers::VIRTUAL_MACHINE_GROUP
+);
+
+/// The controller: its VirtualMachines and the LoadBalancers drawing on it wake it.
+pub fn run(
+    ctx: Arc<Context>,
+    feeds: &mut Feeds,
+    woken: BoxStream<'static, ObjectRef<VirtualMachineGroup>>,
+) -> impl Future<Output = ()> + use<> {
+    let caches = ctx.caches.current();
+    Controller::for_shared_stream(feeds.groups.subscribe(), caches.groups.store)
+        .reconcile_on(woken)
+        .owns_shared_stream(feeds.virtual_machines.subscribe())
+        .watches_shared_stream(feeds.load_balancers.subscribe(), |lb| {
+            let ns = lb.namespace().unwrap_or_default();
+            lb.spec
+                .ports
+                .iter()
+                .filter_map(|p| p.real_servers.virtual_machine_group_ref.clone())
+                .map(|name| ObjectRef::new(&name).within(&ns))
+                .collect::<Vec<_>>()
+        })
+        .run(reconcile_in_task::<VirtualMachineGroup>, error_policy, ctx)
+        .for_each(|_| futures::future::ready(()))
+}
+
+/// The cloud a group talks to: Nova, for its server group; the project's view, for
+/// its retained volumes.
+pub struct Ports {
+    compute: Arc<dyn Compute>,
+    cinder: Arc<dyn BlockStorage>,
+    view: Arc<ProjectView>,
+}
+
+/// The group's server group, its VirtualMachines and the LoadBalancers drawing on it.
+pub struct Observed {
+    server_group: Option<ServerGroupId>,
+    vms: Vec<VirtualMachine>,
+    members: Vec<plan::Member>,
+    draws_load_balancers: bool,
+    template_hash: String,
+    /// Volumes kept for indices that have no VirtualMachine (from the cloud view), with
+    /// their index.
+    retained_volumes: Vec<(u32, Volume)>,
+}
+
+/// What a round did.
+pub struct Outcome {
+    server_group: Option<ServerGroupId>,
+    writes: usize,
+    /// Reason and note of each event the round has to tell.
+    events: Vec<(&'static str, String)>,
+}
+
+impl Reconciler for VirtualMachineGroup {
+    type Ports = Ports;
+    type Observed = Observed;
+    type Step = plan::Step;
+    type Outcome = Outcome;
+    type Status = VirtualMachineGroupStatus;
+
+    fn ports(ctx: &Context, tenant: &Tenant, _: &Self) -> Ports {
+        Ports {
+            compute: tenant.ports.compute(),
+            cinder: tenant.ports.block_storage(),
+            view: ctx.view.of(tenant),
+        }
+    }
+
+    fn validate(group: &Self, _: &Context) -> Result<(), ReconcileError> {
+        refuse_template_import(group)
+    }
+
+    fn current_status(&self) -> Option<&VirtualMachineGroupStatus> {
+        self.status.as_ref()
+    }
+
+    async fn observe(scope: &Scope<Self>, _: bool) -> Result<Observed, ReconcileError> {
+        let Scope {
+            ctx,
+            obj: group,
+            owner,
+            ports,
+            ..
+        } = scope;
+        let server_group = resolve::server_group(ports.compute.as_ref(), group, owner).await?;
+        let caches = ctx.caches.current();
+        let vms = resolve::owned_vms(&caches, group).await;
+        let lbs = resolve::referencing_lbs(&caches, group).await;
+        let live = vms.iter().filter_map(|vm| index_of(group, vm)).collect();
+        let retained_volumes = ports.view.volumes.retained(&owner.uid, &live);
+        Ok(Observed {
+            server_group,
+            retained_volumes,
+            members: resolve::members(group, &vms, &lbs),
+            vms,
+            draws_load_balancers: !lbs.is_empty(),
+            template_hash: plan::template_hash(
+                &serde_json::to_string(&group.spec.template).unwrap_or_default(),
+            ),
+        })
+    }
+
+    fn needs_fresh_look(_: &Observed, _: &plan::Step) -> bool {
+        // Nothing is read from the cloud view: every look is fresh.
+        false
+    }
+
+    fn plan(scope: &Scope<Self>, observed: &Observed) -> plan::Step {
+        let group = &scope.obj;
+        plan::Step {
+            server_group: plan::missing_server_group(
+                group.spec.ha_policy,
+                observed.server_group.as_ref(),
+            ),
+            scale: plan::plan(
+                group.spec.replicas.max(0) as u32,
+                &observed.template_hash,
+                plan::Shape {
+                    rolling: group.spec.update_strategy == UpdateStrategy::RollingUpdate,
+                    stateful: stateful(group),
+                },
+                &observed.members,
+                observed.draws_load_balancers,
+                scope.ctx.timing.drain_timeout,
+                scope.now,
+            ),
+        }
+    }
+
+    /// Paused, no VirtualMachine comes or goes (they are paused too, by the
+    /// annotation); either way they carry the group's credentials and policy.
+    async fn execute(
+        scope: &Scope<Self>,
+        observed: &Observed,
+        step: plan::Step,
+    ) -> Result<Outcome, ReconcileError> {
+        let Scope {
+            ctx,
+            obj: group,
+            owner,
+            ports,
+            policy,
+            ..
+        } = scope;
+        let mut outcome = Outcome {
+            server_group: observed.server_group.clone(),
+            writes: 0,
+            events: Vec::new(),
+        };
+        if policy.writes() {
+            if let Some(wanted) = step.server_group {
+                let created = apply::create_server_group(ports.compute.as_ref(), owner, wanted);
+                outcome.server_group = Some(created.await?);
+            }
+            let sg = outcome.server_group.as_ref();
+            let (scale, hash, vms) = (&step.scale, &observed.template_hash, &observed.vms);
+            outcome.writes = apply::run(&ctx.client, group, scale, hash, sg, vms).await?;
+            outcome.events = scale.events(&group.name_any());
+            outcome
+                .events
+                .extend(plan::volume_events(group, scale, vms));
+            let scaled_away = plan::scaled_away(group, &observed.retained_volumes);
+            if !scaled_away.is_empty() {
+                let cinder = ports.cinder.as_ref();
+                outcome.writes += apply::delete_volumes(cinder, &scaled_away, &owner.key()).await?;
+                for (index, _) in &scaled_away {
+                    let gone = VolumeOwner {
+                        owner: owner.clone(),
+                        index: Some(*index),
+                    };
+                    ports.view.volumes.forget(&gone);
+                }
+                outcome.events.push(plan::scaled_away_event(&scaled_away));
+            }
+        }
+        outcome.writes += apply::align_credentials(&ctx.client, group, &observed.vms).await?
+            + apply::align_policy(&ctx.client, group, &observed.vms).await?;
+        Ok(outcome)
+    }
+
+    fn status(
+        scope: &Scope<Self>,
+        observed: &Observed,
+        outcome: &Outcome,
+    ) -> VirtualMachineGroupStatus {
+        let mut status = status::next_status(
+            &scope.obj,
+            &observed.vms,
+            &observed.members,
+            &observed.template_hash,
+            outcome.server_group.as_ref(),
+            scope.now,
+        );
+        let retained = observed.retained_volumes.len();
+        status.retained_volumes = i32::try_from(retained).unwrap_or(i32::MAX);
+        status
+    }
+
+    fn events(_: &Scope<Self>, outcome: &Outcome, _: &VirtualMachineGroupStatus) -> Vec<Event> {
+        outcome
+            .events
+            .iter()
+            .map(|(reason, note)| event(EventType::Normal, reason, note.clone(), "Scale"))
+            .collect()
+    }
+
+    fn gauges(ctx: &Context, group: &Self, status: &VirtualMachineGroupStatus) {
+        let labels = object_labels(group);
+        ctx.metrics
+            .group_desired_replicas
+            .get_or_create(&labels)
+            .set(group.spec.replicas.into());
+        ctx.metrics
+            .group_ready_replicas
+            .get_or_create(&labels)
+            .set(status.ready_replicas.into());
+    }
+
+    fn requeue(
+        scope: &Scope<Self>,
+        outcome: &Outcome,
+        status: &VirtualMachineGroupStatus,
+    ) -> Duration {
+        let converged = outcome.writes == 0 && is_true(&status.conditions, READY);
+        if converged || !scope.policy.writes() {
+            scope.ctx.timing.resync
+        } else {
+            scope.ctx.timing.poll
+        }
+    }
+
+    async fn cleanup(
+        group: Arc<Self>,
+        ctx: Arc<Context>,
+        removal: Removal,
+    ) -> Result<Cleanup, ReconcileError> {
+        cleanup(group, ctx, removal).await
+    }
+}
+
+/// The index of the group's VirtualMachine `<group>-<index>`.
+fn index_of(group: &VirtualMachineGroup, vm: &VirtualMachine) -> Option<u32> {
+    vm.name_any()
+        .strip_prefix(&format!("{}-", group.name_any()))?
+        .parse()
+        .ok()
+}
+
+/// Whether the replicas have data volumes (kept per index).
+pub fn stateful(group: &VirtualMachineGroup) -> bool {
+    group
+        .spec
+        .template
+        .volumes
+        .as_ref()
+        .is_some_and(|v| !v.is_empty())
+}
+
+/// With every VirtualMachine gone: the volumes kept for indices that had none (earlier
+/// scale-downs), deleted or detached as the group says; `Some` while deletes run.
+async fn retained_volumes(
+    group: &VirtualMachineGroup,
+    ctx: &Context,
+    removal: &Removal,
+) -> Result<Option<Cleanup>, ReconcileError> {
+    let (tenant, detach) = match removal {
+        Removal::Delete(t) => (t, false),
+        Removal::Detach(t) => (t, true),
+        Removal::Abandon => return Ok(None),
+    };
+    if !stateful(group) {
+        return Ok(None);
+    }
+    let owner = VolumeOwner {
+        owner: ctx.owner_of(group),
+        index: None,
+    };
+    let cinder = tenant.ports.block_storage();
+    let key = object_key(group);
+    // As the group's own would be deleted: a VirtualMachine carrying its retention.
+    let mut holder = VirtualMachine::new(&group.name_any(), group.spec.template.clone());
+    holder.spec.volume_retention = Some(VolumeRetention {
+        when_deleted: group.spec.volume_retention.unwrap_or_default().when_deleted,
+    });
+    match volume_removal::volumes(cinder.as_ref(), &holder, &owner, detach, &key).await? {
+        volume_removal::Left::Wait => Ok(Some(Cleanup::Wait(ctx.timing.poll))),
+        volume_removal::Left::Done(_) => Ok(None),
+    }
+}
+
+/// A template naming a server to import would have every replica take over that one
+/// server: refused, with what to do instead.
+fn refuse_template_import(group: &VirtualMachineGroup) -> Result<(), ReconcileError> {
+    if group.spec.template.import.is_none() {
+        return Ok(());
+    }
+    Err(ReconcileError::Invalid {
+        object: object_key(group),
+        problem: Problem::TemplateImportNotAllowed,
+        message: "spec.template.import: the replicas of a group cannot all take over one \
+                  server; remove it, and import the server with a VirtualMachine of its own"
+            .to_owned(),
+    })
+}
+
+/// Deletes the VirtualMachines (their controller deletes, detaches or leaves the
+/// servers, as the group's policy, which they carry, says), then the server group once
+/// they are all gone — unless the group detaches or is paused: the server group then
+/// stays with the servers.
+async fn cleanup(
+    group: Arc<VirtualMachineGroup>,
+    ctx: Arc<Context>,
+    removal: Removal,
+) -> Result<Cleanup, ReconcileError> {
+    let key = object_key(&*group);
+    let vms = resolve::owned_vms(&ctx.caches.current(), &group).await;
+    if !vms.is_empty() {
+        // They must carry the group's policy when their deletion is decided.
+        if apply::align_policy(&ctx.client, &group, &vms).await? > 0 {
+            return Ok(Cleanup::Wait(ctx.timing.poll));
+        }
+        let api: Api<VirtualMachine> =
+            Api::namespaced(ctx.client.clone(), &group.namespace().unwrap_or_default());
+        let fate = group.spec.volume_retention.unwrap_or_default().when_deleted;
+        for vm in vms
+            .iter()
+            .filter(|vm| vm.metadata.deletion_timestamp.is_none())
+        {
+            apply::set_volume_retention(&api, vm, fate, &key).await?;
+            apply::ignore_missing(
+                api.delete(&vm.name_any(), &DeleteParams::background())
+                    .await
+                    .map(drop),
+            )
+            .map_err(ReconcileError::kube("delete a VirtualMachine", &key))?;
+        }
+        return Ok(Cleanup::Wait(ctx.timing.poll));
+    }
+    if let Some(wait) = retained_volumes(&group, &ctx, &removal).await? {
+        return Ok(wait);
+    }
+    if let Removal::Delete(tenant) = removal {
+        let owner = ctx.owner_of(&*group);
+        let compute = tenant.ports.compute();
+        let groups = compute
+            .list_server_groups()
+            .await
+            .map_err(ReconcileError::cloud("list server groups", &key))?;
+        for sg in groups
+            .iter()
+            .filter(|g| is_server_group_of(&g.name, &owner.uid))
+        {
+            crate::cloud::ignore_not_found(compute.delete_server_group(&sg.id).await)
+                .map_err(ReconcileError::cloud("delete the server group", &key))?;
+        }
+    }
+    let labels = object_labels(&*group);
+    ctx.metrics.group_desired_replicas.remove(&labels);
+    ctx.metrics.group_ready_replicas.remove(&labels);
+    ctx.metrics
+        .set_object_conditions(VirtualMachineGroup::CONTROLLER, &labels, None);
+    Ok(Cleanup::Done)
+}

@@ -1,0 +1,149 @@
+//! What a VirtualMachineGroup refers to: its Nova server group, its VirtualMachines
+//! (by label and controller reference), and the LoadBalancers that draw on it.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
+use verda_api::conditions::{READY, is_true};
+use verda_api::v1alpha1::{
+    HaPolicy, LoadBalancer, VirtualMachine, VirtualMachineGroup, annotations, labels,
+};
+
+use crate::caches::watch::index::group_key;
+use crate::caches::watch::{WatchCaches, with_key};
+use crate::cloud::Compute;
+use crate::cloud::ids::ServerGroupId;
+use crate::cloud::owner::{Owner, is_server_group_of};
+use crate::controllers::virtual_machine_group::plan::Member;
+use crate::runtime::ReconcileError;
+
+/// The group's VirtualMachines, those it controls, from the watch cache.
+pub async fn owned_vms(caches: &WatchCaches, group: &VirtualMachineGroup) -> Vec<VirtualMachine> {
+    let ns = group.namespace().unwrap_or_default();
+    let uid = group.uid();
+    let name = group.name_any();
+    with_key(&caches.virtual_machines, &ns, &group_key(&name))
+        .await
+        .into_iter()
+        .filter(|vm| {
+            vm.owner_references()
+                .iter()
+                .any(|o| o.controller == Some(true) && Some(&o.uid) == uid.as_ref())
+        })
+        .map(|vm| (*vm).clone())
+        .collect()
+}
+
+/// LoadBalancers of the namespace with a port drawing on this group, from the watch cache.
+pub async fn referencing_lbs(
+    caches: &WatchCaches,
+    group: &VirtualMachineGroup,
+) -> Vec<LoadBalancer> {
+    let ns = group.namespace().unwrap_or_default();
+    let name = group.name_any();
+    with_key(&caches.load_balancers, &ns, &group_key(&name))
+        .await
+        .into_iter()
+        .map(|lb| (*lb).clone())
+        .collect()
+}
+
+/// The plan's view of each VirtualMachine: index, template, readiness, draining, and
+/// whether the load balancers list it.
+pub fn members(
+    group: &VirtualMachineGroup,
+    vms: &[VirtualMachine],
+    lbs: &[LoadBalancer],
+) -> Vec<Member> {
+    let prefix = format!("{}-", group.name_any());
+    let listed: Vec<BTreeMap<String, bool>> = lbs
+        .iter()
+        .map(|lb| pool_listing(lb, &group.name_any()))
+        .collect();
+    vms.iter()
+        .filter_map(|vm| {
+            let name = vm.name_any();
+            let index = name.strip_prefix(&prefix)?.parse().ok()?;
+            let in_every = |v: &BTreeMap<String, bool>| v.get(&name).copied().unwrap_or(false);
+            Some(Member {
+                index,
+                template_hash: vm
+                    .labels()
+                    .get(labels::TEMPLATE_HASH)
+                    .cloned()
+                    .unwrap_or_default(),
+                ready: vm
+                    .status
+                    .as_ref()
+                    .is_some_and(|s| is_true(&s.conditions, READY)),
+                draining_since: vm
+                    .annotations()
+                    .get(annotations::DRAINING)
+                    .and_then(|t| t.parse::<Timestamp>().ok()),
+                deleting: vm.metadata.deletion_timestamp.is_some(),
+                in_pools: listed.iter().any(|v| v.contains_key(&name)),
+                serving: !listed.is_empty() && listed.iter().all(in_every),
+                name,
+            })
+        })
+        .collect()
+}
+
+/// For one LoadBalancer: member name → whether every port drawing on the group lists it.
+fn pool_listing(lb: &LoadBalancer, group: &str) -> BTreeMap<String, bool> {
+    let ports: Vec<usize> = lb
+        .spec
+        .ports
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.real_servers.virtual_machine_group_ref.as_deref() == Some(group))
+        .map(|(i, _)| i)
+        .collect();
+    let status_ports = lb
+        .status
+        .as_ref()
+        .map(|s| s.ports.as_slice())
+        .unwrap_or_default();
+    let mut listing: BTreeMap<String, usize> = BTreeMap::new();
+    for i in &ports {
+        for m in status_ports
+            .get(*i)
+            .map(|p| p.members.as_slice())
+            .unwrap_or_default()
+        {
+            *listing.entry(m.name.clone()).or_default() += 1;
+        }
+    }
+    listing
+        .into_iter()
+        .map(|(name, n)| (name, n == ports.len()))
+        .collect()
+}
+
+/// The group's Nova server group: recorded in status, else found by owner. `None` when
+/// the group wants none or none exists yet (the plan then creates it).
+pub async fn server_group(
+    compute: &dyn Compute,
+    group: &VirtualMachineGroup,
+    owner: &Owner,
+) -> Result<Option<ServerGroupId>, ReconcileError> {
+    if group.spec.ha_policy == HaPolicy::None {
+        return Ok(None);
+    }
+    if let Some(id) = group
+        .status
+        .as_ref()
+        .and_then(|s| s.server_group_id.clone())
+    {
+        return Ok(Some(ServerGroupId::new(id)));
+    }
+    let existing = compute
+        .list_server_groups()
+        .await
+        .map_err(ReconcileError::cloud("list server groups", &owner.key()))?;
+    Ok(existing
+        .into_iter()
+        .find(|g| is_server_group_of(&g.name, &owner.uid))
+        .map(|g| g.id))
+}

@@ -1,0 +1,309 @@
+//! Whose OpenStack project an object acts in. Shared clusters give every team its own
+//! project: an object uses the credentials its `spec.cloudCredentialsRef` names (a
+//! Secret in its own namespace), else its namespace's default Secret, else — where
+//! the configuration allows it — the operator's own. The project those credentials
+//! act in is recorded in the object's status before anything is created, and
+//! credentials that act in another project are refused, so a swapped Secret can
+//! neither strand resources in one project nor create duplicates in another.
+//!
+//! Clients are cached per Secret version: a rotated Secret gets a new client (and
+//! token) at its next reconcile, which the Secret's watch triggers at once.
+
+mod secrets;
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Secret;
+use tokio::sync::mpsc;
+use verda_api::v1alpha1::CloudCredentialsRef;
+
+pub use secrets::SecretKey;
+use secrets::{Built, SecretWatches};
+
+use crate::cloud::CloudPorts;
+use crate::cloud::budget::Budgets;
+use crate::cloud::config::from_clouds_text;
+use crate::cloud::{ClientOptions, CloudError, OpenStackClient};
+use crate::config::CredentialsConfig;
+use crate::lock::Lock;
+use crate::metrics::Metrics;
+
+/// The key of a Secret's clouds.yaml, as ORC and the OpenStack CLI name it.
+pub const CLOUDS_YAML_KEY: &str = "clouds.yaml";
+/// The key of a Secret's optional CA bundle.
+pub const CACERT_KEY: &str = "cacert";
+
+/// The credentials an object acts with, and the project they act in.
+#[derive(Clone)]
+pub struct Tenant {
+    pub ports: Arc<dyn CloudPorts>,
+    /// The project's ID, as Keystone scoped the credentials' token.
+    pub project: String,
+    pub origin: Origin,
+}
+
+/// Where credentials came from, as messages name it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Origin {
+    Secret(SecretKey),
+    Operator,
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Origin::Secret(key) => write!(f, "Secret {key}"),
+            Origin::Operator => f.write_str("the operator's own credentials"),
+        }
+    }
+}
+
+/// Why an object has no usable credentials. Messages name the Secret and what to do;
+/// they never hold a value from it.
+#[derive(Debug, thiserror::Error)]
+pub enum CredentialsError {
+    #[error(
+        "Secret {secret} named by spec.cloudCredentialsRef does not exist; create it with the key clouds.yaml (kubectl -n {} create secret generic {} --from-file=clouds.yaml)",
+        secret.namespace, secret.name
+    )]
+    RefNotFound { secret: SecretKey },
+    #[error(
+        "no OpenStack credentials: spec.cloudCredentialsRef is not set, the namespace has no Secret {secret}, and the operator does not lend its own credentials; create that Secret with the key clouds.yaml or set spec.cloudCredentialsRef"
+    )]
+    NamespaceDefaultNotFound { secret: SecretKey },
+    #[error("Secret {secret}: {problem}")]
+    Invalid { secret: SecretKey, problem: String },
+    #[error("cannot read Secret {secret}: {reason}")]
+    Unreadable { secret: SecretKey, reason: String },
+    #[error("credentials from {origin}: {source}")]
+    Cloud {
+        origin: Origin,
+        source: Box<CloudError>,
+    },
+}
+
+impl CredentialsError {
+    /// The condition reason.
+    pub fn category(&self) -> &'static str {
+        match self {
+            Self::RefNotFound { .. } | Self::NamespaceDefaultNotFound { .. } => {
+                "CredentialsNotFound"
+            }
+            Self::Invalid { .. } => "CredentialsInvalid",
+            Self::Unreadable { .. } => "CredentialsUnreadable",
+            Self::Cloud { source, .. } => source.category(),
+        }
+    }
+
+    /// Whether only a change by someone (to the Secret, the spec, the cloud's users)
+    /// can help; the Secret's watch wakes the object when it changes.
+    pub fn is_terminal(&self) -> bool {
+        match self {
+            Self::Unreadable { .. } => false,
+            Self::Cloud { source, .. } => source.is_terminal(),
+            _ => true,
+        }
+    }
+
+    /// No Secret where one was looked for (and no operator credentials to fall back on).
+    pub fn is_not_found(&self) -> bool {
+        matches!(
+            self,
+            Self::RefNotFound { .. } | Self::NamespaceDefaultNotFound { .. }
+        )
+    }
+
+    pub fn cloud(&self) -> Option<&CloudError> {
+        match self {
+            Self::Cloud { source, .. } => Some(source.as_ref()),
+            _ => None,
+        }
+    }
+}
+
+/// Resolves objects' credentials; shared by the controllers.
+pub struct Tenancy {
+    settings: CredentialsConfig,
+    operator: Arc<dyn CloudPorts>,
+    secrets: SecretWatches,
+    metrics: Arc<Metrics>,
+    /// The projects' request budgets the clients built here spend from.
+    budgets: std::sync::OnceLock<Arc<Budgets>>,
+    /// The projects each namespace's objects were last seen acting in.
+    acting: Lock<HashMap<String, BTreeSet<String>>>,
+}
+
+impl Tenancy {
+    pub fn new(
+        client: kube::Client,
+        settings: CredentialsConfig,
+        operator: Arc<dyn CloudPorts>,
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        Self {
+            settings,
+            operator,
+            secrets: SecretWatches::new(client),
+            metrics,
+            budgets: std::sync::OnceLock::new(),
+            acting: Lock::default(),
+        }
+    }
+
+    /// From now on, the clients built from credentials Secrets spend from `budgets`.
+    pub fn spend_from(&self, budgets: Arc<Budgets>) {
+        let _ = self.budgets.set(budgets);
+    }
+
+    /// The budgets the clients built here spend from, once set.
+    pub fn budgets(&self) -> Option<&Arc<Budgets>> {
+        self.budgets.get()
+    }
+
+    /// The projects the objects of `namespaces` act in, as far as their credentials
+    /// have been resolved.
+    pub fn projects_of<'a>(
+        &self,
+        namespaces: impl IntoIterator<Item = &'a str>,
+    ) -> BTreeSet<String> {
+        let acting = self.acting.lock();
+        namespaces
+            .into_iter()
+            .filter_map(|namespace| acting.get(namespace))
+            .flatten()
+            .cloned()
+            .collect()
+    }
+
+    /// Forgets every Secret and client (controllers starting again); Secret changes
+    /// from now on arrive on the returned channel.
+    pub fn restart(&self) -> mpsc::UnboundedReceiver<SecretKey> {
+        self.secrets.restart()
+    }
+
+    /// The credentials of an object in `namespace` with `reference`, and their project
+    /// (remembered as one `namespace` acts in).
+    pub async fn resolve(
+        &self,
+        namespace: &str,
+        reference: Option<&CloudCredentialsRef>,
+    ) -> Result<Tenant, CredentialsError> {
+        let tenant = self.credentials(namespace, reference).await?;
+        let mut acting = self.acting.lock();
+        if !acting
+            .get(namespace)
+            .is_some_and(|p| p.contains(&tenant.project))
+        {
+            let projects = acting.entry(namespace.to_owned()).or_default();
+            projects.insert(tenant.project.clone());
+        }
+        drop(acting);
+        Ok(tenant)
+    }
+
+    async fn credentials(
+        &self,
+        namespace: &str,
+        reference: Option<&CloudCredentialsRef>,
+    ) -> Result<Tenant, CredentialsError> {
+        let (key, cloud) = match reference {
+            Some(r) => (secret_key(namespace, &r.secret_name), r.cloud_name.clone()),
+            None => (
+                secret_key(namespace, &self.settings.default_secret_name),
+                self.settings.default_cloud_name.clone(),
+            ),
+        };
+        let (secret, built) = self.secrets.current(&key).await?;
+        let Some(secret) = secret else {
+            return match reference {
+                Some(_) => Err(CredentialsError::RefNotFound { secret: key }),
+                None if self.settings.allow_operator_credentials => {
+                    self.tenant(self.operator.clone(), Origin::Operator).await
+                }
+                None => Err(CredentialsError::NamespaceDefaultNotFound { secret: key }),
+            };
+        };
+        let ports = self.client_for(&key, &secret, cloud, &built)?;
+        self.tenant(ports, Origin::Secret(key)).await
+    }
+
+    async fn tenant(
+        &self,
+        ports: Arc<dyn CloudPorts>,
+        origin: Origin,
+    ) -> Result<Tenant, CredentialsError> {
+        match ports.project_id().await {
+            Ok(project) => Ok(Tenant {
+                ports,
+                project,
+                origin,
+            }),
+            Err(source) => Err(CredentialsError::Cloud {
+                origin,
+                source: Box::new(source),
+            }),
+        }
+    }
+
+    /// The client of this version of the Secret, built at its first use.
+    fn client_for(
+        &self,
+        key: &SecretKey,
+        secret: &Secret,
+        cloud: Option<String>,
+        built: &secrets::BuiltSlot,
+    ) -> Result<Arc<dyn CloudPorts>, CredentialsError> {
+        let version = kube::ResourceExt::resource_version(secret).unwrap_or_default();
+        let mut slot = built.lock();
+        if let Some(b) = slot.as_ref()
+            && b.resource_version == version
+            && b.cloud == cloud
+        {
+            return Ok(b.ports.clone());
+        }
+        let invalid = |problem: String| CredentialsError::Invalid {
+            secret: key.clone(),
+            problem,
+        };
+        let data = secret.data.as_ref();
+        let text = data.and_then(|d| d.get(CLOUDS_YAML_KEY)).ok_or_else(|| {
+            invalid(format!(
+                "has no key {CLOUDS_YAML_KEY}; put the clouds.yaml there"
+            ))
+        })?;
+        let text = std::str::from_utf8(&text.0)
+            .map_err(|_| invalid(format!("key {CLOUDS_YAML_KEY} is not UTF-8 text")))?;
+        let mut config =
+            from_clouds_text(text, cloud.as_deref(), CLOUDS_YAML_KEY).map_err(|e| {
+                invalid(match e {
+                    crate::cloud::ConfigError::ChooseCloud { available, .. } => format!(
+                        "{CLOUDS_YAML_KEY} defines several clouds ({}); name one in cloudName",
+                        available.join(", ")
+                    ),
+                    other => other.to_string(),
+                })
+            })?;
+        config.tls.ca_bundle = data.and_then(|d| d.get(CACERT_KEY)).map(|b| b.0.clone());
+        let options = ClientOptions {
+            budgets: self.budgets.get().cloned(),
+            ..ClientOptions::default()
+        };
+        let client = OpenStackClient::new(config, self.metrics.clone(), options)
+            .map_err(|e| invalid(e.to_string()))?;
+        let ports: Arc<dyn CloudPorts> = Arc::new(client);
+        *slot = Some(Built {
+            resource_version: version,
+            cloud,
+            ports: ports.clone(),
+        });
+        Ok(ports)
+    }
+}
+
+fn secret_key(namespace: &str, name: &str) -> SecretKey {
+    SecretKey {
+        namespace: namespace.to_owned(),
+        name: name.to_owned(),
+    }
+}

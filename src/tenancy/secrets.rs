@@ -1,0 +1,217 @@
+//! The credentials Secrets, read only when an object refers to them: one watch per
+//! referenced Secret (a `metadata.name` field selector in its namespace), so the
+//! operator holds no Secret it was not pointed at. A change after the first listing is
+//! announced, so the objects of that namespace reconcile with the new credentials at
+//! once; the client built from the old ones is dropped with it.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Secret;
+use kube::ResourceExt;
+use kube::api::Api;
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
+use tokio::sync::{mpsc, watch};
+
+use crate::cloud::CloudPorts;
+use crate::lock::Lock;
+use crate::tenancy::CredentialsError;
+
+/// How long a first look at a Secret may take before the reconcile gives up for now.
+const FIRST_LISTING: Duration = Duration::from_secs(10);
+
+/// A Secret by namespace and name.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SecretKey {
+    pub namespace: String,
+    pub name: String,
+}
+
+impl std::fmt::Display for SecretKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
+/// What the watch of one Secret knows.
+#[derive(Clone)]
+enum Seen {
+    /// The first listing is not in yet.
+    Listing,
+    Present(Arc<Secret>),
+    Absent,
+    /// The first listing failed (RBAC, API server): why.
+    Failed(String),
+}
+
+/// A client built from one version of a Secret, for one of its clouds.
+pub struct Built {
+    pub resource_version: String,
+    pub cloud: Option<String>,
+    pub ports: Arc<dyn CloudPorts>,
+}
+
+/// Where the client of a followed Secret is kept.
+pub type BuiltSlot = Arc<Lock<Option<Built>>>;
+
+struct Followed {
+    seen: watch::Receiver<Seen>,
+    built: BuiltSlot,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Followed {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// The Secrets followed, and where their changes are announced.
+pub struct SecretWatches {
+    client: kube::Client,
+    followed: Lock<HashMap<SecretKey, Followed>>,
+    changes: Lock<mpsc::UnboundedSender<SecretKey>>,
+}
+
+impl SecretWatches {
+    pub fn new(client: kube::Client) -> Self {
+        Self {
+            client,
+            followed: Lock::default(),
+            changes: Lock::new(mpsc::unbounded_channel().0),
+        }
+    }
+
+    /// Stops following every Secret (their clients go with them); changes from now on
+    /// are announced on the returned channel.
+    pub fn restart(&self) -> mpsc::UnboundedReceiver<SecretKey> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        *self.changes.lock() = tx;
+        self.followed.lock().clear();
+        rx
+    }
+
+    /// The Secret as the watch last saw it (`None`: it does not exist), and the client
+    /// slot for that Secret.
+    pub async fn current(
+        &self,
+        key: &SecretKey,
+    ) -> Result<(Option<Arc<Secret>>, BuiltSlot), CredentialsError> {
+        let (mut seen, built) = self.follow(key);
+        let settled = tokio::time::timeout(
+            FIRST_LISTING,
+            seen.wait_for(|s| !matches!(s, Seen::Listing)),
+        )
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .map(|s| s.clone());
+        match settled {
+            Some(Seen::Present(secret)) => Ok((Some(secret), built)),
+            Some(Seen::Absent) => Ok((None, built)),
+            Some(Seen::Failed(reason)) => Err(CredentialsError::Unreadable {
+                secret: key.clone(),
+                reason,
+            }),
+            Some(Seen::Listing) | None => Err(CredentialsError::Unreadable {
+                secret: key.clone(),
+                reason: format!(
+                    "the API server did not list it within {}s",
+                    FIRST_LISTING.as_secs()
+                ),
+            }),
+        }
+    }
+
+    fn follow(&self, key: &SecretKey) -> (watch::Receiver<Seen>, BuiltSlot) {
+        let mut followed = self.followed.lock();
+        if let Some(f) = followed.get(key) {
+            return (f.seen.clone(), f.built.clone());
+        }
+        let (tx, seen) = watch::channel(Seen::Listing);
+        let built = Arc::new(Lock::default());
+        let api: Api<Secret> = Api::namespaced(self.client.clone(), &key.namespace);
+        let task = tokio::spawn(watch_secret(
+            api,
+            key.clone(),
+            tx,
+            built.clone(),
+            self.changes.lock().clone(),
+        ));
+        followed.insert(
+            key.clone(),
+            Followed {
+                seen: seen.clone(),
+                built: built.clone(),
+                task,
+            },
+        );
+        (seen, built)
+    }
+}
+
+/// Follows one Secret until aborted.
+async fn watch_secret(
+    api: Api<Secret>,
+    key: SecretKey,
+    seen: watch::Sender<Seen>,
+    built: BuiltSlot,
+    changes: mpsc::UnboundedSender<SecretKey>,
+) {
+    let config = watcher::Config::default().fields(&format!("metadata.name={}", key.name));
+    let mut events = watcher::watcher(api, config).default_backoff().boxed();
+    let mut listing: Option<Secret> = None;
+    let mut listed = false;
+    while let Some(event) = events.next().await {
+        let now = match event {
+            Ok(Event::Init) => {
+                listing = None;
+                continue;
+            }
+            Ok(Event::InitApply(secret)) => {
+                listing = Some(secret);
+                continue;
+            }
+            Ok(Event::InitDone) => listing.take(),
+            Ok(Event::Apply(secret)) => Some(secret),
+            Ok(Event::Delete(_)) => None,
+            Err(error) => {
+                if !listed {
+                    seen.send_replace(Seen::Failed(error.to_string()));
+                }
+                tracing::debug!(secret = %key, %error, "watch of a credentials Secret failed; retrying");
+                continue;
+            }
+        };
+        let before = version(&seen.borrow());
+        let after = now
+            .as_ref()
+            .map(|s| s.resource_version().unwrap_or_default());
+        let changed = listed && before != after;
+        if before != after || !listed {
+            if before != after {
+                built.lock().take();
+            }
+            seen.send_replace(match now {
+                Some(secret) => Seen::Present(Arc::new(secret)),
+                None => Seen::Absent,
+            });
+        }
+        listed = true;
+        if changed {
+            tracing::info!(secret = %key, "credentials Secret changed: its objects reconcile with what it holds now");
+            let _ = changes.send(key.clone());
+        }
+    }
+}
+
+/// The resourceVersion seen; `None` when absent or not listed yet.
+fn version(seen: &Seen) -> Option<String> {
+    match seen {
+        Seen::Present(secret) => Some(secret.resource_version().unwrap_or_default()),
+        _ => None,
+    }
+}
