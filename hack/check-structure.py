@@ -5,8 +5,10 @@
   longer than 60 lines, test modules aside;
 - no import circle between the modules of one crate: a module that names another
   (`use`, or a `crate::`/`super::` path) depends on it, and no chain of dependencies
-  leads back to where it started. A module naming its own descendants or ancestors
-  does not count (a parent re-exports its children).
+  leads back to where it started, at any depth. A name a module re-exports (`pub use`)
+  counts as the module that defines it, so `super::Context` re-exported by a parent from
+  its child `context` is an edge to `context`; an item defined in an ancestor's own file
+  is an edge to that ancestor. Only declaring a child (`mod child;`) is not an edge.
 
 Prints every violation and exits 1 if there is one.
 Usage: hack/check-structure.py [--limit N]
@@ -65,46 +67,87 @@ def module_of(root, path):
     return tuple(parts)
 
 
-def resolve(modules, current, path):
-    """The deepest module of `modules` that the path `a::b::c` written in `current` names."""
+def base_and_parts(current, path):
+    """The module a path `a::b::c` written in `current` starts from, and the rest."""
     parts = path.split("::")
     if parts[0] == "crate":
-        base, parts = [], parts[1:]
-    elif parts[0] in ("super", "self"):
+        return [], parts[1:]
+    if parts[0] in ("super", "self"):
         base = list(current)
         while parts and parts[0] == "super":
             base, parts = base[:-1], parts[1:]
         if parts and parts[0] == "self":
             parts = parts[1:]
-    else:
+        return base, parts
+    return None, None
+
+
+def resolve(modules, reexports, current, path, depth=0):
+    """The module of `modules` that defines what the path `a::b::c` written in `current`
+    names: the deepest module on the path, or, where the next name is one that module
+    re-exports, the module the re-export names (followed to its origin)."""
+    base, parts = base_and_parts(current, path)
+    if base is None:
         return None
-    best = None
+    best, k_best = None, 0
     for k in range(len(parts) + 1):
         if tuple(base + parts[:k]) in modules:
-            best = tuple(base + parts[:k])
+            best, k_best = tuple(base + parts[:k]), k
+    if best is None:
+        return None
+    rest = parts[k_best:]
+    if rest and (best, rest[0]) in reexports and depth < 16:
+        origin_module, origin_path = reexports[(best, rest[0])]
+        found = resolve(modules, reexports, origin_module, origin_path, depth + 1)
+        if found is not None:
+            return found
     return best
 
 
-def related(a, b):
-    shorter, longer = (a, b) if len(a) <= len(b) else (b, a)
-    return longer[: len(shorter)] == shorter
+PUB_USE = re.compile(r"pub(?:\([^)]*\))?\s+use\s+((?:crate|super|self)(?:::\w+)*)(?:::\{([^}]*)\}|::(\w+)(?:\s+as\s+(\w+))?)\s*;")
+
+
+def code_of(path):
+    """The text of `path` without its test module."""
+    text = open(path, encoding="utf-8").read()
+    return re.split(r"#\[cfg\(test\)\]\s*mod tests", text)[0]
+
+
+def reexports_of(modules):
+    """(module, name) -> (module, path) of each `pub use` of a crate path."""
+    found = {}
+    for module, path in modules.items():
+        for m in PUB_USE.finditer(code_of(path)):
+            prefix = m.group(1)
+            if m.group(3):
+                found[(module, m.group(4) or m.group(3))] = (module, prefix + "::" + m.group(3))
+                continue
+            for item in m.group(2).split(","):
+                words = item.strip().split()
+                if not words or words[0] == "self":
+                    continue
+                name = words[-1] if len(words) == 3 and words[1] == "as" else words[0]
+                found[(module, name.split("::")[-1])] = (module, prefix + "::" + words[0])
+    return found
 
 
 def dependencies(root):
-    modules = {module_of(root, p): p for p in rust_files(root)}
+    modules = {
+        module_of(root, p): p for p in rust_files(root) if not p.endswith("_tests.rs")
+    }
+    reexports = reexports_of(modules)
     edges = {m: set() for m in modules}
     for module, path in modules.items():
-        text = open(path, encoding="utf-8").read()
-        text = re.split(r"#\[cfg\(test\)\]\s*mod tests", text)[0]
+        text = code_of(path)
         named = [m.group(1) for m in re.finditer(r"\b((?:crate|super|self)(?:::\w+)+)", text)]
-        for group in re.finditer(r"use\s+((?:crate|super)(?:::\w+)*)::\{([^}]*)\}", text):
+        for group in re.finditer(r"use\s+((?:crate|super|self)(?:::\w+)*)::\{([^}]*)\}", text):
             for item in group.group(2).split(","):
-                item = item.strip().split(" ")[0].split("::")[0]
+                item = item.strip().split(" ")[0]
                 if item and item != "self":
                     named.append(group.group(1) + "::" + item)
         for path_text in named:
-            target = resolve(modules, module, path_text)
-            if target is not None and not related(module, target):
+            target = resolve(modules, reexports, module, path_text)
+            if target is not None and target != module:
                 edges[module].add(target)
     return edges
 

@@ -4,7 +4,7 @@
 //! conditions, backoff, the status patch, events and classified errors, and the
 //! [`Context`] built from its parts.
 //!
-//! Deliberately not here: any kind's logic (`crate::controllers`), what the controllers
+//! Deliberately not here: any kind's logic (the controllers' folders), what the controllers
 //! read (`crate::caches`), whose credentials an object acts with (`crate::tenancy`).
 
 pub mod backoff;

@@ -9,6 +9,7 @@
 //! Clients are cached per Secret version: a rotated Secret gets a new client (and
 //! token) at its next reconcile, which the Secret's watch triggers at once.
 
+mod origin;
 mod secrets;
 
 use std::collections::{BTreeSet, HashMap};
@@ -18,13 +19,13 @@ use k8s_openapi::api::core::v1::Secret;
 use tokio::sync::mpsc;
 use verda_api::v1alpha1::CloudCredentialsRef;
 
-pub use secrets::SecretKey;
+pub use origin::{CredentialsError, Origin, SecretKey};
 use secrets::{Built, SecretWatches};
 
 use crate::cloud::CloudPorts;
 use crate::cloud::budget::Budgets;
 use crate::cloud::config::from_clouds_text;
-use crate::cloud::{ClientOptions, CloudError, OpenStackClient};
+use crate::cloud::{ClientOptions, OpenStackClient};
 use crate::config::CredentialsConfig;
 use crate::lock::Lock;
 use crate::metrics::Metrics;
@@ -41,85 +42,6 @@ pub struct Tenant {
     /// The project's ID, as Keystone scoped the credentials' token.
     pub project: String,
     pub origin: Origin,
-}
-
-/// Where credentials came from, as messages name it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Origin {
-    Secret(SecretKey),
-    Operator,
-}
-
-impl std::fmt::Display for Origin {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Origin::Secret(key) => write!(f, "Secret {key}"),
-            Origin::Operator => f.write_str("the operator's own credentials"),
-        }
-    }
-}
-
-/// Why an object has no usable credentials. Messages name the Secret and what to do;
-/// they never hold a value from it.
-#[derive(Debug, thiserror::Error)]
-pub enum CredentialsError {
-    #[error(
-        "Secret {secret} named by spec.cloudCredentialsRef does not exist; create it with the key clouds.yaml (kubectl -n {} create secret generic {} --from-file=clouds.yaml)",
-        secret.namespace, secret.name
-    )]
-    RefNotFound { secret: SecretKey },
-    #[error(
-        "no OpenStack credentials: spec.cloudCredentialsRef is not set, the namespace has no Secret {secret}, and the operator does not lend its own credentials; create that Secret with the key clouds.yaml or set spec.cloudCredentialsRef"
-    )]
-    NamespaceDefaultNotFound { secret: SecretKey },
-    #[error("Secret {secret}: {problem}")]
-    Invalid { secret: SecretKey, problem: String },
-    #[error("cannot read Secret {secret}: {reason}")]
-    Unreadable { secret: SecretKey, reason: String },
-    #[error("credentials from {origin}: {source}")]
-    Cloud {
-        origin: Origin,
-        source: Box<CloudError>,
-    },
-}
-
-impl CredentialsError {
-    /// The condition reason.
-    pub fn category(&self) -> &'static str {
-        match self {
-            Self::RefNotFound { .. } | Self::NamespaceDefaultNotFound { .. } => {
-                "CredentialsNotFound"
-            }
-            Self::Invalid { .. } => "CredentialsInvalid",
-            Self::Unreadable { .. } => "CredentialsUnreadable",
-            Self::Cloud { source, .. } => source.category(),
-        }
-    }
-
-    /// Whether only a change by someone (to the Secret, the spec, the cloud's users)
-    /// can help; the Secret's watch wakes the object when it changes.
-    pub fn is_terminal(&self) -> bool {
-        match self {
-            Self::Unreadable { .. } => false,
-            Self::Cloud { source, .. } => source.is_terminal(),
-            _ => true,
-        }
-    }
-
-    /// No Secret where one was looked for (and no operator credentials to fall back on).
-    pub fn is_not_found(&self) -> bool {
-        matches!(
-            self,
-            Self::RefNotFound { .. } | Self::NamespaceDefaultNotFound { .. }
-        )
-    }
-
-    pub fn cloud(&self) -> Option<&CloudError> {
-        match self {
-            Self::Cloud { source, .. } => Some(source.as_ref()),
-            _ => None,
-        }
-    }
 }
 
 /// Resolves objects' credentials; shared by the controllers.

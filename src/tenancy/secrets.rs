@@ -16,25 +16,12 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use tokio::sync::{mpsc, watch};
 
+use super::origin::{CredentialsError, SecretKey};
 use crate::cloud::CloudPorts;
 use crate::lock::Lock;
-use crate::tenancy::CredentialsError;
 
 /// How long a first look at a Secret may take before the reconcile gives up for now.
 const FIRST_LISTING: Duration = Duration::from_secs(10);
-
-/// A Secret by namespace and name.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct SecretKey {
-    pub namespace: String,
-    pub name: String,
-}
-
-impl std::fmt::Display for SecretKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.namespace, self.name)
-    }
-}
 
 /// What the watch of one Secret knows.
 #[derive(Clone)]

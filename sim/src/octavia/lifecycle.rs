@@ -10,9 +10,6 @@ use std::time::Instant;
 
 use chrono::Utc;
 
-use axum::response::Response;
-
-use super::Cx;
 use super::model::{Member, Pool, Prov};
 use crate::model::Status;
 use crate::world::World;
@@ -34,29 +31,6 @@ pub(crate) fn lock_tree(w: &mut World, lb_id: &str) {
 pub(crate) fn touch(prov: &mut Prov) {
     if *prov == Prov::Active {
         *prov = Prov::PendingUpdate;
-    }
-}
-
-/// Refuses a child write with Octavia's 409 while the tree is locked.
-pub(crate) fn ensure_mutable(
-    cx: &Cx,
-    w: &World,
-    lb_id: &str,
-    pool_id: Option<&str>,
-) -> Result<(), Response> {
-    if let Some(pool) = pool_id
-        .and_then(|p| w.octavia.pools.get(p))
-        .filter(|p| p.meta.prov.pending())
-    {
-        let message = format!("Pool {} is immutable and cannot be updated.", pool.meta.id);
-        return Err(cx.err(409, &message));
-    }
-    match w.octavia.lbs.get(lb_id) {
-        Some(lb) if lb.meta.prov.pending() => Err(cx.err(
-            409,
-            &format!("Load Balancer {lb_id} is immutable and cannot be updated."),
-        )),
-        _ => Ok(()),
     }
 }
 

@@ -69,7 +69,7 @@ async fn create(
     if !w.octavia.lbs.contains_key(&lb_id) {
         return Err(super::lb_not_found(&cx, &lb_id));
     }
-    lifecycle::ensure_mutable(&cx, &w, &lb_id, None)?;
+    super::ensure_mutable(&cx, &w, &lb_id, None)?;
     let clash = w.octavia.listeners.values().any(|l| {
         l.lb_id == lb_id && l.protocol_port == port && is_udp(&l.protocol) == is_udp(&protocol)
     });
@@ -130,7 +130,7 @@ async fn update(
         .get(&id)
         .map(|l| l.lb_id.clone())
         .ok_or_else(|| not_found(&cx, &id))?;
-    lifecycle::ensure_mutable(&cx, &w, &lb_id, None)?;
+    super::ensure_mutable(&cx, &w, &lb_id, None)?;
     if let Some(pool) =
         str_field(&req, "default_pool_id").filter(|p| !w.octavia.pools.contains_key(p))
     {
@@ -166,7 +166,7 @@ async fn delete(
         .get(&id)
         .map(|l| l.lb_id.clone())
         .ok_or_else(|| not_found(&cx, &id))?;
-    lifecycle::ensure_mutable(&cx, &w, &lb_id, None)?;
+    super::ensure_mutable(&cx, &w, &lb_id, None)?;
     if let Some(l) = w.octavia.listeners.get_mut(&id) {
         l.meta.prov = Prov::PendingDelete;
     }

@@ -82,7 +82,7 @@ pub(super) fn fill(
 fn lock_pool(cx: &Cx, w: &mut World, pool_id: &str) -> Result<(), Response> {
     let pool = pool_of(cx, w, pool_id)?;
     let (lb_id, listener) = (pool.lb_id.clone(), pool.listener_id.clone());
-    lifecycle::ensure_mutable(cx, w, &lb_id, Some(pool_id))?;
+    super::ensure_mutable(cx, w, &lb_id, Some(pool_id))?;
     if let Some(p) = w.octavia.pools.get_mut(pool_id) {
         lifecycle::touch(&mut p.meta.prov);
     }

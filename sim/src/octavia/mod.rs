@@ -140,6 +140,29 @@ pub(crate) async fn enter(
     Ok(Cx { project, ..cx })
 }
 
+/// Refuses a child write with Octavia's 409 while the tree is locked.
+pub(crate) fn ensure_mutable(
+    cx: &Cx,
+    w: &World,
+    lb_id: &str,
+    pool_id: Option<&str>,
+) -> Result<(), Response> {
+    if let Some(pool) = pool_id
+        .and_then(|p| w.octavia.pools.get(p))
+        .filter(|p| p.meta.prov.pending())
+    {
+        let message = format!("Pool {} is immutable and cannot be updated.", pool.meta.id);
+        return Err(cx.err(409, &message));
+    }
+    match w.octavia.lbs.get(lb_id) {
+        Some(lb) if lb.meta.prov.pending() => Err(cx.err(
+            409,
+            &format!("Load Balancer {lb_id} is immutable and cannot be updated."),
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// The object under `key` of a JSON body (`{"loadbalancer": {...}}`).
 /// Octavia's 404 for a load balancer that does not exist.
 pub(crate) fn lb_not_found(cx: &Cx, id: &str) -> Response {

@@ -80,7 +80,7 @@ async fn create(
         return Err(cx.err(409, &format!("Pool {pool_id} already has a health monitor")));
     }
     let lb_id = pool.lb_id.clone();
-    lifecycle::ensure_mutable(&cx, &w, &lb_id, Some(&pool_id))?;
+    super::ensure_mutable(&cx, &w, &lb_id, Some(&pool_id))?;
     let monitor = build(&mut w, &pool_id, &req);
     if let Some(p) = w.octavia.pools.get_mut(&pool_id) {
         p.monitor_id = Some(monitor.meta.id.clone());
@@ -134,7 +134,7 @@ fn owners(cx: &Cx, w: &World, id: &str) -> Result<(String, String), Response> {
         .get(&m.pool_id)
         .map(|p| p.lb_id.clone())
         .unwrap_or_default();
-    lifecycle::ensure_mutable(cx, w, &lb_id, Some(&m.pool_id))?;
+    super::ensure_mutable(cx, w, &lb_id, Some(&m.pool_id))?;
     Ok((m.pool_id.clone(), lb_id))
 }
 

@@ -90,7 +90,7 @@ async fn create(
         listener_id.as_deref(),
         str_field(&req, "loadbalancer_id"),
     )?;
-    lifecycle::ensure_mutable(&cx, &w, &lb_id, None)?;
+    super::ensure_mutable(&cx, &w, &lb_id, None)?;
     let pool = build(&mut w, &lb_id, listener_id.clone(), &req);
     if let Some(l) = listener_id.and_then(|l| w.octavia.listeners.get_mut(&l)) {
         l.default_pool_id = Some(pool.meta.id.clone());
@@ -149,7 +149,7 @@ async fn update(
         .get(&id)
         .map(|p| p.lb_id.clone())
         .ok_or_else(|| pool_not_found(&cx, &id))?;
-    lifecycle::ensure_mutable(&cx, &w, &lb_id, Some(&id))?;
+    super::ensure_mutable(&cx, &w, &lb_id, Some(&id))?;
     let p = w
         .octavia
         .pools
@@ -177,7 +177,7 @@ async fn delete(
         .get(&id)
         .map(|p| p.lb_id.clone())
         .ok_or_else(|| pool_not_found(&cx, &id))?;
-    lifecycle::ensure_mutable(&cx, &w, &lb_id, Some(&id))?;
+    super::ensure_mutable(&cx, &w, &lb_id, Some(&id))?;
     if let Some(p) = w.octavia.pools.get_mut(&id) {
         p.meta.prov = Prov::PendingDelete;
     }

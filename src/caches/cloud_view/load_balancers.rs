@@ -17,8 +17,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-use crate::caches::cloud_view::Lock;
-use crate::caches::cloud_view::servers::asked_since;
+use super::servers::asked_since;
 use crate::cloud::ids::PoolId;
 use crate::cloud::model::loadbalancing::{
     HealthMonitor, Listener, ListenerTree, LoadBalancer, Member, OperatingStatus, Pool,
@@ -26,6 +25,7 @@ use crate::cloud::model::loadbalancing::{
 };
 use crate::cloud::model::network::FloatingIp;
 use crate::cloud::owner::{Owner, uid_from_tags};
+use crate::lock::Lock;
 
 /// The Octavia objects of one LoadBalancer, found by its owner tag.
 #[derive(Clone, Debug, Default)]

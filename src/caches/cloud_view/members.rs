@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use crate::caches::cloud_view::Lock;
+use crate::lock::Lock;
 
 /// One pool's members: address and port.
 pub type MemberSet = BTreeSet<(String, u16)>;

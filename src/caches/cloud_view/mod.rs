@@ -21,6 +21,7 @@ mod load_balancers;
 mod members;
 mod orphans;
 mod servers;
+mod surroundings;
 mod volumes;
 
 use std::collections::HashMap;
@@ -36,19 +37,16 @@ use verda_api::v1alpha1::{LoadBalancer, VirtualMachine, VirtualMachineGroup};
 pub use load_balancers::{Cached, LoadBalancerView, OctaviaTree, QUIET};
 pub use members::{MemberMemory, MemberSet};
 pub use servers::ServerView;
+pub use surroundings::Surroundings;
 pub use volumes::{VolumeOwner, VolumeView};
 
-use crate::caches::Reach;
-use crate::caches::watch::CacheSlot;
 use crate::cloud::CloudPorts;
 use crate::cloud::model::compute::Server;
 use crate::cloud::model::loadbalancing::LbFilter;
 use crate::cloud::model::network::FloatingIpFilter;
 use crate::cloud::orphans::ResourceKind;
-use crate::cloud::owner::ClusterId;
 use crate::cloud::owner::{MANAGED_TAG, Owner, namespace_in};
-pub use crate::lock::Lock;
-use crate::metrics::Metrics;
+use crate::lock::Lock;
 use crate::tenancy::Tenant;
 
 /// A refresh older than this many periods no longer vouches for anything.
@@ -279,16 +277,6 @@ pub async fn refresh_forever(
         tick.tick().await;
         view.refresh(ctx, &wakers).await;
     }
-}
-
-/// What a refresh reads besides the cloud: the live objects (for the orphan gauges),
-/// the cluster its resources record, what this replica reaches, and the gauges it sets.
-#[derive(Clone, Copy)]
-pub struct Surroundings<'a> {
-    pub metrics: &'a Metrics,
-    pub cluster: &'a ClusterId,
-    pub caches: &'a CacheSlot,
-    pub reach: &'a Reach,
 }
 
 impl CloudView {

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashSet};
 use kube::ResourceExt;
 use kube::runtime::reflector::Store;
 
-use super::Surroundings;
+use super::surroundings::Surroundings;
 use crate::cloud::model::compute::Server;
 use crate::cloud::model::loadbalancing::LoadBalancer;
 use crate::cloud::model::volume::Volume;

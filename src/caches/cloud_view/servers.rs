@@ -20,9 +20,9 @@
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-use crate::caches::cloud_view::Lock;
 use crate::cloud::model::compute::{Server, ServerStatus};
 use crate::cloud::owner::{Owner, uid_from_tags};
+use crate::lock::Lock;
 
 struct Entry {
     owner: Owner,

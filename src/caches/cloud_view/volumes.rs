@@ -10,9 +10,9 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use crate::caches::cloud_view::Lock;
 use crate::cloud::model::volume::{Volume, VolumeState};
 use crate::cloud::owner::{Owner, volume_record};
+use crate::lock::Lock;
 
 /// Whose volumes: a VirtualMachine's, or a group's replica `index`.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -19,6 +19,7 @@
 
 pub mod index;
 pub mod namespaced;
+mod stream;
 
 use std::fmt::Debug;
 use std::sync::{Arc, PoisonError, RwLock};
@@ -27,7 +28,7 @@ use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 use kube::api::Api;
 use kube::runtime::reflector::{self, ObjectRef, Store, store::Writer};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use tokio::sync::{mpsc, watch};
@@ -35,6 +36,7 @@ use verda_api::v1alpha1::{LoadBalancer, VirtualMachine, VirtualMachineGroup};
 
 use self::index::{KeyIndex, Keyed};
 use self::namespaced::{Namespaced, Watches};
+use self::stream::{Listed, Passed, by_reference, in_store, watch};
 use crate::caches::Reach;
 use crate::leases::assignment::{Assignment, Coverage, OwnedNamespaces};
 
@@ -47,21 +49,6 @@ pub struct Cache<K: Resource<DynamicType = ()> + Clone + 'static> {
     /// one; reconciles wait on this instead.
     ready: watch::Receiver<Listed>,
     index: Arc<RwLock<KeyIndex>>,
-}
-
-/// Where a kind's store holds a complete first listing.
-#[derive(Clone, Debug, Default)]
-pub struct Listed {
-    /// The cluster's, from one watch over every namespace.
-    everywhere: bool,
-    /// These namespaces', each from a watch of its own.
-    namespaces: std::collections::HashSet<String>,
-}
-
-impl Listed {
-    fn covers(&self, namespace: &str) -> bool {
-        self.everywhere || self.namespaces.contains(namespace)
-    }
 }
 
 /// The write ends of one [`Cache`].
@@ -341,79 +328,6 @@ where
             // A listener gone means its controller stopped; the others go on.
             let _ = listener.send(obj.clone());
         }
-    }
-}
-
-/// A kind's watch over `api`, retrying with backoff; managedFields are never read here
-/// and are often the bulk of an object.
-fn watch<K>(api: Api<K>) -> impl futures::Stream<Item = Result<watcher::Event<K>, watcher::Error>>
-where
-    K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + 'static,
-{
-    watcher(api, watcher::Config::default().any_semantic())
-        .default_backoff()
-        .modify(|obj| obj.managed_fields_mut().clear())
-}
-
-/// One namespace's watch, its events tagged with the namespace; failures are logged and
-/// retried.
-fn namespace_watch<K>(
-    api: Api<K>,
-    namespace: String,
-) -> BoxStream<'static, (String, watcher::Event<K>)>
-where
-    K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + 'static,
-{
-    let kind = K::kind(&());
-    watch(api)
-        .filter_map(move |change| {
-            let tagged = match change {
-                Ok(event) => Some((namespace.clone(), event)),
-                Err(error) => {
-                    tracing::warn!(kind = %kind, namespace = %namespace, %error, "watch failed; retrying with backoff");
-                    None
-                }
-            };
-            futures::future::ready(tagged)
-        })
-        .boxed()
-}
-
-/// An object a watch event passes on: one the store holds, by reference (listeners
-/// get the store's copy, and a relisting holds no third copy of every object beside
-/// the old store and the reflector's buffer), or one deleted from it.
-enum Passed<K: Resource<DynamicType = ()>> {
-    Stored(ObjectRef<K>),
-    Deleted(K),
-}
-
-fn by_reference<K: Resource<DynamicType = ()>>(
-    event: watcher::Event<K>,
-) -> watcher::Event<Passed<K>> {
-    use watcher::Event::{Apply, Delete, Init, InitApply, InitDone};
-    match event {
-        Apply(obj) => Apply(Passed::Stored(ObjectRef::from_obj(&obj))),
-        InitApply(obj) => InitApply(Passed::Stored(ObjectRef::from_obj(&obj))),
-        Delete(obj) => Delete(Passed::Deleted(obj)),
-        Init => Init,
-        InitDone => InitDone,
-    }
-}
-
-/// The objects `event` put in the store: a change at once, a listing's objects all
-/// together when the listing is complete (kept in `listing` until then).
-fn in_store<K>(listing: &mut Vec<K>, event: watcher::Event<K>) -> Vec<K> {
-    match event {
-        watcher::Event::Apply(obj) | watcher::Event::Delete(obj) => vec![obj],
-        watcher::Event::Init => {
-            listing.clear();
-            Vec::new()
-        }
-        watcher::Event::InitApply(obj) => {
-            listing.push(obj);
-            Vec::new()
-        }
-        watcher::Event::InitDone => std::mem::take(listing),
     }
 }
 

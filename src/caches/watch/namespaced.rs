@@ -22,8 +22,8 @@ use kube::{Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 
+use super::stream::{Listed, Passed, namespace_watch};
 use crate::caches::watch::index::{KeyIndex, Keyed};
-use crate::caches::watch::{Listed, Passed, namespace_watch};
 
 /// One kind's store, index and readiness as the watches of several namespaces fill them.
 pub(super) struct Namespaced<K: Resource<DynamicType = ()> + Clone + 'static> {
