@@ -107,19 +107,6 @@ def port_in(path):
         return int(re.search(r"http://127\.0\.0\.1:(\d+)", f.read()).group(1))
 
 
-def resident_mb(pid):
-    """The process's resident memory as anonymous (its heap, stacks) and file-backed
-    (its binary's pages, shared by every replica on a node)."""
-    fields = {}
-    with open(f"/proc/{pid}/smaps_rollup") as f:
-        for line in f:
-            parts = line.split()
-            if len(parts) == 3 and parts[2] == "kB":
-                fields[parts[0].rstrip(":")] = int(parts[1]) / 1024
-    return {"anon": round(fields.get("Anonymous", 0), 1),
-            "file": round(fields.get("Rss", 0) - fields.get("Anonymous", 0), 1)}
-
-
 def run(mode, groups, namespaces, workdir):
     procs = Processes()
     try:
@@ -185,7 +172,7 @@ def run(mode, groups, namespaces, workdir):
             "peak_rss_at_convergence_mb": at_convergence,
             "rss_before_mb": idle_rss,
             "rss_converged_mb": converged_rss,
-            "converged_resident_mb": {i: resident_mb(pid) for i, pid in pids.items()},
+            "converged_resident_mb": {i: bench.resident_mb(pid) for i, pid in pids.items()},
             "cpu_secs": {i: round(cpu_secs(pid), 1) for i, pid in pids.items()},
             # Kept-alive connections once converged: to the cloud, to the API server.
             "cloud_connections": {i: connections(pid, port_in(clouds_file))
