@@ -86,3 +86,52 @@ pub fn object_labels<K: Resource>(obj: &K) -> crate::metrics::ObjectLabels {
 pub fn object_key<K: Resource>(obj: &K) -> String {
     format!("{}/{}", obj.namespace().unwrap_or_default(), obj.name_any())
 }
+
+/// The replica index of `vm`, a VirtualMachine of the group `group`: its label
+/// `verda.linecorp.com/index`; on one an earlier release created without it (its group
+/// labels it in place), the `<index>` of its name `<group>-<index>`.
+pub fn replica_index(vm: &verda_api::v1alpha1::VirtualMachine, group: &str) -> Option<u32> {
+    let labels = vm.metadata.labels.as_ref();
+    if let Some(label) = labels.and_then(|l| l.get(verda_api::v1alpha1::labels::INDEX)) {
+        return label.parse().ok();
+    }
+    vm.metadata
+        .name
+        .as_deref()?
+        .strip_prefix(group)?
+        .strip_prefix('-')?
+        .parse()
+        .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use verda_api::v1alpha1::VirtualMachine;
+
+    use super::replica_index;
+
+    fn vm(name: &str, index_label: Option<&str>) -> VirtualMachine {
+        let labels = index_label.map(|i| serde_json::json!({"verda.linecorp.com/index": i}));
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "verda.linecorp.com/v1alpha1",
+            "kind": "VirtualMachine",
+            "metadata": {"name": name, "namespace": "default", "labels": labels},
+            "spec": {"image": "centos79", "flavor": "n3-1vcpu-2gb"},
+        }))
+        .expect("a VirtualMachine")
+    }
+
+    #[test]
+    fn the_index_label_names_the_replica_whatever_the_name_says() {
+        assert_eq!(replica_index(&vm("web-3", Some("7")), "web"), Some(7));
+        assert_eq!(replica_index(&vm("web-3", Some("seven")), "web"), None);
+    }
+
+    #[test]
+    fn an_unlabelled_replica_of_an_earlier_release_is_read_from_its_name() {
+        assert_eq!(replica_index(&vm("web-3", None), "web"), Some(3));
+        assert_eq!(replica_index(&vm("web-api-3", None), "web"), None);
+        assert_eq!(replica_index(&vm("webx-3", None), "web"), None);
+        assert_eq!(replica_index(&vm("web-", None), "web"), None);
+    }
+}

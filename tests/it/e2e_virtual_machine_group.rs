@@ -157,3 +157,42 @@ async fn hard_anti_affinity_beyond_the_host_count_reports_how_many_could_not_be_
     );
     assert_eq!(env.sim.server_groups()[0].policy, "anti-affinity");
 }
+
+fn index_label(vm: &VirtualMachine) -> Option<String> {
+    vm.metadata.labels.as_ref()?.get(labels::INDEX).cloned()
+}
+
+#[tokio::test]
+async fn replicas_carry_their_index_label_and_an_unlabelled_one_is_labelled_in_place() {
+    let env = Env::start(SimConfig::fast(), test_timing()).await;
+    let _: VirtualMachineGroup = env
+        .create_from_yaml(&sample("virtualmachinegroup.yaml"))
+        .await;
+    wait_ready_replicas(&env, 2).await;
+    let vms = env.api::<VirtualMachine>();
+    for index in 0..2 {
+        let vm = vms.get(&format!("{NAME}-{index}")).await.expect("replica");
+        assert_eq!(index_label(&vm), Some(index.to_string()), "{vm:?}");
+    }
+
+    // A replica as an earlier release made it: no index label. The group labels it in
+    // place; the VirtualMachine and its server are the same.
+    let name = format!("{NAME}-1");
+    let before = vms.get(&name).await.expect("replica");
+    let servers_before = live_servers(&env);
+    let unlabel = json!({"metadata": {"labels": {labels::INDEX: null}}});
+    vms.patch(&name, &PatchParams::default(), &Patch::Merge(&unlabel))
+        .await
+        .expect("label taken off");
+    let after = eventually("the index label back on the replica", LIMIT, || async {
+        let vm = vms.get(&name).await.ok()?;
+        (index_label(&vm).as_deref() == Some("1")).then_some(vm)
+    })
+    .await;
+    assert_eq!(after.metadata.uid, before.metadata.uid, "not replaced");
+    let mut ids: Vec<String> = live_servers(&env).into_iter().map(|s| s.id).collect();
+    let mut ids_before: Vec<String> = servers_before.into_iter().map(|s| s.id).collect();
+    ids.sort();
+    ids_before.sort();
+    assert_eq!(ids, ids_before, "no server replaced");
+}

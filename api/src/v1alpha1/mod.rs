@@ -54,4 +54,7 @@ pub mod labels {
     pub const GROUP: &str = "verda.linecorp.com/group";
     /// Hash of the group template the VirtualMachine was created from.
     pub const TEMPLATE_HASH: &str = "verda.linecorp.com/template-hash";
+    /// The replica index of a group's VirtualMachine (`<group>-<index>`), as a
+    /// StatefulSet's Pods carry `apps.kubernetes.io/pod-index`.
+    pub const INDEX: &str = "verda.linecorp.com/index";
 }

@@ -20,7 +20,7 @@ use crate::cloud::owner::Owner;
 use crate::cloud::{BlockStorage, Compute};
 use crate::controllers::virtual_machine_group::plan::Plan;
 use crate::runtime::ReconcileError;
-use crate::runtime::object::object_key;
+use crate::runtime::object::{object_key, replica_index};
 
 /// The VirtualMachine of `group` with index `index`.
 pub fn new_vm(
@@ -43,6 +43,7 @@ pub fn new_vm(
             labels: Some(BTreeMap::from([
                 (labels::GROUP.to_owned(), group.name_any()),
                 (labels::TEMPLATE_HASH.to_owned(), hash.to_owned()),
+                (labels::INDEX.to_owned(), index.to_string()),
             ])),
             annotations: (!annotations_map.is_empty()).then_some(annotations_map),
             owner_references: group.controller_owner_ref(&()).map(|r| vec![r]),
@@ -105,6 +106,28 @@ pub async fn align_policy(
         "give a VirtualMachine the group's reconcile policy",
     )
     .await
+}
+
+/// Labels each of the group's VirtualMachines that lacks it (made by an earlier
+/// release) with its replica index, in place. Returns how many it updated.
+pub async fn align_index_labels(
+    client: &kube::Client,
+    group: &VirtualMachineGroup,
+    vms: &[VirtualMachine],
+) -> Result<usize, ReconcileError> {
+    let mut updated = 0;
+    let unlabelled = vms
+        .iter()
+        .filter(|vm| !vm.labels().contains_key(labels::INDEX));
+    for vm in unlabelled.filter(|vm| vm.metadata.deletion_timestamp.is_none()) {
+        let Some(index) = replica_index(vm, &group.name_any()) else {
+            continue;
+        };
+        let patch = json!({"metadata": {"labels": {labels::INDEX: index.to_string()}}});
+        let action = "label a VirtualMachine with its replica index";
+        updated += patch_each(client, group, &[vm], &patch, action).await?;
+    }
+    Ok(updated)
 }
 
 /// Merge-patches each of `vms` (one already gone needs nothing); returns how many.
@@ -182,7 +205,8 @@ pub async fn run(
     }
     for name in &plan.delete {
         if let Some(vm) = vms.iter().find(|vm| &vm.name_any() == name) {
-            let fate = crate::controllers::virtual_machine_group::plan::volume_fate(group, name);
+            let index = replica_index(vm, &group.name_any());
+            let fate = crate::controllers::virtual_machine_group::plan::volume_fate(group, index);
             set_volume_retention(&api, vm, fate, &key).await?;
         }
         ignore_missing(

@@ -38,7 +38,7 @@ use crate::controllers::virtual_machine::volumes::removal as volume_removal;
 use crate::runtime::driver::{error_policy, reconcile_in_task};
 use crate::runtime::events::event;
 use crate::runtime::lifecycle::Removal;
-use crate::runtime::object::{Managed, managed_kind, object_key, object_labels};
+use crate::runtime::object::{Managed, managed_kind, object_key, object_labels, replica_index};
 use crate::runtime::problem::Problem;
 use crate::runtime::reconciler::{Cleanup, Reconciler, Scope};
 use crate::runtime::{Context, ReconcileError};
@@ -136,7 +136,11 @@ impl Reconciler for VirtualMachineGroup {
         let caches = ctx.caches.current();
         let vms = resolve::owned_vms(&caches, group).await;
         let lbs = resolve::referencing_lbs(&caches, group).await;
-        let live = vms.iter().filter_map(|vm| index_of(group, vm)).collect();
+        let name = group.name_any();
+        let live = vms
+            .iter()
+            .filter_map(|vm| replica_index(vm, &name))
+            .collect();
         let retained_volumes = ports.view.volumes.retained(&owner.uid, &live);
         Ok(Observed {
             server_group,
@@ -224,7 +228,8 @@ impl Reconciler for VirtualMachineGroup {
             }
         }
         outcome.writes += apply::align_credentials(&ctx.client, group, &observed.vms).await?
-            + apply::align_policy(&ctx.client, group, &observed.vms).await?;
+            + apply::align_policy(&ctx.client, group, &observed.vms).await?
+            + apply::align_index_labels(&ctx.client, group, &observed.vms).await?;
         Ok(outcome)
     }
 
@@ -286,14 +291,6 @@ impl Reconciler for VirtualMachineGroup {
     ) -> Result<Cleanup, ReconcileError> {
         cleanup(group, ctx, removal).await
     }
-}
-
-/// The index of the group's VirtualMachine `<group>-<index>`.
-fn index_of(group: &VirtualMachineGroup, vm: &VirtualMachine) -> Option<u32> {
-    vm.name_any()
-        .strip_prefix(&format!("{}-", group.name_any()))?
-        .parse()
-        .ok()
 }
 
 /// Whether the replicas have data volumes (kept per index).

@@ -19,6 +19,7 @@ use crate::controllers::virtual_machine::volumes::status::reported;
 
 use crate::cloud::ids::ServerGroupId;
 use crate::cloud::model::compute::ServerGroupPolicy;
+use crate::runtime::object::replica_index;
 
 /// What the plan needs to know about one VirtualMachine of the group.
 #[derive(Clone, Debug, PartialEq)]
@@ -214,14 +215,11 @@ fn free_indices(members: &[Member], n: usize) -> Vec<u32> {
     (0..).filter(|i| !used.contains(i)).take(n).collect()
 }
 
-/// What becomes of the data volumes of the group's VirtualMachine `name` when the
-/// group deletes it: kept for a replacement of the same index (below `replicas`), as
-/// `whenScaled` says for a scale-down (its index is past `replicas`).
-pub fn volume_fate(group: &VirtualMachineGroup, name: &str) -> Retention {
-    let index = name
-        .strip_prefix(&format!("{}-", group.name_any()))
-        .and_then(|i| i.parse::<i32>().ok());
-    match index {
+/// What becomes of the data volumes of the group's VirtualMachine of replica `index`
+/// when the group deletes it: kept for a replacement of the same index (below
+/// `replicas`), as `whenScaled` says for a scale-down (its index is past `replicas`).
+pub fn volume_fate(group: &VirtualMachineGroup, index: Option<u32>) -> Retention {
+    match index.and_then(|i| i32::try_from(i).ok()) {
         Some(i) if i >= group.spec.replicas => {
             group.spec.volume_retention.unwrap_or_default().when_scaled
         }
@@ -243,12 +241,12 @@ pub fn volume_events(
         .filter_map(|name| vms.iter().find(|vm| &vm.name_any() == name))
         .filter(|vm| vm.spec.volumes.as_ref().is_some_and(|v| !v.is_empty()))
         .filter_map(|vm| {
-            let index = vm.name_any().rsplit('-').next()?.parse::<i32>().ok()?;
-            (index >= scaled).then_some((vm, index))
+            let index = replica_index(vm, &group.name_any())?;
+            (i64::from(index) >= i64::from(scaled)).then_some((vm, index))
         })
         .map(|(vm, index)| {
             let shown = reported(vm);
-            match volume_fate(group, &vm.name_any()) {
+            match volume_fate(group, Some(index)) {
                 Retention::Retain => (
                     "VolumesRetained",
                     format!(

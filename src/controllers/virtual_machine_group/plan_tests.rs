@@ -218,11 +218,11 @@ fn a_scale_down_tells_what_becomes_of_the_removed_replicas_volumes() {
     assert_eq!(events.len(), 1, "{events:?}");
     assert_eq!(events[0].0, "VolumesRetained");
     assert_eq!(
-        volume_fate(&group, "db-2"),
+        volume_fate(&group, Some(2)),
         verda_api::v1alpha1::Retention::Retain
     );
     assert_eq!(
-        volume_fate(&group, "db-1"),
+        volume_fate(&group, Some(1)),
         verda_api::v1alpha1::Retention::Retain
     );
 }

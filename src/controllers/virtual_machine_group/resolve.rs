@@ -17,6 +17,7 @@ use crate::cloud::ids::ServerGroupId;
 use crate::cloud::owner::{Owner, is_server_group_of};
 use crate::controllers::virtual_machine_group::plan::Member;
 use crate::runtime::ReconcileError;
+use crate::runtime::object::replica_index;
 
 /// The group's VirtualMachines, those it controls, from the watch cache.
 pub async fn owned_vms(caches: &WatchCaches, group: &VirtualMachineGroup) -> Vec<VirtualMachine> {
@@ -56,7 +57,7 @@ pub fn members(
     vms: &[VirtualMachine],
     lbs: &[LoadBalancer],
 ) -> Vec<Member> {
-    let prefix = format!("{}-", group.name_any());
+    let group_name = group.name_any();
     let listed: Vec<BTreeMap<String, bool>> = lbs
         .iter()
         .map(|lb| pool_listing(lb, &group.name_any()))
@@ -64,7 +65,7 @@ pub fn members(
     vms.iter()
         .filter_map(|vm| {
             let name = vm.name_any();
-            let index = name.strip_prefix(&prefix)?.parse().ok()?;
+            let index = replica_index(vm, &group_name)?;
             let in_every = |v: &BTreeMap<String, bool>| v.get(&name).copied().unwrap_or(false);
             Some(Member {
                 index,

@@ -24,6 +24,7 @@ use crate::cloud::ids::VolumeId;
 use crate::cloud::model::compute::Server;
 use crate::cloud::model::volume::Volume;
 use crate::cloud::owner::Owner;
+use crate::runtime::object::replica_index;
 use crate::runtime::{Context, ReconcileError};
 
 /// The volumes as this VirtualMachine sees them.
@@ -45,11 +46,7 @@ pub fn owner_of(ctx: &Context, vm: &VirtualMachine, owner: &Owner) -> VolumeOwne
         .owner_references()
         .iter()
         .find(|r| r.controller == Some(true) && r.kind == VirtualMachineGroup::kind(&()));
-    let index = group.and_then(|g| {
-        vm.name_any()
-            .strip_prefix(&format!("{}-", g.name))
-            .and_then(|i| i.parse::<u32>().ok())
-    });
+    let index = group.and_then(|g| replica_index(vm, &g.name));
     match (group, index) {
         (Some(g), Some(index)) => VolumeOwner {
             owner: Owner::new(g.uid.clone(), owner.namespace.clone(), g.name.clone())
