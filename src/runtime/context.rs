@@ -109,9 +109,17 @@ impl Context {
         self
     }
 
-    /// The owner record of `obj`'s cloud resources, naming this cluster.
+    /// The owner record of `obj`'s cloud resources (its UID, namespace and name),
+    /// naming this cluster.
     pub fn owner_of<K: kube::Resource>(&self, obj: &K) -> Owner {
-        crate::runtime::object::owner_of(obj).in_cluster(&self.cluster)
+        use kube::ResourceExt;
+        let (uid, namespace) = (obj.uid(), obj.namespace());
+        Owner::new(
+            uid.unwrap_or_default(),
+            namespace.unwrap_or_default(),
+            obj.name_any(),
+        )
+        .in_cluster(&self.cluster)
     }
 
     /// The same context, its watch caches listing and watching through `client`.

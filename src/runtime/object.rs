@@ -65,15 +65,6 @@ macro_rules! managed_kind {
 }
 pub(crate) use managed_kind;
 
-/// The owner record (UID, namespace, name) of `obj`'s cloud resources.
-pub fn owner_of<K: Resource>(obj: &K) -> crate::cloud::owner::Owner {
-    crate::cloud::owner::Owner::new(
-        obj.uid().unwrap_or_default(),
-        obj.namespace().unwrap_or_default(),
-        obj.name_any(),
-    )
-}
-
 /// The labels of `obj`'s per-object gauges.
 pub fn object_labels<K: Resource>(obj: &K) -> crate::metrics::ObjectLabels {
     crate::metrics::ObjectLabels {

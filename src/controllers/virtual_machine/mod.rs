@@ -118,7 +118,7 @@ impl Reconciler for VirtualMachine {
         };
         let mut observed = resolve::observe(&sources, use_view).await?;
         if volumes::wanted(obj) {
-            let owner = volumes::owner_of(ctx, obj, owner);
+            let owner = volumes::volume_owner(ctx, obj, owner);
             let server = plan::keeper(obj, &observed.servers);
             let cinder = ports.cinder.as_ref();
             let view = &ports.view.volumes;

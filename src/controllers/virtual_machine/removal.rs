@@ -114,7 +114,7 @@ async fn volumes_left(
     if !crate::controllers::virtual_machine::volumes::wanted(vm) {
         return Ok(Left::Done(String::new()));
     }
-    let volume_owner = crate::controllers::virtual_machine::volumes::owner_of(ctx, vm, owner);
+    let volume_owner = crate::controllers::virtual_machine::volumes::volume_owner(ctx, vm, owner);
     let cinder = tenant.ports.block_storage();
     let key = object_key(vm);
     crate::controllers::virtual_machine::volumes::removal::volumes(

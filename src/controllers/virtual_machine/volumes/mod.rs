@@ -41,7 +41,7 @@ pub struct Look {
 
 /// Whose volumes a VirtualMachine's are: its group's, at its index, when a group
 /// controls it; else its own.
-pub fn owner_of(ctx: &Context, vm: &VirtualMachine, owner: &Owner) -> VolumeOwner {
+pub fn volume_owner(ctx: &Context, vm: &VirtualMachine, owner: &Owner) -> VolumeOwner {
     let group = vm
         .owner_references()
         .iter()
