@@ -5,7 +5,7 @@
 //! Layout: `ports` (the traits), `model` (request/response types), `ids` (typed IDs),
 //! `owner` (how resources record their Kubernetes owner), `config` (clouds.yaml and
 //! `OS_*` resolution), `auth` (Keystone v3), `transport` (the single choke point: token,
-//! retries, concurrency cap, metrics), `retry` (backoff rules), `error`/`error_body`
+//! retries, concurrency cap, metrics), `http_clients`/`proxy`/`tls` (the connections), `retry` (backoff rules), `error`/`error_body`
 //! (classification), `client` (the verbs).
 //!
 //! Deliberately not here: deciding what to create or delete (controllers), and the
@@ -24,6 +24,7 @@ pub mod model;
 pub mod orphans;
 pub mod owner;
 pub mod ports;
+mod proxy;
 mod request;
 pub mod retry;
 mod tls;
@@ -37,6 +38,7 @@ pub use error::{CloudError, ErrorKind, Resource, ignore_not_found};
 pub use ports::{
     BlockStorage, CloudFuture, CloudResult, Compute, LoadBalancing, MetadataMode, Network,
 };
+pub use proxy::Proxies;
 pub use retry::RetryPolicy;
 pub use transport::ClientOptions;
 
