@@ -19,6 +19,12 @@
 //! those buffers were 9 MB of a 100 MB replica. The controllers' connections read
 //! [`READ_BUFFER`] at a time; the watches' and the lease's, mostly idle, read
 //! [`WATCH_READ_BUFFER`].
+//!
+//! kube's builder has no setting for the buffer, so the stack is built here as kube
+//! builds it: the same layers in the same order, kube's `HTTP` tracing span around each
+//! request, and the expiry of a client certificate from an exec plugin as the clients'
+//! `valid_until`. Through a proxy (a kubeconfig's `proxy-url` or `HTTPS_PROXY`, less
+//! `NO_PROXY`), kube's own stack as it is, without the fixed buffer.
 
 use hyper_timeout::TimeoutConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -54,16 +60,31 @@ pub struct KubeClients {
 
 impl KubeClients {
     pub fn new(config: kube::Config) -> Result<Self, kube::Error> {
+        // kube reads a certificate's expiry where only its own builder can: that builder
+        // runs the exec plugin once more, so only when there is one. Without a proxy:
+        // reading the expiry needs no connection.
+        let valid_until = match config.auth_info.exec {
+            Some(_) => {
+                let mut without_proxy = config.clone();
+                without_proxy.proxy_url = None;
+                let kubes = ClientBuilder::try_from(without_proxy)?.build();
+                *kubes.valid_until()
+            }
+            None => None,
+        };
+        let made = |in_flight, read_buffer| {
+            client(&config, in_flight, read_buffer).map(|c| c.with_valid_until(valid_until))
+        };
         Ok(Self {
-            controllers: client(&config, Some(IN_FLIGHT), READ_BUFFER)?,
-            watches: client(&config, None, WATCH_READ_BUFFER)?,
-            lease: client(&config, None, WATCH_READ_BUFFER)?,
+            controllers: made(Some(IN_FLIGHT), READ_BUFFER)?,
+            watches: made(None, WATCH_READ_BUFFER)?,
+            lease: made(None, WATCH_READ_BUFFER)?,
         })
     }
 }
 
 /// kube's own client stack (connection timeouts, TLS, retry of server errors, auth,
-/// impersonation) with connections that read `read_buffer` bytes at a time, sending at
+/// impersonation, tracing) with connections that read `read_buffer` bytes at a time, sending at
 /// most `in_flight` requests at once when given. Through a proxy, kube's stack as it is.
 fn client(
     config: &kube::Config,
@@ -96,9 +117,87 @@ fn client(
         .option_layer(retry)
         .option_layer(config.auth_layer()?)
         .layer(config.extra_headers_layer()?)
+        .layer(trace::layer())
         .map_err(tower::BoxError::from)
         .service(connections);
     Ok(ClientBuilder::new(service, config.default_namespace.clone()).build())
+}
+
+/// kube's tracing of its requests, as its builder sets it up (`kube-client`'s
+/// `client/builder.rs`): a `debug` span `HTTP` per request with OpenTelemetry's
+/// attribute names, its status recorded, failures logged.
+mod trace {
+    use std::time::Duration;
+
+    use http::{HeaderMap, Request, Response};
+    use hyper::body::Incoming;
+    use kube::client::Body;
+    use tower_http::classify::{
+        ServerErrorsAsFailures, ServerErrorsFailureClass, SharedClassifier,
+    };
+    use tower_http::trace::TraceLayer;
+    use tracing::Span;
+
+    type Layer = TraceLayer<
+        SharedClassifier<ServerErrorsAsFailures>,
+        fn(&Request<Body>) -> Span,
+        fn(&Request<Body>, &Span),
+        fn(&Response<Incoming>, Duration, &Span),
+        (),
+        fn(Option<&HeaderMap>, Duration, &Span),
+        fn(ServerErrorsFailureClass, Duration, &Span),
+    >;
+
+    pub(super) fn layer() -> Layer {
+        TraceLayer::new_for_http()
+            .make_span_with(span as fn(&Request<Body>) -> Span)
+            .on_request(requesting as fn(&Request<Body>, &Span))
+            .on_response(answered as fn(&Response<Incoming>, Duration, &Span))
+            .on_body_chunk(())
+            .on_eos(closed as fn(Option<&HeaderMap>, Duration, &Span))
+            .on_failure(failed as fn(ServerErrorsFailureClass, Duration, &Span))
+    }
+
+    fn span(request: &Request<Body>) -> Span {
+        tracing::debug_span!(
+            "HTTP",
+            http.method = %request.method(),
+            http.url = %request.uri(),
+            http.status_code = tracing::field::Empty,
+            otel.name = request.extensions().get::<&'static str>().unwrap_or(&"HTTP"),
+            otel.kind = "client",
+            otel.status_code = tracing::field::Empty,
+        )
+    }
+
+    fn requesting(_: &Request<Body>, _: &Span) {
+        tracing::debug!("requesting");
+    }
+
+    fn answered(response: &Response<Incoming>, _: Duration, span: &Span) {
+        let status = response.status();
+        span.record("http.status_code", status.as_u16());
+        if status.is_client_error() || status.is_server_error() {
+            span.record("otel.status_code", "ERROR");
+        }
+    }
+
+    fn closed(_: Option<&HeaderMap>, _: Duration, _: &Span) {
+        tracing::debug!("stream closed");
+    }
+
+    fn failed(class: ServerErrorsFailureClass, _: Duration, span: &Span) {
+        span.record("otel.status_code", "ERROR");
+        match class {
+            ServerErrorsFailureClass::StatusCode(status) => {
+                span.record("http.status_code", status.as_u16());
+                tracing::error!("failed with status {}", status)
+            }
+            ServerErrorsFailureClass::Error(err) => {
+                tracing::error!("failed with error {}", err)
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -207,5 +306,98 @@ mod tests {
                 "the {who} client read the whole listing"
             );
         }
+    }
+
+    /// The spans opened while it lives: each one's name and its `http.url`.
+    #[derive(Clone, Default)]
+    struct Spans(Arc<std::sync::Mutex<Vec<(String, String)>>>);
+
+    impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Spans {
+        fn on_new_span(
+            &self,
+            attributes: &tracing::span::Attributes<'_>,
+            _: &tracing::span::Id,
+            _: tracing_subscriber::layer::Context<'_, S>,
+        ) {
+            let mut url = Url::default();
+            attributes.record(&mut url);
+            let name = attributes.metadata().name().to_owned();
+            self.0.lock().expect("spans").push((name, url.0));
+        }
+    }
+
+    #[derive(Default)]
+    struct Url(String);
+
+    impl tracing::field::Visit for Url {
+        fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+            if field.name() == "http.url" {
+                self.0 = format!("{value:?}");
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn every_clients_requests_are_traced_in_kubes_http_span() {
+        use tracing_subscriber::layer::SubscriberExt;
+
+        let spans = Spans::default();
+        let subscriber = tracing_subscriber::registry().with(spans.clone());
+        let _traced = tracing::subscriber::set_default(subscriber);
+        let clients = KubeClients::new(serve(Server::default()).await).expect("clients");
+        let each = [&clients.controllers, &clients.watches, &clients.lease];
+        for client in each {
+            let answer = client.request_text(get_request("/quick")).await;
+            assert_eq!(answer.expect("answered"), "quick");
+        }
+        let spans = spans.0.lock().expect("spans").clone();
+        let traced: Vec<_> = spans
+            .iter()
+            .filter(|(name, url)| name == "HTTP" && url.ends_with("/quick"))
+            .collect();
+        assert_eq!(traced.len(), each.len(), "{spans:?}");
+    }
+
+    /// An exec plugin answering with a client certificate that expires at `expiry`.
+    fn certificate_plugin(dir: &std::path::Path, expiry: &str) -> kube::config::ExecConfig {
+        let fixtures =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/cloud_support/tls");
+        let read = |name: &str| std::fs::read_to_string(fixtures.join(name)).expect(name);
+        let credential = serde_json::json!({
+            "apiVersion": "client.authentication.k8s.io/v1beta1",
+            "kind": "ExecCredential",
+            "status": {
+                "expirationTimestamp": expiry,
+                "clientCertificateData": read("server.pem"),
+                "clientKeyData": read("server.key"),
+            }
+        });
+        let answer = dir.join("credential.json");
+        std::fs::write(&answer, credential.to_string()).expect("written");
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "client.authentication.k8s.io/v1beta1",
+            "command": "cat",
+            "args": [answer],
+        }))
+        .expect("an exec configuration")
+    }
+
+    #[tokio::test]
+    async fn a_client_certificate_that_expires_is_every_clients_valid_until() {
+        let dir = std::env::temp_dir().join(format!("verda-kube-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).expect("a directory");
+        let mut config = serve(Server::default()).await;
+        config.auth_info.exec = Some(certificate_plugin(&dir, "2030-01-01T00:00:00Z"));
+        let clients = KubeClients::new(config);
+        std::fs::remove_dir_all(&dir).expect("removed");
+        let clients = clients.expect("clients");
+        for client in [&clients.controllers, &clients.watches, &clients.lease] {
+            let valid_until = client.valid_until().map(|t| t.to_string());
+            assert_eq!(valid_until.as_deref(), Some("2030-01-01T00:00:00Z"));
+            let answer = client.request_text(get_request("/quick")).await;
+            assert_eq!(answer.expect("answered"), "quick");
+        }
+        let plain = KubeClients::new(serve(Server::default()).await).expect("clients");
+        assert_eq!(*plain.controllers.valid_until(), None);
     }
 }

@@ -1,5 +1,5 @@
-//! A mutex whose poisoning does not matter, for the operator's caches (the cloud view,
-//! the followed credentials Secrets): a panic elsewhere while holding it leaves every
+//! The one poison-tolerant mutex of the operator, for its caches (the cloud view, the
+//! followed credentials Secrets, the cloud clients' shared maps): a panic elsewhere while holding it leaves every
 //! entry whole, so the next user goes on.
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -14,6 +14,11 @@ impl<T> Lock<T> {
     }
 
     pub fn lock(&self) -> MutexGuard<'_, T> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+        guard(&self.0)
     }
+}
+
+/// The guard of a plain `mutex`, whatever a panic elsewhere while holding it left.
+pub fn guard<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }

@@ -11,8 +11,8 @@
 
 use std::time::Duration;
 
-use reqwest::StatusCode;
-use reqwest::header::{HeaderMap, RETRY_AFTER};
+use http::StatusCode;
+use http::header::{HeaderMap, RETRY_AFTER};
 
 use super::error::ErrorKind;
 

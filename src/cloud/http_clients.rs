@@ -8,14 +8,14 @@
 //! Requests never share anything but the connection: each carries its own project's
 //! token. Connections verified under one set of trusted certificates are never reused
 //! under another: the pool is chosen by everything that makes a connection
-//! trustworthy (the PEM bundles themselves, not a digest of them, and `verify: false`).
+//! trustworthy (the PEM bundles themselves, not a digest of them, and `verify: false`)
+//! and by the proxies it goes through.
 //!
-//! Each connection reads the cloud's answers [`READ_BUFFER`] bytes at a time. reqwest's
-//! connections grow their buffer to 400 KB while a listing streams in and keep it for the
-//! connection's life, and reqwest has no setting for it; so the connections are hyper's
-//! own, set up as reqwest set them up (HTTP/1.1, the same timeouts; TLS in
-//! [`super::tls`]). Through a proxy the environment names (`HTTPS_PROXY` and the like),
-//! reqwest's client as it is: it honours those and `NO_PROXY`.
+//! Each connection reads the cloud's answers [`READ_BUFFER`] bytes at a time: hyper's
+//! default (and reqwest's, which has no setting for it) grows a connection's buffer to
+//! 400 KB while a listing streams in and keeps it for the connection's life. So the
+//! connections are hyper's own (HTTP/1.1; TLS in [`super::tls`]), directly or through
+//! the proxies the environment names ([`super::proxy`]): one stack, whatever the route.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
@@ -27,13 +27,13 @@ use http::{HeaderMap, Request};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_rustls::HttpsConnector;
-use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 
 use super::error::ErrorKind;
 use super::lock;
+use super::proxy::{Connector, Proxies};
 use super::request::Reply;
-use super::tls::{self, config_error};
+use super::tls;
 
 /// Distinct trust settings whose clients are shared; past them (a cluster whose
 /// Secrets name this many different CA bundles), a connection has a client of its own,
@@ -47,18 +47,9 @@ pub(crate) const READ_BUFFER: usize = 16 * 1024;
 /// The most a body's announced length reserves at once; a longer one grows as it comes.
 const MOST_RESERVED: usize = 16 * 1024 * 1024;
 
-/// How long a kept-alive connection may stay idle (reqwest's default).
+/// How long a kept-alive connection may stay idle (as long as reqwest's and Go's
+/// default transport keep theirs).
 const IDLE: Duration = Duration::from_secs(90);
-
-/// The environment variables naming a proxy, as reqwest reads them.
-const PROXY_VARIABLES: [&str; 6] = [
-    "HTTPS_PROXY",
-    "https_proxy",
-    "HTTP_PROXY",
-    "http_proxy",
-    "ALL_PROXY",
-    "all_proxy",
-];
 
 /// What a client is built from.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -70,21 +61,19 @@ pub(crate) struct Settings {
     pub insecure: bool,
     pub request_timeout: Duration,
     pub connect_timeout: Duration,
+    /// The proxies requests go through, read from the environment where the settings
+    /// are made ([`Proxies::from_env`]).
+    pub proxies: Proxies,
 }
 
-type Pool = hyper_util::client::legacy::Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
+type Pool = hyper_util::client::legacy::Client<HttpsConnector<Connector>, Full<Bytes>>;
 
 /// One pool of connections to the cloud, and how long a request may take on it.
 #[derive(Clone)]
 pub(crate) struct HttpClient {
-    how: How,
+    pool: Pool,
+    connector: Connector,
     timeout: Duration,
-}
-
-#[derive(Clone)]
-enum How {
-    Direct(Pool),
-    Proxied(reqwest::Client),
 }
 
 /// No whole answer came: why, for the person reading it (never the URL: an auth_url may
@@ -98,42 +87,25 @@ pub(crate) struct NoAnswer {
 
 impl HttpClient {
     /// Sends `request` and reads its whole answer, within the request timeout.
-    pub async fn send(&self, request: Request<Bytes>) -> Result<Reply, NoAnswer> {
-        match &self.how {
-            How::Direct(pool) => {
-                let exchange = async {
-                    let response = pool
-                        .request(request.map(Full::new))
-                        .await
-                        .map_err(|e| no_answer(e.is_connect(), &e))?;
-                    let (parts, body) = response.into_parts();
-                    let body = read_whole(&parts.headers, body).await?;
-                    Ok(Reply {
-                        status: parts.status,
-                        headers: parts.headers,
-                        body,
-                    })
-                };
-                tokio::time::timeout(self.timeout, exchange)
-                    .await
-                    .unwrap_or_else(|_| Err(timed_out()))
-            }
-            How::Proxied(client) => {
-                let failed = |e: reqwest::Error| match e.is_timeout() {
-                    true => timed_out(),
-                    false => no_answer(e.is_connect(), &e.without_url()),
-                };
-                let request = reqwest::Request::try_from(request).map_err(failed)?;
-                let response = client.execute(request).await.map_err(failed)?;
-                let (status, headers) = (response.status(), response.headers().clone());
-                let body = response.bytes().await.map_err(failed)?;
-                Ok(Reply {
-                    status,
-                    headers,
-                    body,
-                })
-            }
-        }
+    pub async fn send(&self, mut request: Request<Bytes>) -> Result<Reply, NoAnswer> {
+        self.connector.prepare(&mut request);
+        let exchange = async {
+            let response = self
+                .pool
+                .request(request.map(Full::new))
+                .await
+                .map_err(|e| no_answer(e.is_connect(), &e))?;
+            let (parts, body) = response.into_parts();
+            let body = read_whole(&parts.headers, body).await?;
+            Ok(Reply {
+                status: parts.status,
+                headers: parts.headers,
+                body,
+            })
+        };
+        tokio::time::timeout(self.timeout, exchange)
+            .await
+            .unwrap_or_else(|_| Err(timed_out()))
     }
 }
 
@@ -161,7 +133,7 @@ fn timed_out() -> NoAnswer {
     }
 }
 
-/// What `error`'s causes say (or, with none, itself: hyper's and reqwest's own words are
+/// What `error`'s causes say (or, with none, itself: hyper's own words are
 /// "client error (Connect)" over the cause), under what it means for the request.
 fn no_answer(connect: bool, error: &(dyn std::error::Error + 'static)) -> NoAnswer {
     let what = if connect {
@@ -201,54 +173,21 @@ pub(crate) fn client(settings: &Settings) -> Result<HttpClient, ErrorKind> {
 }
 
 fn build(settings: &Settings) -> Result<HttpClient, ErrorKind> {
-    let proxied = PROXY_VARIABLES
-        .iter()
-        .any(|name| std::env::var_os(name).is_some_and(|v| !v.is_empty()));
-    let how = match proxied {
-        true => How::Proxied(proxied_client(settings)?),
-        false => How::Direct(pool(settings)?),
-    };
-    Ok(HttpClient {
-        how,
-        timeout: settings.request_timeout,
-    })
-}
-
-fn pool(settings: &Settings) -> Result<Pool, ErrorKind> {
     let tls = tls::client_config(&settings.roots, settings.insecure)?;
-    let mut http = HttpConnector::new();
-    http.enforce_http(false);
-    http.set_connect_timeout(Some(settings.connect_timeout));
+    let connector = Connector::new(&settings.proxies, tls.clone(), settings.connect_timeout)?;
     let https = hyper_rustls::HttpsConnectorBuilder::new()
         .with_tls_config(tls)
         .https_or_http()
         .enable_http1()
-        .wrap_connector(http);
-    Ok(
-        hyper_util::client::legacy::Client::builder(TokioExecutor::new())
-            .pool_timer(TokioTimer::new())
-            .pool_idle_timeout(IDLE)
-            .http1_read_buf_exact_size(READ_BUFFER)
-            .build(https),
-    )
-}
-
-fn proxied_client(settings: &Settings) -> Result<reqwest::Client, ErrorKind> {
-    let mut builder = reqwest::Client::builder()
-        .timeout(settings.request_timeout)
-        .connect_timeout(settings.connect_timeout);
-    for (origin, pem) in &settings.roots {
-        for cert in tls::root_certificates(origin, pem)? {
-            builder = builder.add_root_certificate(
-                reqwest::Certificate::from_der(&cert)
-                    .map_err(|e| config_error(format!("{origin}: {e}")))?,
-            );
-        }
-    }
-    if settings.insecure {
-        builder = builder.danger_accept_invalid_certs(true);
-    }
-    builder
-        .build()
-        .map_err(|e| config_error(format!("cannot build the HTTP client: {e}")))
+        .wrap_connector(connector.clone());
+    let pool = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
+        .pool_timer(TokioTimer::new())
+        .pool_idle_timeout(IDLE)
+        .http1_read_buf_exact_size(READ_BUFFER)
+        .build(https);
+    Ok(HttpClient {
+        pool,
+        connector,
+        timeout: settings.request_timeout,
+    })
 }

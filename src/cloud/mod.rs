@@ -5,7 +5,7 @@
 //! Layout: `ports` (the traits), `model` (request/response types), `ids` (typed IDs),
 //! `owner` (how resources record their Kubernetes owner), `config` (clouds.yaml and
 //! `OS_*` resolution), `auth` (Keystone v3), `transport` (the single choke point: token,
-//! retries, concurrency cap, metrics), `retry` (backoff rules), `error`/`error_body`
+//! retries, concurrency cap, metrics), `http_clients`/`proxy`/`tls` (the connections), `retry` (backoff rules), `error`/`error_body`
 //! (classification), `client` (the verbs).
 //!
 //! Deliberately not here: deciding what to create or delete (controllers), and the
@@ -24,6 +24,7 @@ pub mod model;
 pub mod orphans;
 pub mod owner;
 pub mod ports;
+mod proxy;
 mod regions;
 mod request;
 pub mod retry;
@@ -38,14 +39,11 @@ pub use error::{CloudError, ErrorKind, Resource, ignore_not_found};
 pub use ports::{
     BlockStorage, CloudFuture, CloudResult, Compute, LoadBalancing, MetadataMode, Network,
 };
+pub use proxy::Proxies;
 pub use regions::CloudPorts;
 pub use retry::RetryPolicy;
 pub use transport::ClientOptions;
 
-/// A mutex's guard even when a panic elsewhere poisoned it: the maps it guards here are
-/// never left half-written.
-fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
+/// The maps the cloud's clients share are never left half-written: a panic elsewhere
+/// while one was held does not matter.
+use crate::lock::guard as lock;

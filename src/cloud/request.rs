@@ -1,8 +1,8 @@
 //! One API call as the verb modules describe it ([`Request`]) and a successful answer
 //! ([`Reply`]). Plain data: sending, retrying and metering are the transport's.
 
-use reqwest::header::HeaderMap;
-use reqwest::{Method, StatusCode};
+use http::header::HeaderMap;
+use http::{Method, StatusCode};
 use serde::Deserialize;
 use serde_json::Value;
 

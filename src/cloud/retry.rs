@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use reqwest::Method;
+use http::Method;
 
 /// Retry bounds of one cloud connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,5 +1,5 @@
-//! TLS of the cloud's connections, as reqwest set it up: rustls with ring, TLS 1.2 and
-//! 1.3, the webpki roots and every certificate of the CA bundles a cloud names (a
+//! TLS of the cloud's connections (and of an https proxy's): rustls with ring, TLS 1.2
+//! and 1.3, the webpki roots and every certificate of the CA bundles a cloud names (a
 //! `cacert` file, a credentials Secret's `cacert` key); with `verify: false`, no
 //! verification at all.
 
@@ -29,7 +29,7 @@ pub(crate) fn client_config(
     Ok(tls.with_no_client_auth())
 }
 
-/// The webpki roots (reqwest's) and every certificate of the extra bundles.
+/// The webpki roots and every certificate of the extra bundles.
 fn trusted(roots: &[(String, Vec<u8>)]) -> Result<rustls::RootCertStore, ErrorKind> {
     let mut store = rustls::RootCertStore {
         roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
@@ -45,10 +45,7 @@ fn trusted(roots: &[(String, Vec<u8>)]) -> Result<rustls::RootCertStore, ErrorKi
 }
 
 /// The certificates of a PEM bundle; an unreadable or empty one is a configuration error.
-pub(crate) fn root_certificates(
-    origin: &str,
-    pem: &[u8],
-) -> Result<Vec<CertificateDer<'static>>, ErrorKind> {
+fn root_certificates(origin: &str, pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, ErrorKind> {
     let certs: Vec<_> = CertificateDer::pem_slice_iter(pem)
         .collect::<Result<_, _>>()
         .map_err(|_| config_error(format!("{origin} is not a PEM certificate bundle")))?;
@@ -62,8 +59,7 @@ pub(crate) fn config_error(message: String) -> ErrorKind {
     ErrorKind::Config { message }
 }
 
-/// `verify: false`: every certificate and handshake signature is taken, as reqwest's
-/// `danger_accept_invalid_certs` takes them.
+/// `verify: false`: every certificate and handshake signature is taken.
 mod unverified {
     use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
     use rustls::pki_types::{CertificateDer, ServerName, UnixTime};

@@ -15,10 +15,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue, USER_AGENT};
-use reqwest::{Method, StatusCode, Url};
+use http::header::{ACCEPT, CONTENT_TYPE, HeaderValue, USER_AGENT};
+use http::{Method, StatusCode};
 use tokio::sync::{Mutex, RwLock, Semaphore};
 use tracing::{debug, warn};
+use url::Url;
 
 use super::auth::{self, Service, Token};
 use super::budget::{Budget, Budgets};
@@ -26,6 +27,7 @@ use super::config::CloudConfig;
 use super::error::ErrorKind;
 use super::error_body;
 use super::http_clients::{self, HttpClient, NoAnswer};
+use super::proxy::Proxies;
 pub(crate) use super::request::{Reply, Request};
 use super::retry::{Failure, RetryPolicy, is_retryable};
 use crate::metrics::{CloudOperationLabels, CloudRequestLabels, Metrics, ServiceLabels};
@@ -50,6 +52,9 @@ pub struct ClientOptions {
     /// The request budgets of the projects, shared by every client of the operator;
     /// `None` sends as fast as the concurrency cap allows.
     pub budgets: Option<Arc<Budgets>>,
+    /// The proxies of the cloud's requests; `None`: those the environment names
+    /// (`HTTPS_PROXY`, `NO_PROXY` and the like), read as each connection is made.
+    pub proxies: Option<Proxies>,
 }
 
 impl Default for ClientOptions {
@@ -61,6 +66,7 @@ impl Default for ClientOptions {
             connect_timeout: Duration::from_secs(10),
             lookup_lifetime: Duration::from_secs(300),
             budgets: None,
+            proxies: None,
         }
     }
 }
@@ -107,6 +113,7 @@ impl Transport {
             insecure: config.tls.insecure,
             request_timeout: options.request_timeout,
             connect_timeout: options.connect_timeout,
+            proxies: options.proxies.clone().unwrap_or_else(Proxies::from_env),
         })?;
         Ok(Self {
             http,

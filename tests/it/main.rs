@@ -13,6 +13,7 @@ mod cloud_block_storage;
 mod cloud_compute;
 mod cloud_config;
 mod cloud_loadbalancing;
+mod cloud_proxy;
 mod cloud_resilience;
 mod cloud_secrets;
 mod crd_generation;

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use reqwest::Method;
+use http::Method;
 use serde::Deserialize;
 use serde_json::json;
 

@@ -2,7 +2,7 @@
 //! `find_image` tries a GET only for UUID-shaped input (Glance IDs are UUIDs), then lists
 //! by exact name; Glance sends HTML errors unless asked for JSON, which the transport does.
 
-use reqwest::Method;
+use http::Method;
 
 use super::{OpenStackClient, pick_one};
 use crate::cloud::auth::Service;

@@ -2,7 +2,7 @@
 //! routes to the sub-resource modules (listener, pool, monitor, member).
 //! Octavia has no microversions; objects live under `/v2/lbaas/...`.
 
-use reqwest::Method;
+use http::Method;
 
 use super::octavia::{filtered, octavia};
 use super::owner_lookups::OwnerFilter;

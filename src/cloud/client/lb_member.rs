@@ -2,7 +2,7 @@
 //! call (`PUT /v2/lbaas/pools/{id}/members`, 202 with an empty body). The batch PUT is
 //! idempotent by design (it states the desired set), so the transport may retry it.
 
-use reqwest::Method;
+use http::Method;
 use serde_json::json;
 
 use super::OpenStackClient;

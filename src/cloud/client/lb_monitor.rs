@@ -1,6 +1,6 @@
 //! Octavia health monitors: create, get, update, delete (a pool has at most one).
 
-use reqwest::Method;
+use http::Method;
 use serde_json::json;
 
 use super::OpenStackClient;

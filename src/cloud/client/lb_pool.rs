@@ -1,6 +1,6 @@
 //! Octavia pools: create, list, get, update, delete.
 
-use reqwest::Method;
+use http::Method;
 use serde_json::json;
 
 use super::OpenStackClient;

@@ -107,7 +107,7 @@ impl Lookups {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Entry>> {
-        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
+        crate::lock::guard(&self.entries)
     }
 }
 

@@ -243,7 +243,7 @@ fn next_query(page: &Value, key: &str) -> Option<Vec<(String, String)>> {
         .and_then(|l| l.get("href"))
         .and_then(Value::as_str);
     let href = from_links.or_else(|| page.get("next").and_then(Value::as_str))?;
-    let base = reqwest::Url::parse("http://link.invalid/").ok()?;
+    let base = url::Url::parse("http://link.invalid/").ok()?;
     let url = base.join(href).ok()?;
     Some(
         url.query_pairs()
@@ -273,11 +273,7 @@ pub(crate) fn pick_one<T>(
     }
 }
 
-pub(crate) fn compute(
-    op: &'static str,
-    method: reqwest::Method,
-    path: impl Into<String>,
-) -> Request {
+pub(crate) fn compute(op: &'static str, method: http::Method, path: impl Into<String>) -> Request {
     Request::new(Service::Compute, op, method, path)
 }
 

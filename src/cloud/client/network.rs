@@ -1,7 +1,7 @@
 //! Neutron verbs of [`Network`]. Filters are exact-match query parameters; lists follow
 //! `<resource>_links`. `find_*` try a GET for UUID-shaped input, then an exact-name list.
 
-use reqwest::Method;
+use http::Method;
 use serde_json::json;
 
 use super::{Kind, OpenStackClient, pick_one};

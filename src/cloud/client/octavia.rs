@@ -1,7 +1,7 @@
 //! Octavia requests: every path under `/v2/lbaas` (the endpoint carries `/v2`), and the
 //! list filters the load balancer resources share.
 
-use reqwest::Method;
+use http::Method;
 
 use crate::cloud::auth::Service;
 use crate::cloud::model::loadbalancing::LbFilter;

@@ -82,8 +82,8 @@ impl<'de, T: DeserializeOwned> Visitor<'de> for Batches<'_, T> {
 #[cfg(test)]
 mod tests {
     use bytes::Bytes;
-    use reqwest::StatusCode;
-    use reqwest::header::HeaderMap;
+    use http::StatusCode;
+    use http::header::HeaderMap;
 
     use super::*;
 

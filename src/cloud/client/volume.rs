@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use reqwest::Method;
+use http::Method;
 use serde_json::json;
 
 use super::OpenStackClient;

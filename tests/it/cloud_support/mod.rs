@@ -3,6 +3,8 @@
 //! prints (`cargo test --test cloud_... -- --nocapture`).
 #![allow(dead_code, clippy::unwrap_used)]
 
+pub mod proxy;
+
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
