@@ -34,7 +34,7 @@ impl<'a> ServerOrphans<'a> {
 
     pub fn add(&mut self, page: &[Server]) {
         let scoped = page.iter().filter(|s| counted(self.ctx, &s.metadata));
-        let owners = scoped.filter_map(|s| orphans::server_owner_uid(s, &self.ctx.cluster));
+        let owners = scoped.filter_map(|s| orphans::server_owner_uid(s, self.ctx.cluster));
         self.owners.extend(owners);
     }
 
@@ -50,7 +50,7 @@ impl<'a> ServerOrphans<'a> {
 pub fn count_load_balancers(ctx: Surroundings<'_>, listed: &[LoadBalancer]) -> usize {
     let live = uids(&ctx.caches.current().load_balancers.store);
     let scoped = listed.iter().filter(|l| load_balancer_counted(ctx, l));
-    orphans::load_balancers(scoped, &ctx.cluster, &live).len()
+    orphans::load_balancers(scoped, ctx.cluster, &live).len()
 }
 
 /// Whether a load balancer counts here, by the namespace its tags record. One made by
@@ -78,7 +78,7 @@ pub fn count_volumes(ctx: Surroundings<'_>, listed: &[Volume]) -> usize {
     let mut live = uids(&caches.virtual_machines.store);
     live.extend(uids(&caches.groups.store));
     let scoped = listed.iter().filter(|v| counted(ctx, &v.metadata));
-    orphans::volumes(scoped, &ctx.cluster, &live).len()
+    orphans::volumes(scoped, ctx.cluster, &live).len()
 }
 
 /// Whether a resource recording `metadata` counts here: every one when all namespaces
