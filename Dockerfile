@@ -1,11 +1,12 @@
-# Multi-stage build: a static (musl) release binary in a distroless, non-root image.
+# Multi-stage build: a static (musl) release binary, without the embedded simulator, in a
+# distroless, non-root image.
 FROM rust:1.95-alpine AS build
 RUN apk add --no-cache musl-dev
 WORKDIR /src
 COPY . .
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
-    cargo build --release --locked --bin verda-operator \
+    cargo build --release --locked --bin verda-operator --no-default-features --features mimalloc \
     && cp target/release/verda-operator /verda-operator
 
 FROM gcr.io/distroless/static-debian12:nonroot

@@ -10,6 +10,10 @@
 #      /metrics answer and that PID 1 runs as uid 65532, then stops it (SIGTERM, expects exit 0).
 #      Without a verda-test-apiserver binary it runs `simulate` instead (the operator's `run` exits before
 #      serving /healthz when no Kubernetes API answers) and checks the simulator answers /identity/v3.
+#      A binary built without the embedded simulator (`--no-default-features --features mimalloc`, as
+#      the image is) is first run with no cloud configured, which must end it with the error that says
+#      so; then it runs against a simulator started on the host from VERDA_CLOUD_SIMULATOR, its
+#      clouds.yaml given to the container.
 #   5. If no container can be built or started, falls back to chroot(1) into the rootfs as uid 65532 and
 #      says which part it could not do and why.
 # Everything it creates (container, image, storage, host processes) is removed on exit.
@@ -17,6 +21,8 @@
 # Usage: hack/image-check.sh [BINARY]   (default target/release/verda-operator, else target/debug/...)
 # Env:   VERDA_TEST_APISERVER=path  test API server binary (default: next to BINARY, then target/*/);
 #                                   `none` checks `simulate` instead of `run`
+#        VERDA_CLOUD_SIMULATOR=path  an operator binary with the simulator, for a BINARY without one
+#                                   (default target/debug/verda-operator)
 #        IMAGE_CHECK_RUNTIMES="crun| runc| crun|--cgroups=disabled"  runtime setups to try, in order
 #        IMAGE_CHECK_NO_INSTALL=1   never apt-get install missing packages; fail instead
 #        IMAGE_CHECK_ALLOW_FALLBACK=1  exit 0 (not 3) when only the chroot fallback could be checked
@@ -84,6 +90,7 @@ chmod 755 "$RUN_DIR"
 PODMAN=(podman --root "$STORE" --runroot "$RUN_DIR/runroot" --tmpdir "$RUN_DIR/tmp"
     --storage-driver vfs --cgroup-manager cgroupfs --events-backend none)
 API_PID=
+SIM_PID=
 CHROOT_PID=
 [[ -e /var/lib/containers ]] && VLC_EXISTED=1 || VLC_EXISTED=
 CGROUPS_BEFORE=$(find /sys/fs/cgroup -maxdepth 2 -type d -name libpod_parent 2>/dev/null | sort || true)
@@ -102,6 +109,7 @@ cleanup() {
         fi
     fi
     if [[ -n $API_PID ]]; then kill "$API_PID" 2>/dev/null; wait "$API_PID" 2>/dev/null; fi
+    if [[ -n $SIM_PID ]]; then kill -INT "$SIM_PID" 2>/dev/null; wait "$SIM_PID" 2>/dev/null; fi
     # cgroup parents that podman created during this run (empty once the container is gone)
     local d
     for d in $(find /sys/fs/cgroup -maxdepth 2 -type d -name libpod_parent 2>/dev/null | sort); do
@@ -182,6 +190,28 @@ start_apiserver() {
     log "test API server: $(grep -o 'http://[0-9.:]*' "$RUN_DIR/apiserver.log" | head -1) ($API_BIN)"
 }
 
+# A binary without the embedded simulator needs a cloud: the simulator of VERDA_CLOUD_SIMULATOR on the
+# host, its clouds.yaml in $RUN_DIR/clouds.yaml (given to the container as /clouds.yaml).
+HAS_SIM=
+timeout 20 "$ROOTFS/verda-operator" simulate --help >/dev/null 2>&1 && HAS_SIM=1
+CLOUD_ENV=(-e OS_CLIENT_CONFIG_FILE=/clouds.yaml -e OS_CLOUD=verda-sim)
+start_cloud() {
+    local sim=${VERDA_CLOUD_SIMULATOR:-$REPO/target/debug/verda-operator} port i
+    [[ -x $sim ]] && timeout 20 "$sim" simulate --help >/dev/null 2>&1 ||
+        die "$BIN has no embedded simulator, and VERDA_CLOUD_SIMULATOR=$sim is no operator binary with one"
+    port=$(free_port)
+    timeout 240 "$sim" simulate --listen "127.0.0.1:$port" >"$RUN_DIR/clouds.yaml" 2>"$RUN_DIR/sim.log" &
+    SIM_PID=$!
+    for i in $(seq 1 100); do
+        grep -q 'verda-sim:' "$RUN_DIR/clouds.yaml" 2>/dev/null && break
+        kill -0 "$SIM_PID" 2>/dev/null || die "the host simulator exited: $(cat "$RUN_DIR/sim.log")"
+        sleep 0.1
+    done
+    grep -q 'verda-sim:' "$RUN_DIR/clouds.yaml" || die "the host simulator printed no clouds.yaml within 10s"
+    chmod 644 "$RUN_DIR/clouds.yaml"
+    log "no embedded simulator in $BIN: its cloud is the simulator on 127.0.0.1:$port ($sim)"
+}
+
 # Waits for URL to answer 200 while the check command ($2...) succeeds; prints the body.
 wait_http() {
     local url=$1 secs=$2
@@ -256,7 +286,17 @@ if ((${#RUNTIME_ARGS[@]})); then
         MODE=run
         cargs=(-v "$KUBECONFIG_FILE:/kubeconfig:ro")
         cmd=(run --kubeconfig /kubeconfig --listen "127.0.0.1:$PORT")
+        if [[ -z $HAS_SIM ]]; then
+            out=$(timeout 60 "${PODMAN[@]}" run --rm "${RUNTIME_ARGS[@]}" "${cargs[@]}" "$IMAGE" "${cmd[@]}" 2>&1) &&
+                die "'run' with no cloud configured exited 0 in an image without the simulator: $out"
+            grep -q 'this build has no embedded simulator' <<<"$out" ||
+                die "'run' with no cloud configured did not say the image has no simulator: $(tail -3 <<<"$out")"
+            PROVED+=("with no cloud configured, 'run' ended at start saying: $(grep -o 'no OpenStack cloud configured, and this build has no embedded simulator' <<<"$out" | head -1)")
+            start_cloud
+            cargs+=(-v "$RUN_DIR/clouds.yaml:/clouds.yaml:ro" "${CLOUD_ENV[@]}")
+        fi
     else
+        [[ -n $HAS_SIM ]] || die "$BIN has no 'simulate' command: give it a verda-test-apiserver to run against"
         MODE=simulate
         log "no verda-test-apiserver binary (set VERDA_TEST_APISERVER or build it: cargo build -p verda-test-apiserver):" \
             "'run' needs a Kubernetes API before it serves /healthz, so checking 'simulate' instead"
@@ -316,7 +356,13 @@ else
         cp "$KUBECONFIG_FILE" "$CH/kubeconfig"
         chroot_cmd=(run --kubeconfig /kubeconfig --listen "127.0.0.1:$PORT")
         path=/healthz
+        if [[ -z $HAS_SIM ]]; then
+            start_cloud
+            cp "$RUN_DIR/clouds.yaml" "$CH/clouds.yaml"
+            export OS_CLIENT_CONFIG_FILE=/clouds.yaml OS_CLOUD=verda-sim
+        fi
     else
+        [[ -n $HAS_SIM ]] || die "$BIN has no 'simulate' command: give it a verda-test-apiserver to run against"
         log "no verda-test-apiserver binary: checking 'simulate' instead of 'run'"
         chroot_cmd=(simulate --listen "127.0.0.1:$PORT")
         path=/identity/v3

@@ -21,5 +21,6 @@ pub mod run;
 pub mod runtime;
 pub mod tenancy;
 /// The OpenStack simulator (its own crate, `sim/`): the embedded default cloud.
+#[cfg(feature = "embedded-sim")]
 pub use verda_sim as sim;
 pub mod telemetry;

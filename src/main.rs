@@ -1,5 +1,6 @@
-//! The `verda-operator` command: `run` the operator, `crdgen` the CRDs, `simulate` an
-//! OpenStack cloud.
+//! The `verda-operator` command: `run` the operator, `crdgen` the CRDs, list `orphans`,
+//! and, in a build with the embedded simulator (feature `embedded-sim`, on by default),
+//! `simulate` an OpenStack cloud.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -8,6 +9,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use verda_operator::cloud::CloudSelection;
+#[cfg(feature = "embedded-sim")]
 use verda_operator::sim::{SimConfig, SimCredentials, Simulator};
 use verda_operator::{config, crdgen, run, telemetry};
 
@@ -33,6 +35,7 @@ enum Command {
     /// Run the operator against the current Kubernetes cluster.
     Run(Box<RunArgs>),
     /// Run the OpenStack simulator alone and print a clouds.yaml for it.
+    #[cfg(feature = "embedded-sim")]
     Simulate {
         /// Address to listen on.
         #[arg(long, default_value = "127.0.0.1:8774")]
@@ -62,6 +65,7 @@ enum Command {
 }
 
 /// How big the simulated cloud is: enough for a fleet-size benchmark when raised.
+#[cfg(feature = "embedded-sim")]
 #[derive(Args, Clone, Copy)]
 struct SimCapacity {
     /// Nova `instances` quota of the simulated project.
@@ -76,6 +80,7 @@ struct SimCapacity {
     hosts: usize,
 }
 
+#[cfg(feature = "embedded-sim")]
 impl SimCapacity {
     fn apply(self, config: SimConfig) -> SimConfig {
         SimConfig {
@@ -88,6 +93,7 @@ impl SimCapacity {
 
 /// Projects of the simulated cloud beyond the two seeded ones, for a shared cluster
 /// where every namespace has a project of its own.
+#[cfg(feature = "embedded-sim")]
 #[derive(Args, Clone)]
 struct SimTenants {
     /// How many (`tenant-1`, `tenant-2`, ...), each with its own user and networks.
@@ -99,6 +105,7 @@ struct SimTenants {
 }
 
 /// How fast the simulated cloud answers, for benchmarks at a real cloud's pace.
+#[cfg(feature = "embedded-sim")]
 #[derive(Args, Clone, Copy)]
 struct SimPace {
     /// Seconds a server stays in BUILD, when not --delay.
@@ -199,6 +206,7 @@ struct RunArgs {
           value_parser = clap::value_parser!(u16).range(1..=256))]
     worker_threads: u16,
     /// The embedded simulator's size (used only when no cloud is configured).
+    #[cfg(feature = "embedded-sim")]
     #[command(flatten)]
     sim: SimCapacity,
 }
@@ -239,6 +247,7 @@ fn main() -> ExitCode {
         Command::Crdgen { out } => write_crds(out),
         Command::Run(args) => run_operator(*args),
         Command::Orphans(args) => orphans(args),
+        #[cfg(feature = "embedded-sim")]
         Command::Simulate {
             listen,
             delay,
@@ -288,7 +297,10 @@ fn run_operator(args: RunArgs) -> Result<(), String> {
             cloud: args.cloud,
             config_file: args.clouds_file,
         },
+        #[cfg(feature = "embedded-sim")]
         embedded_simulator: args.sim.apply(SimConfig::default()),
+        #[cfg(not(feature = "embedded-sim"))]
+        embedded_simulator: Default::default(),
     };
     runtime(args.worker_threads)?
         .block_on(run::run(options))
@@ -314,6 +326,7 @@ fn orphans(args: OrphansArgs) -> Result<(), String> {
         .map_err(|e| e.to_string())
 }
 
+#[cfg(feature = "embedded-sim")]
 fn simulate(
     listen: SocketAddr,
     delay: Duration,
@@ -358,6 +371,7 @@ fn simulate(
 }
 
 /// `1.5s`, `200ms` or a bare number of seconds.
+#[cfg(feature = "embedded-sim")]
 fn parse_seconds(text: &str) -> Result<Duration, String> {
     let (number, scale) = if let Some(ms) = text.strip_suffix("ms") {
         (ms, 0.001)

@@ -51,7 +51,7 @@ pub struct RunOptions {
     /// Which OpenStack cloud (`--cloud`, `OS_CLOUD`, clouds.yaml path).
     pub cloud: CloudSelection,
     /// The simulator started when no cloud is configured.
-    pub embedded_simulator: crate::sim::SimConfig,
+    pub embedded_simulator: embedded_cloud::SimulatorSettings,
 }
 
 /// Why `run` stopped.

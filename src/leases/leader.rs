@@ -4,13 +4,14 @@
 //! [`decide`] is the pure rule (lease record + clock → what to write); [`LeaderElector`]
 //! does the API calls. Writes carry the read `resourceVersion`, so two candidates racing
 //! for an expired lease cannot both win: the loser gets 409 Conflict and stays follower.
-//! Expiry compares the holder's `renewTime` with our clock, so clocks must agree to well
-//! within the lease duration (the usual Kubernetes assumption).
+//! A holder is alive while this candidate sees its Lease change ([`Liveness`], the same
+//! rule the shards judge their members by): no clock is compared with another's.
 //!
 //! The holder stops on its own [`Fence`]: two thirds of the lease duration after it *sent*
 //! its last renewal that got through (as client-go's renew deadline), whatever the API
 //! server answers or fails to answer meanwhile. A peer takes over no earlier than the whole
-//! lease duration after that renewal's `renewTime`, so the two never run together.
+//! lease duration after it saw that renewal, which it cannot see before it was stamped,
+//! so the two never run together.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -20,10 +21,11 @@ use tokio::time::Instant;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
-use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use k8s_openapi::jiff::Timestamp;
 use kube::Client;
 use kube::api::{Api, ObjectMeta, PostParams};
 
+use crate::leases::liveness::Liveness;
 use crate::lock::Lock;
 
 /// What a candidate should do with the lease it just read.
@@ -37,12 +39,14 @@ pub enum Decision {
     Follow { holder: String },
 }
 
-/// Decides, from the current lease spec (if any), what `identity` does at `now`.
+/// Decides, from the current lease spec (if any), what `identity` does at `now`; `live`
+/// says whether another holder is alive as this candidate observes it ([`Liveness`]).
 pub fn decide(
     current: Option<&LeaseSpec>,
     identity: &str,
     lease_duration: Duration,
     now: Timestamp,
+    live: impl Fn(&str) -> bool,
 ) -> Decision {
     let seconds = i32::try_from(lease_duration.as_secs())
         .unwrap_or(i32::MAX)
@@ -62,13 +66,7 @@ pub fn decide(
     if holder == identity {
         return Decision::Update(ours(spec.acquire_time.clone(), spec.lease_transitions));
     }
-    let held_for = SignedDuration::from_secs(spec.lease_duration_seconds.unwrap_or(seconds).into());
-    let live = spec
-        .renew_time
-        .as_ref()
-        .and_then(|t| t.0.checked_add(held_for).ok())
-        .is_some_and(|expires| expires > now);
-    if !holder.is_empty() && live {
+    if !holder.is_empty() && live(&holder) {
         return Decision::Follow { holder };
     }
     let transitions = spec.lease_transitions.unwrap_or(0).saturating_add(1);
@@ -128,6 +126,8 @@ pub struct LeaderElector {
     identity: String,
     lease_duration: Duration,
     annotations: Annotations,
+    /// When this candidate last saw the Lease's holder renew it.
+    liveness: Lock<Liveness>,
 }
 
 impl LeaderElector {
@@ -145,6 +145,7 @@ impl LeaderElector {
             identity: identity.to_owned(),
             lease_duration,
             annotations: Annotations::default(),
+            liveness: Lock::new(Liveness::new(lease_duration)),
         }
     }
 
@@ -185,12 +186,18 @@ impl LeaderElector {
             .await
             .map_err(|e| self.error("read", e))?;
         let stamped = Instant::now();
-        let decision = decide(
-            current.as_ref().and_then(|l| l.spec.as_ref()),
-            &self.identity,
-            self.lease_duration,
-            Timestamp::now(),
-        );
+        let decision = {
+            let seen = std::time::Instant::now();
+            let mut liveness = self.liveness.lock();
+            liveness.observe(current.as_slice(), seen);
+            decide(
+                current.as_ref().and_then(|l| l.spec.as_ref()),
+                &self.identity,
+                self.lease_duration,
+                Timestamp::now(),
+                |holder| liveness.live(holder, seen),
+            )
+        };
         let result = match decision {
             Decision::Follow { .. } => return Ok(None),
             Decision::Create(spec) => {
@@ -469,7 +476,7 @@ mod tests {
 
     #[test]
     fn a_missing_lease_is_created_with_us_as_holder() {
-        let Decision::Create(spec) = decide(None, "a", DURATION, at(0)) else {
+        let Decision::Create(spec) = decide(None, "a", DURATION, at(0), |_| true) else {
             panic!("expected create");
         };
         assert_eq!(spec.holder_identity.as_deref(), Some("a"));
@@ -479,14 +486,14 @@ mod tests {
     #[test]
     fn a_live_lease_of_another_holder_is_followed() {
         let lease = held_by("b", 0);
-        let decision = decide(Some(&lease), "a", DURATION, at(14));
+        let decision = decide(Some(&lease), "a", DURATION, at(14), |_| true);
         assert_eq!(decision, Decision::Follow { holder: "b".into() });
     }
 
     #[test]
     fn an_expired_lease_is_taken_over_and_counts_a_transition() {
         let lease = held_by("b", 0);
-        let Decision::Update(spec) = decide(Some(&lease), "a", DURATION, at(16)) else {
+        let Decision::Update(spec) = decide(Some(&lease), "a", DURATION, at(16), |_| false) else {
             panic!("expected takeover");
         };
         assert_eq!(spec.holder_identity.as_deref(), Some("a"));
@@ -499,9 +506,43 @@ mod tests {
         let mut lease = held_by("b", 0);
         lease.holder_identity = None;
         assert!(matches!(
-            decide(Some(&lease), "a", DURATION, at(1)),
+            decide(Some(&lease), "a", DURATION, at(1), |_| true),
             Decision::Update(_)
         ));
+    }
+
+    /// `spec` as a Lease at `version`, for [`Liveness`].
+    fn lease(spec: &LeaseSpec, version: &str) -> Lease {
+        Lease {
+            metadata: ObjectMeta {
+                resource_version: Some(version.into()),
+                ..ObjectMeta::default()
+            },
+            spec: Some(spec.clone()),
+        }
+    }
+
+    #[test]
+    fn a_holder_is_judged_by_the_changes_seen_not_by_its_renew_time_against_our_clock() {
+        let mut liveness = Liveness::new(DURATION);
+        let t0 = std::time::Instant::now();
+        // Its renewTime is an hour behind our clock (skew, or a long-stopped writer), yet
+        // the Lease was only just seen: it is followed for a whole lease duration.
+        let skewed = held_by("b", -3600);
+        liveness.observe(&[lease(&skewed, "1")], t0);
+        let decision = decide(Some(&skewed), "a", DURATION, at(0), |h| {
+            liveness.live(h, t0)
+        });
+        assert_eq!(decision, Decision::Follow { holder: "b".into() });
+        // Its renewTime an hour ahead, but unchanged for the lease duration: taken over.
+        let ahead = held_by("b", 3600);
+        liveness.observe(&[lease(&ahead, "2")], t0);
+        let later = t0 + DURATION;
+        liveness.observe(&[lease(&ahead, "2")], later);
+        let decision = decide(Some(&ahead), "a", DURATION, at(15), |h| {
+            liveness.live(h, later)
+        });
+        assert!(matches!(decision, Decision::Update(_)), "{decision:?}");
     }
 
     #[tokio::test(start_paused = true)]
@@ -533,7 +574,7 @@ mod tests {
     fn the_holder_renews_without_a_transition() {
         let mut lease = held_by("a", 0);
         lease.acquire_time = Some(MicroTime(at(-100)));
-        let Decision::Update(spec) = decide(Some(&lease), "a", DURATION, at(5)) else {
+        let Decision::Update(spec) = decide(Some(&lease), "a", DURATION, at(5), |_| true) else {
             panic!("expected renewal");
         };
         assert_eq!(spec.lease_transitions, Some(3));

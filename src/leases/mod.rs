@@ -8,6 +8,7 @@
 
 pub mod assignment;
 pub mod leader;
+pub mod liveness;
 pub mod shards;
 
 pub use assignment::Assignment;

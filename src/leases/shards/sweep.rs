@@ -79,8 +79,9 @@ impl Leftovers {
 mod tests {
     use std::collections::BTreeSet;
 
-    use super::super::roster::{Names, test_lease as lease};
+    use super::super::roster::Names;
     use super::*;
+    use crate::leases::liveness::test_lease as lease;
 
     #[test]
     fn only_leases_nobody_writes_are_swept_once_unchanged_for_the_period() {
