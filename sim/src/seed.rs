@@ -8,8 +8,8 @@ use chrono::{TimeZone, Utc};
 
 use super::config::{SimConfig, SimCredentials};
 use super::model::{Flavor, Image, Network, Subnet};
-use super::octavia::model::LbFlavor;
 use super::world::World;
+use super::world::octavia::LbFlavor;
 
 pub(crate) const PROJECT_ID: &str = "4fe49c509df94ac8bb7350b83b09a91e";
 /// `project`'s world as a fresh simulator starts it. Each project draws its IDs from

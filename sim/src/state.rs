@@ -45,7 +45,7 @@ impl Shared {
             .or_else(|| self.worlds.get(&self.default_project))
             .expect("the default project's world exists");
         let mut w = lock(world);
-        settle(&mut w, Instant::now());
+        w.settle(Instant::now());
         w
     }
 }
@@ -62,13 +62,4 @@ pub(crate) struct Token {
     pub audit_id: String,
     /// Whose token it is: an index into the seeded identities.
     pub identity: usize,
-}
-
-/// Applies every transition of `w` that is due at `now`: servers, then Octavia.
-pub(crate) fn settle(w: &mut World, now: Instant) {
-    if w.take_due(now) {
-        w.settle_servers(now);
-        w.settle_volumes(now);
-        super::octavia::lifecycle::settle(w, now);
-    }
 }

@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::lock;
+use crate::lock::guard as lock;
 
 /// `requestBudget` of the configuration file.
 #[derive(Clone, Copy, Debug, PartialEq)]

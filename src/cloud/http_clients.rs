@@ -30,10 +30,10 @@ use hyper_rustls::HttpsConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 
 use super::error::ErrorKind;
-use super::lock;
 use super::proxy::{Connector, Proxies};
 use super::request::Reply;
 use super::tls;
+use crate::lock::guard as lock;
 
 /// Distinct trust settings whose clients are shared; past them (a cluster whose
 /// Secrets name this many different CA bundles), a connection has a client of its own,

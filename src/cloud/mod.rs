@@ -43,7 +43,3 @@ pub use proxy::Proxies;
 pub use regions::CloudPorts;
 pub use retry::RetryPolicy;
 pub use transport::ClientOptions;
-
-/// The maps the cloud's clients share are never left half-written: a panic elsewhere
-/// while one was held does not matter.
-use crate::lock::guard as lock;

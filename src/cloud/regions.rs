@@ -3,7 +3,8 @@
 
 use std::sync::Arc;
 
-use super::{BlockStorage, CloudFuture, Compute, LoadBalancing, Network, OpenStackClient};
+use super::client::OpenStackClient;
+use super::ports::{BlockStorage, CloudFuture, Compute, LoadBalancing, Network};
 
 /// The cloud, per region. VirtualMachines use the cloud's own region; a LoadBalancer
 /// may name another.

@@ -4,10 +4,11 @@
 //! types by name or ID. Attach and detach go through Nova (`nova/attachments.rs`).
 //! Deliberately not here: snapshots, backups, transfers, multiattach, admin APIs.
 
-pub(crate) mod model;
 mod view;
 mod volumes;
 
+/// The volumes live with the rest of the world.
+pub(crate) use crate::world::cinder as model;
 use axum::Router;
 use axum::http::HeaderMap;
 use axum::response::Response;

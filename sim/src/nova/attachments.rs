@@ -14,10 +14,10 @@ use chrono::Utc;
 use serde_json::{Value, json};
 
 use super::{Cx, body, enter, not_found_server};
-use crate::cinder::model::{Attachment, VolState, Volume};
 use crate::model::Status;
 use crate::state::Sim;
 use crate::world::World;
+use crate::world::cinder::{Attachment, VolState, Volume};
 
 pub(super) fn routes(r: Router<Sim>, p: &str) -> Router<Sim> {
     r.route(

@@ -10,8 +10,8 @@ use chrono::Utc;
 use serde_json::Value;
 
 use super::Cx;
-use crate::cinder::model::{Attachment, VolState, Volume};
 use crate::world::World;
+use crate::world::cinder::{Attachment, VolState, Volume};
 
 /// The boot volume a create asks for.
 #[derive(Clone, Debug)]

@@ -1,14 +1,13 @@
 //! Octavia v2 (load-balancer): routing, the request envelope (request ID, WSME fault
 //! bodies, no request ID on the middleware 401) and helpers shared by the resources.
-//! Objects live in `model.rs`, their state machine in `lifecycle.rs`, JSON in
+//! Objects live in the world (`world::octavia`, their state machine in
+//! `world::octavia_lifecycle`), JSON in
 //! `views.rs`, request types in `schema.rs`. No L7 policies, TLS containers, quotas or amphora admin APIs.
 
 mod flavors;
-pub(crate) mod lifecycle;
 mod listeners;
 mod loadbalancers;
 mod members;
-pub(crate) mod model;
 mod monitors;
 mod pools;
 mod populated;
@@ -30,6 +29,10 @@ use super::state::Sim;
 use super::wire::{self, JSON};
 use super::world::World;
 use model::{Meta, Prov};
+
+/// The Octavia objects and their state machine live with the rest of the world.
+pub(crate) use crate::world::octavia as model;
+pub(crate) use crate::world::octavia_lifecycle as lifecycle;
 
 pub(crate) const SERVICE: &str = "load-balancer";
 

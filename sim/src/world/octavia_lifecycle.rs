@@ -10,9 +10,9 @@ use std::time::Instant;
 
 use chrono::Utc;
 
-use super::model::{Member, Pool, Prov};
+use super::World;
+use super::octavia::{Member, Pool, Prov};
 use crate::model::Status;
-use crate::world::World;
 
 /// Locks the load balancer's tree for `lb_delay` (the LB itself goes `PENDING_UPDATE`
 /// unless it is already pending create/delete).
@@ -34,7 +34,14 @@ pub(crate) fn touch(prov: &mut Prov) {
     }
 }
 
-pub(crate) fn settle(w: &mut World, now: Instant) {
+impl World {
+    /// Applies Octavia's transitions due at `now`.
+    pub(crate) fn settle_octavia(&mut self, now: Instant) {
+        settle(self, now);
+    }
+}
+
+fn settle(w: &mut World, now: Instant) {
     let due: Vec<String> = w
         .octavia
         .lbs

@@ -1,5 +1,11 @@
 //! A project's world: every resource it holds, the seeded generator its IDs come
-//! from, and the server transitions due by time.
+//! from, and the transitions due by time. Each service's records are here (`cinder`,
+//! `octavia` and Octavia's state machine, `octavia_lifecycle`); the services' handlers
+//! read and write them, never the reverse.
+
+pub(crate) mod cinder;
+pub(crate) mod octavia;
+pub(crate) mod octavia_lifecycle;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::Ipv4Addr;
@@ -9,10 +15,10 @@ use chrono::Utc;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use super::cinder::model::Cinder;
+use self::cinder::Cinder;
+use self::octavia::Octavia;
 use super::config::SimConfig;
 use super::model::{Flavor, FloatingIp, Image, Network, Port, Server, ServerGroup, Status, Subnet};
-use super::octavia::model::Octavia;
 
 /// All resources.
 pub(crate) struct World {
@@ -45,6 +51,15 @@ pub(crate) struct World {
 }
 
 impl World {
+    /// Applies every transition due at `now`: servers, volumes, then Octavia.
+    pub(crate) fn settle(&mut self, now: Instant) {
+        if self.take_due(now) {
+            self.settle_servers(now);
+            self.settle_volumes(now);
+            self.settle_octavia(now);
+        }
+    }
+
     /// `project`'s world, empty: `seed::world` fills it.
     pub fn empty(config: &SimConfig, project: &str, rng_seed: u64) -> Self {
         World {

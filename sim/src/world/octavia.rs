@@ -1,5 +1,5 @@
 //! Records of the simulated Octavia objects (plain data) and their provisioning states.
-//! Transitions are in `lifecycle.rs`, JSON views in `views.rs`.
+//! Transitions are in `octavia_lifecycle.rs`, JSON views in `octavia/views.rs`.
 
 use std::collections::BTreeMap;
 use std::time::Instant;
