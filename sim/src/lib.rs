@@ -230,7 +230,7 @@ impl Simulator {
     pub fn set_load_balancer_error(&self, lb_id: &str) {
         let mut w = self.sim.world();
         if let Some(lb) = w.octavia.lbs.get_mut(lb_id) {
-            lb.meta.prov = octavia::model::Prov::Error;
+            lb.meta.prov = world::octavia::Prov::Error;
             lb.settle_at = None;
         }
     }
@@ -280,7 +280,7 @@ impl Simulator {
         let mut w = self.sim.world();
         if let Some(v) = w.cinder.volumes.get_mut(volume_id) {
             v.attachment = None;
-            v.status = cinder::model::VolState::Available;
+            v.status = world::cinder::VolState::Available;
         }
     }
 
@@ -293,7 +293,7 @@ impl Simulator {
     pub fn set_volume_error(&self, volume_id: &str) {
         let mut w = self.sim.world();
         if let Some(v) = w.cinder.volumes.get_mut(volume_id) {
-            v.status = cinder::model::VolState::Error;
+            v.status = world::cinder::VolState::Error;
             v.until = None;
         }
     }

@@ -16,7 +16,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use verda_api::conditions::READY;
 
-use super::ManagedLabels;
+use super::labels::ManagedLabels;
 
 /// Labels of the per-kind condition count.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]

@@ -6,7 +6,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-use super::KindLabels;
+use super::labels::KindLabels;
 
 #[derive(Default)]
 pub struct ShardMetrics {

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::annotations::RECONCILE_POLICY;
+use super::names::annotations::RECONCILE_POLICY;
 
 /// `spec.import`: take over an existing cloud resource instead of creating one.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

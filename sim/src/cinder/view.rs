@@ -2,8 +2,8 @@
 
 use serde_json::{Value, json};
 
-use super::Cx;
-use super::model::Volume;
+use super::envelope::Cx;
+use crate::world::cinder::Volume;
 
 /// Cinder's timestamps: microseconds, no zone.
 fn ts(t: chrono::DateTime<chrono::Utc>) -> String {

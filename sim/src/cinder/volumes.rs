@@ -12,10 +12,11 @@ use axum::response::Response;
 use chrono::Utc;
 use serde_json::{Map, Value, json};
 
-use super::model::{VolState, Volume};
-use super::{Cx, SERVICE, body, enter, view};
+use super::envelope::{Cx, SERVICE, body, enter};
+use super::view;
 use crate::state::Sim;
 use crate::world::World;
+use crate::world::cinder::{VolState, Volume};
 
 const NOT_DELETABLE: &str = "Invalid volume: Volume status must be available or error or error_restoring or error_extending or error_managing and must not be migrating, attached, belong to a group, have snapshots, awaiting a transfer, or be disassociated from snapshots after volume transfer.";
 

@@ -11,7 +11,8 @@ use axum::routing::{get, put};
 use chrono::Utc;
 use serde_json::{Value, json};
 
-use super::{Cx, enter, list_answer, schema};
+use super::envelope::{Cx, enter, list_answer};
+use super::schema;
 use crate::model::FloatingIp;
 use crate::query::Params;
 use crate::state::Sim;

@@ -8,7 +8,7 @@ use axum::response::Response;
 use axum::routing::get;
 use serde_json::{Value, json};
 
-use super::{enter, list_answer};
+use super::envelope::{enter, list_answer};
 use crate::model::{Network, Port, Subnet};
 use crate::query::Params;
 use crate::seed::ADMIN_PROJECT_ID;

@@ -11,7 +11,7 @@
 use axum::response::Response;
 use serde_json::{Map, Value};
 
-use super::Cx;
+use super::envelope::Cx;
 use crate::wire::py_str;
 
 const DESCRIPTION_FIELD_SIZE: usize = 255;

@@ -11,7 +11,7 @@ use axum::response::Response;
 use chrono::Utc;
 use serde_json::Value;
 
-use super::{Cx, body, not_found_server};
+use super::envelope::{Cx, body, not_found_server};
 use crate::model::Status;
 use crate::state::Sim;
 use crate::world::World;
@@ -33,7 +33,7 @@ pub(super) async fn action(
         "revertResize" => "revert_resize",
         _ => "server_action",
     };
-    let cx = super::enter(&sim, op, &headers).await?;
+    let cx = super::envelope::enter(&sim, op, &headers).await?;
     let req = body(&cx, &bytes)?;
     let mut w = sim.world_of(&cx.project);
     if !w.servers.contains_key(&id) {
@@ -56,7 +56,7 @@ fn conflict(cx: &Cx, action: &str, id: &str, vm_state: &str) -> Response {
 
 fn resize(cx: &Cx, w: &mut World, id: &str, args: &Value) -> Result<Response, Response> {
     let Some(flavor_ref) = args.get("flavorRef").and_then(Value::as_str) else {
-        return Err(super::required(cx, "resize", args, "flavorRef"));
+        return Err(super::envelope::required(cx, "resize", args, "flavorRef"));
     };
     let flavor_id = flavor_ref
         .rsplit('/')

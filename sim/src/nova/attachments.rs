@@ -13,7 +13,7 @@ use axum::routing::{delete, get};
 use chrono::Utc;
 use serde_json::{Value, json};
 
-use super::{Cx, body, enter, not_found_server};
+use super::envelope::{Cx, body, enter, not_found_server};
 use crate::model::Status;
 use crate::state::Sim;
 use crate::world::World;

@@ -9,7 +9,7 @@
 use chrono::Utc;
 use serde_json::Value;
 
-use super::Cx;
+use super::envelope::Cx;
 use crate::world::World;
 use crate::world::cinder::{Attachment, VolState, Volume};
 

@@ -13,7 +13,8 @@ use chrono::Utc;
 use rand::Rng;
 use serde_json::{Map, Value, json};
 
-use super::{Cx, body, boot_volume, enter, metadata, scheduler, schema};
+use super::envelope::{Cx, body, enter};
+use super::{boot_volume, metadata, scheduler, schema};
 use crate::model::{Nic, Server, Status};
 use crate::state::Sim;
 use crate::world::World;
@@ -40,7 +41,9 @@ pub(super) async fn create(
     let request = validate(&cx, &w, &req)?;
     quota(&cx, &w)?;
     // Only a create that passed validation consumes a ServerError fault.
-    let doom_by_fault = sim.faults.server_error(super::SERVICE, "create_server");
+    let doom_by_fault = sim
+        .faults
+        .server_error(super::envelope::SERVICE, "create_server");
     let boot = request.boot.clone();
     let mut server = build(&mut w, request, doom_by_fault);
     let id = server.id.clone();

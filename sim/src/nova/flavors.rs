@@ -6,7 +6,7 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 use serde_json::{Value, json};
 
-use super::{Cx, enter};
+use super::envelope::{Cx, enter};
 use crate::model::Flavor;
 use crate::state::Sim;
 

@@ -9,7 +9,8 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 use serde_json::{Value, json};
 
-use super::{Cx, body, enter, schema};
+use super::envelope::{Cx, body, enter};
+use super::schema;
 use crate::model::ServerGroup;
 use crate::seed::USER_ID;
 use crate::state::Sim;

@@ -13,7 +13,8 @@ use axum::routing::get;
 use chrono::Utc;
 use serde_json::{Value, json};
 
-use super::{Cx, body, enter, not_found_server, schema};
+use super::envelope::{Cx, body, enter, not_found_server};
+use super::schema;
 use crate::state::Sim;
 
 pub(super) fn routes(r: Router<Sim>, p: &str) -> Router<Sim> {

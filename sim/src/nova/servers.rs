@@ -11,7 +11,8 @@ use axum::response::Response;
 use chrono::Utc;
 use serde_json::{Value, json};
 
-use super::{Cx, body, enter, not_found_server, schema, view};
+use super::envelope::{Cx, body, enter, not_found_server};
+use super::{schema, view};
 use crate::model::Server;
 use crate::query::{encode_query, split_list};
 use crate::state::Sim;

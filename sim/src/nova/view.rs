@@ -5,7 +5,7 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 
 use serde_json::{Map, Value, json};
 
-use super::Cx;
+use super::envelope::Cx;
 use crate::model::{Server, Status};
 use crate::seed::USER_ID;
 use crate::wire;

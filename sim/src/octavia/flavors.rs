@@ -7,10 +7,10 @@ use axum::response::Response;
 use axum::routing::get;
 use serde_json::{Value, json};
 
-use super::model::LbFlavor;
-use super::{enter, list_answer};
+use super::envelope::{enter, list_answer};
 use crate::query::Params;
 use crate::state::Sim;
+use crate::world::octavia::LbFlavor;
 
 const PROFILE: &str = "5f9a2c1e-8b7d-4e6f-a5b4-c3d2e1f0a9b8";
 

@@ -9,14 +9,13 @@ use axum::response::Response;
 use axum::routing::get;
 use serde_json::{Map, Value, json};
 
-use super::model::{Listener, Prov};
-use super::{
-    Cx, body, enter, lifecycle, list_answer, new_meta, schema, str_field, u64_field, update_meta,
-    views,
-};
+use super::envelope::{Cx, body, enter, list_answer, new_meta, str_field, u64_field, update_meta};
+use super::{schema, views};
 use crate::query::Params;
 use crate::state::Sim;
 use crate::world::World;
+use crate::world::octavia::{Listener, Prov};
+use crate::world::octavia_lifecycle as lifecycle;
 
 pub(super) fn routes(r: Router<Sim>, p: &str) -> Router<Sim> {
     r.route(&format!("{p}/listeners"), get(list).post(create))
@@ -67,9 +66,9 @@ async fn create(
     let port = u64_field(&req, "protocol_port").unwrap_or_default();
     let mut w = sim.world_of(&cx.project);
     if !w.octavia.lbs.contains_key(&lb_id) {
-        return Err(super::lb_not_found(&cx, &lb_id));
+        return Err(super::envelope::lb_not_found(&cx, &lb_id));
     }
-    super::ensure_mutable(&cx, &w, &lb_id, None)?;
+    super::envelope::ensure_mutable(&cx, &w, &lb_id, None)?;
     let clash = w.octavia.listeners.values().any(|l| {
         l.lb_id == lb_id && l.protocol_port == port && is_udp(&l.protocol) == is_udp(&protocol)
     });
@@ -130,7 +129,7 @@ async fn update(
         .get(&id)
         .map(|l| l.lb_id.clone())
         .ok_or_else(|| not_found(&cx, &id))?;
-    super::ensure_mutable(&cx, &w, &lb_id, None)?;
+    super::envelope::ensure_mutable(&cx, &w, &lb_id, None)?;
     if let Some(pool) =
         str_field(&req, "default_pool_id").filter(|p| !w.octavia.pools.contains_key(p))
     {
@@ -166,7 +165,7 @@ async fn delete(
         .get(&id)
         .map(|l| l.lb_id.clone())
         .ok_or_else(|| not_found(&cx, &id))?;
-    super::ensure_mutable(&cx, &w, &lb_id, None)?;
+    super::envelope::ensure_mutable(&cx, &w, &lb_id, None)?;
     if let Some(l) = w.octavia.listeners.get_mut(&id) {
         l.meta.prov = Prov::PendingDelete;
     }

@@ -11,15 +11,16 @@ use axum::response::Response;
 use axum::routing::get;
 use serde_json::{Value, json};
 
-use super::lifecycle::Operating;
-use super::model::{LoadBalancer, Prov};
-use super::{
-    Cx, body, enter, lb_not_found, lifecycle, list_answer, new_meta, schema, str_field,
-    update_meta, views,
+use super::envelope::{
+    Cx, body, enter, lb_not_found, list_answer, new_meta, str_field, update_meta,
 };
+use super::{schema, views};
 use crate::query::Params;
 use crate::state::Sim;
 use crate::world::World;
+use crate::world::octavia::{LoadBalancer, Prov};
+use crate::world::octavia_lifecycle as lifecycle;
+use crate::world::octavia_lifecycle::Operating;
 
 pub(super) fn routes(r: Router<Sim>, p: &str) -> Router<Sim> {
     r.route(&format!("{p}/loadbalancers"), get(list).post(create))

@@ -10,16 +10,17 @@ use axum::response::Response;
 use axum::routing::get;
 use serde_json::{Map, Value, json};
 
-use super::lifecycle::Operating;
-use super::model::{Member, Pool, Prov};
-use super::{
-    Cx, enter, lifecycle, list_answer, mandatory, new_meta, schema, str_field, u64_field,
-    update_meta, views,
+use super::envelope::{
+    Cx, enter, list_answer, mandatory, new_meta, str_field, u64_field, update_meta,
 };
+use super::{schema, views};
 use crate::query::Params;
 use crate::state::Sim;
 use crate::wire;
 use crate::world::World;
+use crate::world::octavia::{Member, Pool, Prov};
+use crate::world::octavia_lifecycle as lifecycle;
+use crate::world::octavia_lifecycle::Operating;
 
 pub(super) fn routes(r: Router<Sim>, p: &str) -> Router<Sim> {
     r.route(
@@ -36,7 +37,7 @@ fn pool_of<'a>(cx: &Cx, w: &'a World, id: &str) -> Result<&'a Pool, Response> {
     w.octavia
         .pools
         .get(id)
-        .ok_or_else(|| super::pool_not_found(cx, id))
+        .ok_or_else(|| super::envelope::pool_not_found(cx, id))
 }
 
 fn member_not_found(cx: &Cx, id: &str) -> Response {
@@ -82,7 +83,7 @@ pub(super) fn fill(
 fn lock_pool(cx: &Cx, w: &mut World, pool_id: &str) -> Result<(), Response> {
     let pool = pool_of(cx, w, pool_id)?;
     let (lb_id, listener) = (pool.lb_id.clone(), pool.listener_id.clone());
-    super::ensure_mutable(cx, w, &lb_id, Some(pool_id))?;
+    super::envelope::ensure_mutable(cx, w, &lb_id, Some(pool_id))?;
     if let Some(p) = w.octavia.pools.get_mut(pool_id) {
         lifecycle::touch(&mut p.meta.prov);
     }
@@ -138,7 +139,7 @@ async fn create(
     bytes: Bytes,
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "create_member", &headers).await?;
-    let req = super::body(&cx, &bytes, "member")?;
+    let req = super::envelope::body(&cx, &bytes, "member")?;
     schema::check(&cx, schema::MEMBER_POST, &req)?;
     let mut w = sim.world_of(&cx.project);
     let member = fill(&cx, &mut w, &req, None)?;
@@ -170,7 +171,7 @@ async fn update(
     bytes: Bytes,
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "update_member", &headers).await?;
-    let mut req = super::body(&cx, &bytes, "member")?;
+    let mut req = super::envelope::body(&cx, &bytes, "member")?;
     schema::check(&cx, schema::MEMBER_PUT, &req)?;
     let mut w = sim.world_of(&cx.project);
     let old = pool_of(&cx, &w, &id)?

@@ -8,14 +8,13 @@ use axum::response::Response;
 use axum::routing::get;
 use serde_json::{Map, Value, json};
 
-use super::model::{Monitor, Prov};
-use super::{
-    Cx, body, enter, lifecycle, list_answer, new_meta, schema, str_field, u64_field, update_meta,
-    views,
-};
+use super::envelope::{Cx, body, enter, list_answer, new_meta, str_field, u64_field, update_meta};
+use super::{schema, views};
 use crate::query::Params;
 use crate::state::Sim;
 use crate::world::World;
+use crate::world::octavia::{Monitor, Prov};
+use crate::world::octavia_lifecycle as lifecycle;
 
 pub(super) fn routes(r: Router<Sim>, p: &str) -> Router<Sim> {
     r.route(&format!("{p}/healthmonitors"), get(list).post(create))
@@ -75,12 +74,12 @@ async fn create(
         .octavia
         .pools
         .get(&pool_id)
-        .ok_or_else(|| super::pool_not_found(&cx, &pool_id))?;
+        .ok_or_else(|| super::envelope::pool_not_found(&cx, &pool_id))?;
     if pool.monitor_id.is_some() {
         return Err(cx.err(409, &format!("Pool {pool_id} already has a health monitor")));
     }
     let lb_id = pool.lb_id.clone();
-    super::ensure_mutable(&cx, &w, &lb_id, Some(&pool_id))?;
+    super::envelope::ensure_mutable(&cx, &w, &lb_id, Some(&pool_id))?;
     let monitor = build(&mut w, &pool_id, &req);
     if let Some(p) = w.octavia.pools.get_mut(&pool_id) {
         p.monitor_id = Some(monitor.meta.id.clone());
@@ -134,7 +133,7 @@ fn owners(cx: &Cx, w: &World, id: &str) -> Result<(String, String), Response> {
         .get(&m.pool_id)
         .map(|p| p.lb_id.clone())
         .unwrap_or_default();
-    super::ensure_mutable(cx, w, &lb_id, Some(&m.pool_id))?;
+    super::envelope::ensure_mutable(cx, w, &lb_id, Some(&m.pool_id))?;
     Ok((m.pool_id.clone(), lb_id))
 }
 

@@ -9,15 +9,16 @@ use axum::response::Response;
 use axum::routing::get;
 use serde_json::{Map, Value, json};
 
-use super::lifecycle::Operating;
-use super::model::{Pool, Prov};
-use super::{
-    Cx, body, enter, lifecycle, list_answer, new_meta, pool_not_found, schema, str_field,
-    update_meta, views,
+use super::envelope::{
+    Cx, body, enter, list_answer, new_meta, pool_not_found, str_field, update_meta,
 };
+use super::{schema, views};
 use crate::query::Params;
 use crate::state::Sim;
 use crate::world::World;
+use crate::world::octavia::{Pool, Prov};
+use crate::world::octavia_lifecycle as lifecycle;
+use crate::world::octavia_lifecycle::Operating;
 
 pub(super) fn routes(r: Router<Sim>, p: &str) -> Router<Sim> {
     r.route(&format!("{p}/pools"), get(list).post(create))
@@ -66,7 +67,7 @@ fn owner(
             Ok(listener.lb_id.clone())
         }
         (None, Some(lb)) if w.octavia.lbs.contains_key(&lb) => Ok(lb),
-        (None, Some(lb)) => Err(super::lb_not_found(cx, &lb)),
+        (None, Some(lb)) => Err(super::envelope::lb_not_found(cx, &lb)),
         (None, None) => Err(cx.err(
             400,
             "Validation failure: loadbalancer_id or listener_id must be specified.",
@@ -90,7 +91,7 @@ async fn create(
         listener_id.as_deref(),
         str_field(&req, "loadbalancer_id"),
     )?;
-    super::ensure_mutable(&cx, &w, &lb_id, None)?;
+    super::envelope::ensure_mutable(&cx, &w, &lb_id, None)?;
     let pool = build(&mut w, &lb_id, listener_id.clone(), &req);
     if let Some(l) = listener_id.and_then(|l| w.octavia.listeners.get_mut(&l)) {
         l.default_pool_id = Some(pool.meta.id.clone());
@@ -149,7 +150,7 @@ async fn update(
         .get(&id)
         .map(|p| p.lb_id.clone())
         .ok_or_else(|| pool_not_found(&cx, &id))?;
-    super::ensure_mutable(&cx, &w, &lb_id, Some(&id))?;
+    super::envelope::ensure_mutable(&cx, &w, &lb_id, Some(&id))?;
     let p = w
         .octavia
         .pools
@@ -177,7 +178,7 @@ async fn delete(
         .get(&id)
         .map(|p| p.lb_id.clone())
         .ok_or_else(|| pool_not_found(&cx, &id))?;
-    super::ensure_mutable(&cx, &w, &lb_id, Some(&id))?;
+    super::envelope::ensure_mutable(&cx, &w, &lb_id, Some(&id))?;
     if let Some(p) = w.octavia.pools.get_mut(&id) {
         p.meta.prov = Prov::PendingDelete;
     }

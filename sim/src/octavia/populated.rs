@@ -6,7 +6,8 @@
 use axum::response::Response;
 use serde_json::{Map, Value};
 
-use super::{Cx, listeners, members, monitors, pools, schema, str_field, u64_field};
+use super::envelope::{Cx, str_field, u64_field};
+use super::{listeners, members, monitors, pools, schema};
 use crate::world::World;
 
 /// The listener objects of a create body (none for a bare load balancer).

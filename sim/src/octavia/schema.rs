@@ -16,7 +16,7 @@ use axum::response::Response;
 use regex::Regex;
 use serde_json::{Map, Value};
 
-use super::Cx;
+use super::envelope::Cx;
 use crate::wire::py_str;
 
 pub(super) const LISTENER_PROTOCOLS: &[&str] = &[

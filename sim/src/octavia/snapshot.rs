@@ -1,8 +1,8 @@
 //! Public snapshots of the Octavia state (see `sim::snapshot`).
 
-use super::lifecycle::Operating;
-use super::model::{Listener, LoadBalancer, Pool};
 use crate::world::World;
+use crate::world::octavia::{Listener, LoadBalancer, Pool};
+use crate::world::octavia_lifecycle::Operating;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct SimMember {

@@ -3,10 +3,10 @@
 
 use serde_json::{Value, json};
 
-use super::lifecycle::Operating;
-use super::model::{Listener, LoadBalancer, Member, Meta, Monitor, Pool, Prov};
 use crate::wire::ts_naive;
 use crate::world::World;
+use crate::world::octavia::{Listener, LoadBalancer, Member, Meta, Monitor, Pool, Prov};
+use crate::world::octavia_lifecycle::Operating;
 
 fn meta(w: &World, m: &Meta, operating: &str) -> Value {
     json!({

@@ -7,13 +7,11 @@
 //! through its own session, past our choke point (retries, metrics, concurrency cap,
 //! microversions, token renewal after 401).
 
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use serde_json::value::RawValue;
 
 use super::auth::Service;
 use super::config::CloudConfig;
@@ -39,6 +37,7 @@ mod page;
 mod volume;
 
 use lookups::{Kind, Lookups};
+use page::{invalid, raw_fields};
 
 /// Pagination guard: a cloud that keeps answering with "next" cannot loop us forever.
 const MAX_PAGES: usize = 1000;
@@ -213,21 +212,10 @@ impl OpenStackClient {
     }
 }
 
-fn invalid(key: &str, e: impl fmt::Display) -> ErrorKind {
-    ErrorKind::InvalidResponse {
-        message: format!("cannot read `{key}`: {e}"),
-    }
-}
-
 pub(crate) fn unwrap_key<T: DeserializeOwned>(reply: &Reply, key: &str) -> Result<T, ErrorKind> {
     let fields = raw_fields(reply)?;
     let inner = fields.get(key).ok_or_else(|| invalid(key, "missing"))?;
     serde_json::from_str(inner.get()).map_err(|e| invalid(key, e))
-}
-
-/// The top-level fields of a JSON object body, each left unparsed.
-fn raw_fields(reply: &Reply) -> Result<HashMap<String, &RawValue>, ErrorKind> {
-    reply.json()
 }
 
 /// The query of the `next` link of a list page, if any.

@@ -2,13 +2,14 @@
 //! that a page of 1,000 servers is never held whole beside the body it came in (nor as a
 //! `Value` tree: held as one, such a page cost about 10 KB a server).
 
+use std::collections::HashMap;
 use std::fmt;
 use std::marker::PhantomData;
 
 use serde::de::{DeserializeOwned, DeserializeSeed, Deserializer, SeqAccess, Visitor};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
-use super::{invalid, raw_fields};
 use crate::cloud::error::ErrorKind;
 use crate::cloud::transport::Reply;
 
@@ -77,6 +78,18 @@ impl<'de, T: DeserializeOwned> Visitor<'de> for Batches<'_, T> {
         }
         Ok(got)
     }
+}
+
+/// A reply whose field `key` cannot be read, and why.
+pub(super) fn invalid(key: &str, e: impl fmt::Display) -> ErrorKind {
+    ErrorKind::InvalidResponse {
+        message: format!("cannot read `{key}`: {e}"),
+    }
+}
+
+/// The top-level fields of a JSON object body, each left unparsed.
+pub(super) fn raw_fields(reply: &Reply) -> Result<HashMap<String, &RawValue>, ErrorKind> {
+    reply.json()
 }
 
 #[cfg(test)]

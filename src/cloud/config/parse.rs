@@ -5,7 +5,9 @@ use std::path::PathBuf;
 
 use serde_yaml_ng::{Mapping, Value};
 
-use super::{CloudConfig, Credentials, Environment, IdOrName, Interface, Scope, Secret, Tls};
+use super::entry::{
+    CloudConfig, Credentials, Environment, IdOrName, Interface, Scope, Secret, Tls,
+};
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
