@@ -36,7 +36,7 @@ pub enum Cleanup {
 
 /// One reconcile's fixed inputs: the object, whose credentials it acts with, what its
 /// policy lets it do, the cloud services its kind talks to, and one clock reading.
-pub struct Scope<K: Reconciler> {
+pub struct Reconcile<K: Reconciler> {
     pub obj: Arc<K>,
     pub ctx: Arc<Context>,
     pub tenant: Tenant,
@@ -101,7 +101,7 @@ pub trait Reconciler: Managed {
     /// Reads the cloud and the caches; from the shared cloud view when `use_view` and
     /// it answers for the object.
     fn observe(
-        scope: &Scope<Self>,
+        reconcile: &Reconcile<Self>,
         use_view: bool,
     ) -> impl Future<Output = Result<Self::Observed, ReconcileError>> + Send;
 
@@ -110,11 +110,11 @@ pub trait Reconciler: Managed {
     fn needs_fresh_look(observed: &Self::Observed, step: &Self::Step) -> bool;
 
     /// The next step. Pure.
-    fn plan(scope: &Scope<Self>, observed: &Self::Observed) -> Self::Step;
+    fn plan(reconcile: &Reconcile<Self>, observed: &Self::Observed) -> Self::Step;
 
     /// Carries `step` out: the cloud and Kubernetes writes (none while paused).
     fn execute(
-        scope: &Scope<Self>,
+        reconcile: &Reconcile<Self>,
         observed: &Self::Observed,
         step: Self::Step,
     ) -> impl Future<Output = Result<Self::Outcome, ReconcileError>> + Send;
@@ -122,19 +122,27 @@ pub trait Reconciler: Managed {
     /// The status the outcome means, without the progress conditions and the project
     /// (the driver adds those). Pure.
     fn status(
-        scope: &Scope<Self>,
+        reconcile: &Reconcile<Self>,
         observed: &Self::Observed,
         outcome: &Self::Outcome,
     ) -> Self::Status;
 
     /// The events the outcome and the new status have to tell, once written.
-    fn events(scope: &Scope<Self>, outcome: &Self::Outcome, status: &Self::Status) -> Vec<Event>;
+    fn events(
+        reconcile: &Reconcile<Self>,
+        outcome: &Self::Outcome,
+        status: &Self::Status,
+    ) -> Vec<Event>;
 
     /// The kind's own gauges (the condition series are the driver's).
     fn gauges(ctx: &Context, obj: &Self, status: &Self::Status);
 
     /// When to look again.
-    fn requeue(scope: &Scope<Self>, outcome: &Self::Outcome, status: &Self::Status) -> Duration;
+    fn requeue(
+        reconcile: &Reconcile<Self>,
+        outcome: &Self::Outcome,
+        status: &Self::Status,
+    ) -> Duration;
 
     /// Removes (or detaches, or leaves) the object's cloud resources once it is being
     /// deleted.
@@ -153,7 +161,7 @@ pub async fn converge<K: Reconciler>(
     policy: ReconcilePolicy,
 ) -> Result<Action, ReconcileError> {
     K::validate(&obj, &ctx)?;
-    let scope = Scope {
+    let reconcile = Reconcile {
         owner: ctx.owner_of(&*obj),
         ports: K::ports(&ctx, &tenant, &obj),
         now: Timestamp::now(),
@@ -163,18 +171,18 @@ pub async fn converge<K: Reconciler>(
         policy,
     };
     // Boxed, as in the driver: a reconcile in flight holds the phase it is in.
-    let mut observed = Box::pin(K::observe(&scope, true)).await?;
-    let mut step = K::plan(&scope, &observed);
+    let mut observed = Box::pin(K::observe(&reconcile, true)).await?;
+    let mut step = K::plan(&reconcile, &observed);
     if K::needs_fresh_look(&observed, &step) {
-        observed = Box::pin(K::observe(&scope, false)).await?;
-        step = K::plan(&scope, &observed);
+        observed = Box::pin(K::observe(&reconcile, false)).await?;
+        step = K::plan(&reconcile, &observed);
     }
-    let outcome = Box::pin(K::execute(&scope, &observed, step)).await?;
-    let mut status = K::status(&scope, &observed, &outcome);
-    status.set_project(scope.tenant.project.clone());
-    let generation = scope.obj.meta().generation;
-    progress::summarise(status.conditions_mut(), policy, generation, scope.now);
-    let (obj, ctx) = (&*scope.obj, &*scope.ctx);
+    let outcome = Box::pin(K::execute(&reconcile, &observed, step)).await?;
+    let mut status = K::status(&reconcile, &observed, &outcome);
+    status.set_project(reconcile.tenant.project.clone());
+    let generation = reconcile.obj.meta().generation;
+    progress::summarise(status.conditions_mut(), policy, generation, reconcile.now);
+    let (obj, ctx) = (&*reconcile.obj, &*reconcile.ctx);
     if obj.current_status() != Some(&status) {
         Box::pin(write_status(&ctx.client, obj, &status)).await?;
     }
@@ -184,8 +192,8 @@ pub async fn converge<K: Reconciler>(
         Some(status.conditions()),
     );
     K::gauges(ctx, obj, &status);
-    for event in K::events(&scope, &outcome, &status) {
+    for event in K::events(&reconcile, &outcome, &status) {
         Box::pin(publish_event(&ctx.recorder, obj, event)).await;
     }
-    Ok(Action::requeue(K::requeue(&scope, &outcome, &status)))
+    Ok(Action::requeue(K::requeue(&reconcile, &outcome, &status)))
 }

@@ -42,7 +42,7 @@ use crate::runtime::driver::{error_policy, reconcile_in_task};
 use crate::runtime::events::reconcile_event;
 use crate::runtime::lifecycle::Removal;
 use crate::runtime::object::{managed_kind, object_key, object_labels};
-use crate::runtime::reconciler::{Cleanup, Reconciler, Scope};
+use crate::runtime::reconciler::{Cleanup, Reconcile, Reconciler};
 use crate::runtime::{Context, ReconcileError};
 use crate::tenancy::Tenant;
 
@@ -182,15 +182,18 @@ impl Reconciler for LoadBalancer {
         self.status.as_ref()
     }
 
-    async fn observe(scope: &Scope<Self>, use_view: bool) -> Result<Observed, ReconcileError> {
-        let Scope {
+    async fn observe(
+        reconcile: &Reconcile<Self>,
+        use_view: bool,
+    ) -> Result<Observed, ReconcileError> {
+        let Reconcile {
             ctx,
             obj: lb,
             owner,
             ports,
             tenant,
             ..
-        } = scope;
+        } = reconcile;
         let backends = resolve::backends(&ctx.caches.current(), lb, &tenant.project).await;
         let sources = observe::Sources {
             octavia: ports.octavia.as_ref(),
@@ -203,7 +206,7 @@ impl Reconciler for LoadBalancer {
                 .view
                 .load_balancers
                 .cached(&owner.uid, ctx.view_max_age());
-            let writes = scope.policy.writes();
+            let writes = reconcile.policy.writes();
             if cached.is_none()
                 && observe::vouched_none(ctx, tenant, &ports.view, &sources, writes).await
             {
@@ -217,7 +220,7 @@ impl Reconciler for LoadBalancer {
         // Paused, nothing is created: nothing to place.
         let placement = match resolve::keeper(lb, &look.tree.load_balancers) {
             Some(_) => None,
-            None if !scope.policy.writes() => None,
+            None if !reconcile.policy.writes() => None,
             None => {
                 Some(resolve::placement(&ctx.config, sources.octavia, sources.neutron, lb).await?)
             }
@@ -233,30 +236,30 @@ impl Reconciler for LoadBalancer {
         observed.look.from_view() && matches!(step, plan::Step::Create(_))
     }
 
-    fn plan(scope: &Scope<Self>, observed: &Observed) -> plan::Step {
+    fn plan(reconcile: &Reconcile<Self>, observed: &Observed) -> plan::Step {
         let step = plan::plan_holding(
-            &scope.obj,
+            &reconcile.obj,
             &observed.look.tree,
             &observed.backends.ports,
             &observed.backends.starting,
-            scope.ctx.timing.error_replace,
-            scope.now,
+            reconcile.ctx.timing.error_replace,
+            reconcile.now,
         );
         let tree = &observed.look.tree;
         // Not the namespace tag: added to a load balancer of an earlier release, it
         // would cost an update (PENDING_UPDATE, the LoadBalancer not Ready meanwhile)
         // for what only the orphan gauge of shards reads.
-        plan::recording_owner(step, &scope.obj, tree, &scope.owner.tags())
+        plan::recording_owner(step, &reconcile.obj, tree, &reconcile.owner.tags())
     }
 
     /// Remembers what the step leaves the view vouching for, tells a correction of
     /// drift from an ordinary member update, and carries the step out.
     async fn execute(
-        scope: &Scope<Self>,
+        reconcile: &Reconcile<Self>,
         observed: &Observed,
         step: plan::Step,
     ) -> Result<apply::Outcome, ReconcileError> {
-        let Scope {
+        let Reconcile {
             ctx,
             obj: lb,
             owner,
@@ -264,7 +267,7 @@ impl Reconciler for LoadBalancer {
             tenant,
             policy,
             ..
-        } = scope;
+        } = reconcile;
         let region = lb.spec.region.as_deref();
         observe::remember(
             &ports.view.load_balancers,
@@ -303,21 +306,27 @@ impl Reconciler for LoadBalancer {
     }
 
     fn status(
-        scope: &Scope<Self>,
+        reconcile: &Reconcile<Self>,
         observed: &Observed,
         outcome: &apply::Outcome,
     ) -> LoadBalancerStatus {
         let missing = &observed.backends.missing_groups;
-        status::next_status(&scope.obj, &observed.look.tree, outcome, missing, scope.now)
+        status::next_status(
+            &reconcile.obj,
+            &observed.look.tree,
+            outcome,
+            missing,
+            reconcile.now,
+        )
     }
 
     /// News of conditions that turned bad, then the step's own event.
     fn events(
-        scope: &Scope<Self>,
+        reconcile: &Reconcile<Self>,
         outcome: &apply::Outcome,
         status: &LoadBalancerStatus,
     ) -> Vec<Event> {
-        news(scope.obj.status.as_ref(), status)
+        news(reconcile.obj.status.as_ref(), status)
             .into_iter()
             .chain(outcome.event.clone())
             .map(|(type_, reason, note)| reconcile_event(type_, reason, note))
@@ -337,7 +346,7 @@ impl Reconciler for LoadBalancer {
             .set(ready as i64);
     }
 
-    fn requeue(_: &Scope<Self>, outcome: &apply::Outcome, _: &LoadBalancerStatus) -> Duration {
+    fn requeue(_: &Reconcile<Self>, outcome: &apply::Outcome, _: &LoadBalancerStatus) -> Duration {
         outcome.requeue
     }
 

@@ -34,7 +34,7 @@ use crate::runtime::driver::{error_policy, reconcile_in_task};
 use crate::runtime::events::reconcile_event;
 use crate::runtime::lifecycle::Removal;
 use crate::runtime::object::managed_kind;
-use crate::runtime::reconciler::{Cleanup, Reconciler, Scope};
+use crate::runtime::reconciler::{Cleanup, Reconcile, Reconciler};
 use crate::runtime::{Context, ReconcileError};
 use crate::tenancy::Tenant;
 
@@ -95,17 +95,17 @@ impl Reconciler for VirtualMachine {
     }
 
     async fn observe(
-        scope: &Scope<Self>,
+        reconcile: &Reconcile<Self>,
         use_view: bool,
     ) -> Result<resolve::Observed, ReconcileError> {
-        let Scope {
+        let Reconcile {
             ctx,
             obj,
             owner,
             ports,
             tenant,
             ..
-        } = scope;
+        } = reconcile;
         let sources = resolve::Sources {
             ctx,
             tenant,
@@ -114,7 +114,7 @@ impl Reconciler for VirtualMachine {
             network: ports.network.as_ref(),
             vm: obj,
             owner,
-            creates: scope.policy.writes(),
+            creates: reconcile.policy.writes(),
         };
         let mut observed = resolve::observe(&sources, use_view).await?;
         if volumes::wanted(obj) {
@@ -138,18 +138,18 @@ impl Reconciler for VirtualMachine {
         }
     }
 
-    fn plan(scope: &Scope<Self>, observed: &resolve::Observed) -> plan::Step {
+    fn plan(reconcile: &Reconcile<Self>, observed: &resolve::Observed) -> plan::Step {
         let step = plan::plan(
-            &scope.obj,
-            &scope.owner,
+            &reconcile.obj,
+            &reconcile.owner,
             &observed.servers,
             &observed.flavor,
-            scope.ctx.timing.error_replace,
-            scope.now,
+            reconcile.ctx.timing.error_replace,
+            reconcile.now,
         );
         plan::with_volumes(
             step,
-            &scope.obj,
+            &reconcile.obj,
             &observed.servers,
             observed.volumes.as_ref(),
         )
@@ -157,11 +157,11 @@ impl Reconciler for VirtualMachine {
 
     /// An import in place of a create, what a paused object would do, or the step.
     async fn execute(
-        scope: &Scope<Self>,
+        reconcile: &Reconcile<Self>,
         observed: &resolve::Observed,
         step: plan::Step,
     ) -> Result<apply::Outcome, ReconcileError> {
-        let Scope {
+        let Reconcile {
             ctx,
             obj,
             owner,
@@ -169,7 +169,7 @@ impl Reconciler for VirtualMachine {
             policy,
             ports,
             ..
-        } = scope;
+        } = reconcile;
         match (&step, &obj.spec.import) {
             (plan::Step::Create, Some(import)) => {
                 let id = ServerId::new(import.id.clone());
@@ -191,22 +191,27 @@ impl Reconciler for VirtualMachine {
     }
 
     fn status(
-        scope: &Scope<Self>,
+        reconcile: &Reconcile<Self>,
         observed: &resolve::Observed,
         outcome: &apply::Outcome,
     ) -> VirtualMachineStatus {
-        let mut status = status::next_status(&scope.obj, &observed.servers, outcome, scope.now);
+        let mut status =
+            status::next_status(&reconcile.obj, &observed.servers, outcome, reconcile.now);
         if let Some(resolved) = &observed.resolved {
             status.resolved = Some(resolved.clone());
         }
         if let Some(look) = &observed.volumes {
             let server = outcome.server_id.as_ref();
-            volumes::status::fill(&mut status, &scope.obj, look, server);
+            volumes::status::fill(&mut status, &reconcile.obj, look, server);
         }
         status
     }
 
-    fn events(_: &Scope<Self>, outcome: &apply::Outcome, _: &VirtualMachineStatus) -> Vec<Event> {
+    fn events(
+        _: &Reconcile<Self>,
+        outcome: &apply::Outcome,
+        _: &VirtualMachineStatus,
+    ) -> Vec<Event> {
         outcome
             .event
             .iter()
@@ -216,7 +221,11 @@ impl Reconciler for VirtualMachine {
 
     fn gauges(_: &Context, _: &Self, _: &VirtualMachineStatus) {}
 
-    fn requeue(_: &Scope<Self>, outcome: &apply::Outcome, _: &VirtualMachineStatus) -> Duration {
+    fn requeue(
+        _: &Reconcile<Self>,
+        outcome: &apply::Outcome,
+        _: &VirtualMachineStatus,
+    ) -> Duration {
         outcome.requeue
     }
 

@@ -40,7 +40,7 @@ use crate::runtime::events::event;
 use crate::runtime::lifecycle::Removal;
 use crate::runtime::object::{Managed, managed_kind, object_key, object_labels, replica_index};
 use crate::runtime::problem::Problem;
-use crate::runtime::reconciler::{Cleanup, Reconciler, Scope};
+use crate::runtime::reconciler::{Cleanup, Reconcile, Reconciler};
 use crate::runtime::{Context, ReconcileError};
 use crate::tenancy::Tenant;
 
@@ -124,14 +124,14 @@ impl Reconciler for VirtualMachineGroup {
         self.status.as_ref()
     }
 
-    async fn observe(scope: &Scope<Self>, _: bool) -> Result<Observed, ReconcileError> {
-        let Scope {
+    async fn observe(reconcile: &Reconcile<Self>, _: bool) -> Result<Observed, ReconcileError> {
+        let Reconcile {
             ctx,
             obj: group,
             owner,
             ports,
             ..
-        } = scope;
+        } = reconcile;
         let server_group = resolve::server_group(ports.compute.as_ref(), group, owner).await?;
         let caches = ctx.caches.current();
         let vms = resolve::owned_vms(&caches, group).await;
@@ -159,8 +159,8 @@ impl Reconciler for VirtualMachineGroup {
         false
     }
 
-    fn plan(scope: &Scope<Self>, observed: &Observed) -> plan::Step {
-        let group = &scope.obj;
+    fn plan(reconcile: &Reconcile<Self>, observed: &Observed) -> plan::Step {
+        let group = &reconcile.obj;
         plan::Step {
             server_group: plan::missing_server_group(
                 group.spec.ha_policy,
@@ -175,8 +175,8 @@ impl Reconciler for VirtualMachineGroup {
                 },
                 &observed.members,
                 observed.draws_load_balancers,
-                scope.ctx.timing.drain_timeout,
-                scope.now,
+                reconcile.ctx.timing.drain_timeout,
+                reconcile.now,
             ),
         }
     }
@@ -184,18 +184,18 @@ impl Reconciler for VirtualMachineGroup {
     /// Paused, no VirtualMachine comes or goes (they are paused too, by the
     /// annotation); either way they carry the group's credentials and policy.
     async fn execute(
-        scope: &Scope<Self>,
+        reconcile: &Reconcile<Self>,
         observed: &Observed,
         step: plan::Step,
     ) -> Result<Outcome, ReconcileError> {
-        let Scope {
+        let Reconcile {
             ctx,
             obj: group,
             owner,
             ports,
             policy,
             ..
-        } = scope;
+        } = reconcile;
         let mut outcome = Outcome {
             server_group: observed.server_group.clone(),
             writes: 0,
@@ -234,24 +234,24 @@ impl Reconciler for VirtualMachineGroup {
     }
 
     fn status(
-        scope: &Scope<Self>,
+        reconcile: &Reconcile<Self>,
         observed: &Observed,
         outcome: &Outcome,
     ) -> VirtualMachineGroupStatus {
         let mut status = status::next_status(
-            &scope.obj,
+            &reconcile.obj,
             &observed.vms,
             &observed.members,
             &observed.template_hash,
             outcome.server_group.as_ref(),
-            scope.now,
+            reconcile.now,
         );
         let retained = observed.retained_volumes.len();
         status.retained_volumes = i32::try_from(retained).unwrap_or(i32::MAX);
         status
     }
 
-    fn events(_: &Scope<Self>, outcome: &Outcome, _: &VirtualMachineGroupStatus) -> Vec<Event> {
+    fn events(_: &Reconcile<Self>, outcome: &Outcome, _: &VirtualMachineGroupStatus) -> Vec<Event> {
         outcome
             .events
             .iter()
@@ -272,15 +272,15 @@ impl Reconciler for VirtualMachineGroup {
     }
 
     fn requeue(
-        scope: &Scope<Self>,
+        reconcile: &Reconcile<Self>,
         outcome: &Outcome,
         status: &VirtualMachineGroupStatus,
     ) -> Duration {
         let converged = outcome.writes == 0 && is_true(&status.conditions, READY);
-        if converged || !scope.policy.writes() {
-            scope.ctx.timing.resync
+        if converged || !reconcile.policy.writes() {
+            reconcile.ctx.timing.resync
         } else {
-            scope.ctx.timing.poll
+            reconcile.ctx.timing.poll
         }
     }
 
