@@ -19,20 +19,21 @@ import tempfile
 
 # (part, what a frame of it contains), checked innermost frame first.
 PARTS = [
-    ("watch caches (reflector stores, key index)", ("reflector::store", "watch_cache::")),
-    ("cloud view (servers, load balancers, volumes)", ("controller::cloud_view::",)),
+    ("watch caches (reflector stores, key index)", ("reflector::store", "caches::watch::")),
+    ("cloud view (servers, load balancers, volumes)", ("caches::cloud_view::",)),
     # Calls only: a model type cloned into the view (`Server::clone` under
     # `ServerView::record`) is the view's, charged by the frame that called it.
     ("cloud calls in flight (bodies, parsing)",
      tuple(f"verda_operator::cloud::{m}::" for m in
            ("client", "transport", "auth", "budget", "retry", "request", "error_body"))
-     + ("reqwest::",)),
+     + ("verda_operator::cloud::http_clients::",)),
     ("metrics (per-object series)", ("verda_operator::metrics::", "prometheus")),
-    ("events (correlator, recorder)", ("controller::events::",)),
+    ("events (correlator, recorder)", ("runtime::events::",)),
     ("controller queues (kube-runtime scheduler)", ("kube_runtime::scheduler", "kube_runtime::controller")),
     # A reconcile's own future is polled inside the span it was spawned in.
     ("reconciles in flight (tasks, state)",
-     ("verda_operator::controller::", "tracing::instrument::Instrumented")),
+     ("verda_operator::controllers::", "verda_operator::runtime::",
+      "tracing::instrument::Instrumented")),
     ("HTTP connections (read buffers)", ("hyper::proto::",)),
     ("API server calls (kube client)", ("kube_client::",)),
 ]
