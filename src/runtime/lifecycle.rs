@@ -73,6 +73,13 @@ pub fn paused_message(not_done: &str) -> String {
     format!("{RECONCILE_POLICY} is skip, so the operator does not {not_done}")
 }
 
+/// The Ready condition of a paused object that would `not_done` (status, reason,
+/// message).
+pub fn paused_ready(not_done: &str) -> (verda_api::conditions::Status, &'static str, String) {
+    let status = verda_api::conditions::Status::False;
+    (status, PAUSED_READY, paused_message(not_done))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

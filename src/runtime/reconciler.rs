@@ -112,7 +112,16 @@ pub trait Reconciler: Managed {
     /// The next step. Pure.
     fn plan(reconcile: &Reconcile<Self>, observed: &Self::Observed) -> Self::Step;
 
-    /// Carries `step` out: the cloud and Kubernetes writes (none while paused).
+    /// What a paused object (reconcile policy `skip`) reports instead of carrying `step`
+    /// out, when the step would write to the cloud: what it would do. `None`: the step is
+    /// taken as it would be otherwise. Pure; the runtime asks only while paused.
+    fn while_paused(
+        reconcile: &Reconcile<Self>,
+        observed: &Self::Observed,
+        step: &Self::Step,
+    ) -> Option<Self::Outcome>;
+
+    /// Carries `step` out: the cloud and Kubernetes writes.
     fn execute(
         reconcile: &Reconcile<Self>,
         observed: &Self::Observed,
@@ -177,7 +186,15 @@ pub async fn converge<K: Reconciler>(
         observed = Box::pin(K::observe(&reconcile, false)).await?;
         step = K::plan(&reconcile, &observed);
     }
-    let outcome = Box::pin(K::execute(&reconcile, &observed, step)).await?;
+    // Paused: the runtime holds every step that would write, whatever the kind.
+    let held = match policy.writes() {
+        true => None,
+        false => K::while_paused(&reconcile, &observed, &step),
+    };
+    let outcome = match held {
+        Some(outcome) => outcome,
+        None => Box::pin(K::execute(&reconcile, &observed, step)).await?,
+    };
     let mut status = K::status(&reconcile, &observed, &outcome);
     status.set_project(reconcile.tenant.project.clone());
     let generation = reconcile.obj.meta().generation;

@@ -62,11 +62,7 @@ fn wrote(
 pub fn paused(step: &Step, resync: Duration) -> Outcome {
     Outcome {
         recorded: None,
-        ready: (
-            Status::False,
-            crate::runtime::lifecycle::PAUSED_READY,
-            crate::runtime::lifecycle::paused_message(&step.describe()),
-        ),
+        ready: crate::runtime::lifecycle::paused_ready(&step.describe()),
         event: None,
         requeue: resync,
         created: None,

@@ -252,6 +252,18 @@ impl Reconciler for LoadBalancer {
         plan::recording_owner(step, &reconcile.obj, tree, &reconcile.owner.tags())
     }
 
+    /// A step that writes, but for an import in place of a create (it writes nothing
+    /// while paused: it only looks the load balancer up).
+    fn while_paused(
+        reconcile: &Reconcile<Self>,
+        _: &Observed,
+        step: &plan::Step,
+    ) -> Option<apply::Outcome> {
+        let imports = matches!(step, plan::Step::Create(_)) && reconcile.obj.spec.import.is_some();
+        let resync = reconcile.ctx.timing.resync;
+        (step.writes() && !imports).then(|| apply::paused(step, resync))
+    }
+
     /// Remembers what the step leaves the view vouching for, tells a correction of
     /// drift from an ordinary member update, and carries the step out.
     async fn execute(
@@ -359,8 +371,7 @@ impl Reconciler for LoadBalancer {
     }
 }
 
-/// Carries out `step`: an import in place of a create, what a paused object would do,
-/// or the step itself.
+/// Carries out `step`: an import in place of a create, or the step itself.
 async fn carry_out(
     inputs: &apply::Inputs<'_>,
     step: plan::Step,
@@ -371,9 +382,6 @@ async fn carry_out(
         (plan::Step::Create(_), Some(import)) => {
             let id = LoadBalancerId::new(import.id.clone());
             import::import(inputs, project, &id, policy.writes()).await
-        }
-        _ if step.writes() && !policy.writes() => {
-            Ok(apply::paused(&step, inputs.ctx.timing.resync))
         }
         _ => apply::run(inputs, step).await,
     }

@@ -353,11 +353,7 @@ pub fn paused(vm: &VirtualMachine, observed: &Observed, step: &Step, resync: Dur
         .map(|s| s.id.clone());
     Outcome {
         server_id: kept,
-        ready: (
-            Status::False,
-            crate::runtime::lifecycle::PAUSED_READY,
-            crate::runtime::lifecycle::paused_message(&step.describe()),
-        ),
+        ready: crate::runtime::lifecycle::paused_ready(&step.describe()),
         event: None,
         requeue: resync,
     }

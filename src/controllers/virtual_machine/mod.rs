@@ -155,7 +155,20 @@ impl Reconciler for VirtualMachine {
         )
     }
 
-    /// An import in place of a create, what a paused object would do, or the step.
+    /// A step that writes, but for an import in place of a create (it writes nothing
+    /// while paused: it only looks the server up).
+    fn while_paused(
+        reconcile: &Reconcile<Self>,
+        observed: &resolve::Observed,
+        step: &plan::Step,
+    ) -> Option<apply::Outcome> {
+        let obj = &reconcile.obj;
+        let imports = matches!(step, plan::Step::Create) && obj.spec.import.is_some();
+        let resync = reconcile.ctx.timing.resync;
+        (step.writes() && !imports).then(|| apply::paused(obj, observed, step, resync))
+    }
+
+    /// An import in place of a create, or the step.
     async fn execute(
         reconcile: &Reconcile<Self>,
         observed: &resolve::Observed,
@@ -175,17 +188,21 @@ impl Reconciler for VirtualMachine {
                 let id = ServerId::new(import.id.clone());
                 import::import(ctx, tenant, obj, owner, &id, policy.writes()).await
             }
-            _ if step.writes() && !policy.writes() => {
-                Ok(apply::paused(obj, observed, &step, ctx.timing.resync))
-            }
             _ => {
-                match (&step, &observed.volumes) {
+                let written = step.clone();
+                let forget = || match (&written, &observed.volumes) {
                     (plan::Step::Volume(_), Some(look)) => ports.view.volumes.forget(&look.owner),
                     (plan::Step::Create, _) => ports.view.servers.creating(owner),
-                    _ if step.writes() => ports.view.servers.forget(owner),
+                    _ if written.writes() => ports.view.servers.forget(owner),
                     _ => {}
-                }
-                apply::run(ctx, tenant, obj, owner, observed, step).await
+                };
+                forget();
+                let outcome = apply::run(ctx, tenant, obj, owner, observed, step).await;
+                // Again once the write is answered: a refresh asked while it was on its
+                // way may have listed the cloud before it took effect (a volume still
+                // `available` while Nova attaches it), and must not vouch for that.
+                forget();
+                outcome
             }
         }
     }

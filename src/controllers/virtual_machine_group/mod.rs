@@ -181,6 +181,13 @@ impl Reconciler for VirtualMachineGroup {
         }
     }
 
+    /// None: a group's policy is carried by its VirtualMachines, whose runtime holds
+    /// their writes; the group's own steps (its server group, its VirtualMachine objects)
+    /// are taken.
+    fn while_paused(_: &Reconcile<Self>, _: &Observed, _: &plan::Step) -> Option<Outcome> {
+        None
+    }
+
     /// Paused, no VirtualMachine comes or goes (they are paused too, by the
     /// annotation); either way they carry the group's credentials and policy.
     async fn execute(
