@@ -37,29 +37,26 @@ pub(crate) fn touch(prov: &mut Prov) {
 impl World {
     /// Applies Octavia's transitions due at `now`.
     pub(crate) fn settle_octavia(&mut self, now: Instant) {
-        settle(self, now);
-    }
-}
-
-fn settle(w: &mut World, now: Instant) {
-    let due: Vec<String> = w
-        .octavia
-        .lbs
-        .values()
-        .filter(|lb| lb.settle_at.is_some_and(|t| t <= now))
-        .map(|lb| lb.meta.id.clone())
-        .collect();
-    let later: Vec<Instant> = w
-        .octavia
-        .lbs
-        .values()
-        .filter_map(|lb| lb.settle_at.filter(|t| *t > now))
-        .collect();
-    for t in later {
-        w.schedule(t);
-    }
-    for id in due {
-        settle_lb(w, &id);
+        let w = self;
+        let due: Vec<String> = w
+            .octavia
+            .lbs
+            .values()
+            .filter(|lb| lb.settle_at.is_some_and(|t| t <= now))
+            .map(|lb| lb.meta.id.clone())
+            .collect();
+        let later: Vec<Instant> = w
+            .octavia
+            .lbs
+            .values()
+            .filter_map(|lb| lb.settle_at.filter(|t| *t > now))
+            .collect();
+        for t in later {
+            w.schedule(t);
+        }
+        for id in due {
+            settle_lb(w, &id);
+        }
     }
 }
 
