@@ -22,7 +22,7 @@
 # Env:   VERDA_REAL_SYSTEMS_DIR  where the real systems live (default ../shared/real-systems)
 #        VERDA_KEEP_REAL_SYSTEMS=1  leave them running afterwards
 #        VERDA_REAL_STAGES       the stages to run, for development (default, and in CI:
-#                                "e2e cloud volumes upgrade chaos shards"); a stage left out is
+#                                "e2e cloud volumes health upgrade chaos shards"); a stage left out is
 #                                said so
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -203,7 +203,7 @@ real_tests() {
     cargo test --locked --test it -- --ignored --test-threads=1 --nocapture "$@"
 }
 
-STAGES=" ${VERDA_REAL_STAGES:-e2e cloud volumes upgrade chaos shards} "
+STAGES=" ${VERDA_REAL_STAGES:-e2e cloud volumes health upgrade chaos shards} "
 stage() {
   [[ $STAGES == *" $1 "* ]] && return 0
   log "stage $1 left out (VERDA_REAL_STAGES=$STAGES)"
@@ -236,6 +236,14 @@ if stage volumes; then
   [[ -n ${sa_kubeconfig:-} ]] || fresh_cluster "$ROOT/dist/install.yaml"
   real_tests real_volumes::
   log "volumes passed in $(($(date +%s) - t5)) s"
+fi
+
+if stage health; then
+  log "groups that keep themselves healthy"
+  t7=$(date +%s)
+  [[ -n ${sa_kubeconfig:-} ]] || fresh_cluster "$ROOT/dist/install.yaml"
+  real_tests real_group_health::
+  log "group health passed in $(($(date +%s) - t7)) s"
 fi
 
 if stage upgrade; then

@@ -3,7 +3,8 @@
 --   Healthy     Ready=True for the current generation
 --   Suspended   Paused=True (annotation verda.linecorp.com/reconcile-policy: skip)
 --   Degraded    Stalled=True: only a change to the object can help (unknown image,
---               quota, an import that does not match, ...)
+--               quota, an import that does not match, a group's rollout past its
+--               progressDeadlineSeconds, more unhealthy replicas than maxUnhealthy, ...)
 --   Progressing anything else: not observed yet, being created, scaled or deleted,
 --               or waiting on the cloud (it retries by itself)
 local hs = {}

@@ -226,6 +226,30 @@ impl Simulator {
         }
     }
 
+    /// Stops (SHUTOFF) or starts (ACTIVE) a server at once, as `openstack server stop`
+    /// or `start` would.
+    pub fn set_server_power(&self, server_id: &str, on: bool) {
+        let mut w = self.sim.world();
+        if let Some(s) = w.servers.get_mut(server_id) {
+            s.status = if on {
+                model::Status::Active
+            } else {
+                model::Status::Shutoff
+            };
+            s.updated = chrono::Utc::now();
+        }
+    }
+
+    /// Makes a server's service answer no health check (`false`) or answer again: where
+    /// a health monitor watches it, its members go ERROR, as a hung service's would.
+    pub fn set_service_answering(&self, server_id: &str, answering: bool) {
+        let mut w = self.sim.world();
+        match answering {
+            true => w.unresponsive.remove(server_id),
+            false => w.unresponsive.insert(server_id.to_owned()),
+        };
+    }
+
     /// Puts a load balancer in ERROR, as a failed amphora would.
     pub fn set_load_balancer_error(&self, lb_id: &str) {
         let mut w = self.sim.world();

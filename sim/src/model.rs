@@ -35,6 +35,12 @@ pub(crate) enum Status {
     Error,
     Resize,
     VerifyResize,
+    /// Stopped (`os-stop`): vm_state `stopped`, power state 4.
+    Shutoff,
+    /// Between `os-stop` and SHUTOFF: still ACTIVE, task_state `powering-off`.
+    PoweringOff,
+    /// Between `os-start` and ACTIVE: still SHUTOFF, task_state `powering-on`.
+    PoweringOn,
 }
 
 impl Status {
@@ -45,6 +51,8 @@ impl Status {
             Status::Error => "ERROR",
             Status::Resize => "RESIZE",
             Status::VerifyResize => "VERIFY_RESIZE",
+            Status::Shutoff | Status::PoweringOn => "SHUTOFF",
+            Status::PoweringOff => "ACTIVE",
         }
     }
 }

@@ -84,6 +84,9 @@ pub trait Compute: Send + Sync {
     ) -> CloudFuture<'a, Vec<String>>;
     fn resize_server<'a>(&'a self, id: &'a ServerId, flavor: &'a FlavorId) -> CloudFuture<'a, ()>;
     fn confirm_resize<'a>(&'a self, id: &'a ServerId) -> CloudFuture<'a, ()>;
+    /// `os-start` (`start`) or `os-stop`: Nova answers 409 from any state but SHUTOFF
+    /// (start) or ACTIVE (stop).
+    fn set_server_power<'a>(&'a self, id: &'a ServerId, start: bool) -> CloudFuture<'a, ()>;
     fn create_server_group<'a>(
         &'a self,
         name: &'a str,

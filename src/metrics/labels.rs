@@ -80,3 +80,9 @@ pub struct KindLabels {
 pub struct ResourceLabels {
     pub resource: &'static str,
 }
+
+/// Labels of a count by reason.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReasonLabels {
+    pub reason: String,
+}

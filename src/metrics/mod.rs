@@ -34,6 +34,8 @@ pub struct Metrics {
     pub reconcile_duration: Family<ControllerLabels, Histogram>,
     pub group_desired_replicas: Family<ObjectLabels, Gauge>,
     pub group_ready_replicas: Family<ObjectLabels, Gauge>,
+    /// Replicas a group replaced, by why (a health reason, or `TemplateChanged`).
+    pub group_replacements: Family<ReasonLabels, Counter>,
     pub load_balancer_members: Family<ObjectLabels, Gauge>,
     pub load_balancer_ready_members: Family<ObjectLabels, Gauge>,
     /// Objects whose reconcile policy is `skip`, by kind.
@@ -84,6 +86,7 @@ impl Metrics {
             }),
             group_desired_replicas: Family::default(),
             group_ready_replicas: Family::default(),
+            group_replacements: Family::default(),
             load_balancer_members: Family::default(),
             load_balancer_ready_members: Family::default(),
         };
@@ -137,6 +140,11 @@ impl Metrics {
             "group_ready_replicas",
             "Ready VirtualMachines of each VirtualMachineGroup",
             self.group_ready_replicas.clone(),
+        );
+        registry.register(
+            "group_replacements",
+            "VirtualMachines a VirtualMachineGroup replaced, by reason: the health reason of an unhealthy replica (autoHealing), or TemplateChanged (a rollout)",
+            self.group_replacements.clone(),
         );
         registry.register(
             "load_balancer_members",

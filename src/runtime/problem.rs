@@ -47,6 +47,10 @@ problems! {
     ServiceTypeUnknown,
     /// `spec.bootVolume.size` is less than the image's `min_disk`.
     BootVolumeTooSmall,
+    /// A group's rollout made no progress within `progressDeadlineSeconds`.
+    ProgressDeadlineExceeded,
+    /// More of a group's replicas are unhealthy than `autoHealing.maxUnhealthy` allows.
+    TooManyUnhealthy,
 }
 
 impl Problem {

@@ -234,3 +234,37 @@ async fn argo_cd_and_kstatus_follow_a_group_scaling_and_its_load_balancer() {
     )
     .await;
 }
+
+#[tokio::test]
+async fn argo_cd_and_kstatus_call_a_rollout_past_its_deadline_degraded() {
+    let env = Env::start(SimConfig::fast(), test_timing()).await;
+    let groups = env.api::<VirtualMachineGroup>();
+    let manifest = sample("virtualmachinegroup.yaml")
+        .replace("spec:\n", "spec:\n  progressDeadlineSeconds: 2\n");
+    let _: VirtualMachineGroup = env.create_from_yaml(&manifest).await;
+    let name = "virtualmachinegroup-sample";
+    eventually("the group is Ready", LIMIT, || async {
+        let s = groups.get(name).await.ok()?.status?;
+        (s.available_replicas == 2).then_some(())
+    })
+    .await;
+    let bad = json!({"spec": {"template": {"flavor": "no-such-flavor"}}});
+    groups
+        .patch(name, &PatchParams::default(), &Patch::Merge(&bad))
+        .await
+        .expect("edited");
+    let stalled = at_stage(
+        &groups,
+        name,
+        "ProgressDeadlineExceeded",
+        "Degraded",
+        KStatus::Failed,
+        "virtualmachinegroup-progress-deadline",
+    )
+    .await;
+    let message = support::gitops::argo_health(&stalled).message;
+    assert!(
+        message.contains("fix spec.template"),
+        "Argo CD says what to do: {message}"
+    );
+}

@@ -18,7 +18,8 @@ use verda_operator::sim::SimConfig;
 const LIMIT: Duration = Duration::from_secs(30);
 const GROUP: &str = "virtualmachinegroup-sample";
 
-async fn vm_hashes(env: &Env) -> Vec<(String, String)> {
+/// Each VirtualMachine's name and template hash.
+pub(crate) async fn vm_hashes(env: &Env) -> Vec<(String, String)> {
     env.api::<VirtualMachine>()
         .list(&ListParams::default())
         .await

@@ -419,3 +419,55 @@ async fn flavor_lookup_by_name_is_404_so_clients_list() {
         .count();
     assert_eq!(dups, 2);
 }
+
+/// As the real Nova 34 answered (`openstack server stop/start`, recorded in
+/// `sim/nova-power.md`): 202 with no body, a task_state while it powers off or on, then
+/// SHUTOFF (vm_state `stopped`, power state 4) or ACTIVE; the same action again is 409
+/// naming the vm_state, and any action during the task is 409 naming the task_state.
+#[tokio::test]
+async fn stop_and_start_answer_as_the_real_nova() {
+    // Tasks last 300 ms here, long enough to be seen.
+    let c = Client::start(SimConfig {
+        build_delay: Duration::from_millis(300),
+        ..SimConfig::fast()
+    })
+    .await;
+    let id = c.create_server("power", json!({})).await;
+    c.wait_server(&id).await;
+    let act = |body: serde_json::Value| {
+        c.nova(Method::POST, &format!("/servers/{id}/action"), 100)
+            .json(&body)
+            .send()
+    };
+    let resp = act(json!({"os-stop": null})).await.unwrap();
+    assert_eq!(resp.status(), 202);
+    assert_eq!(resp.content_length(), Some(0));
+    let resp = act(json!({"os-start": null})).await.unwrap();
+    assert_eq!(resp.status(), 409);
+    assert_eq!(
+        json_of(resp).await["conflictingRequest"]["message"],
+        format!("Cannot 'start' instance {id} while it is in task_state powering-off")
+    );
+    let server = c.wait_server(&id).await;
+    assert_eq!(
+        (
+            server["status"].as_str(),
+            server["OS-EXT-STS:vm_state"].as_str(),
+            server["OS-EXT-STS:power_state"].as_i64()
+        ),
+        (Some("SHUTOFF"), Some("stopped"), Some(4))
+    );
+    let resp = act(json!({"os-stop": null})).await.unwrap();
+    assert_eq!(resp.status(), 409);
+    assert_eq!(
+        json_of(resp).await,
+        json!({"conflictingRequest": {"code": 409, "message": format!("Cannot 'stop' instance {id} while it is in vm_state stopped")}})
+    );
+    assert_eq!(act(json!({"os-start": null})).await.unwrap().status(), 202);
+    assert_eq!(c.wait_server(&id).await["status"], "ACTIVE");
+    let resp = act(json!({"os-start": null})).await.unwrap();
+    assert_eq!(
+        json_of(resp).await["conflictingRequest"]["message"],
+        format!("Cannot 'start' instance {id} while it is in vm_state active")
+    );
+}

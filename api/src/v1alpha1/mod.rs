@@ -5,6 +5,7 @@ mod init_script;
 mod lifecycle;
 mod load_balancer;
 pub mod names;
+mod rollout;
 mod rules;
 mod virtual_machine;
 mod virtual_machine_group;
@@ -17,6 +18,7 @@ pub use load_balancer::{
     HealthMonitor, LoadBalancer, LoadBalancerPort, LoadBalancerSpec, LoadBalancerStatus,
     MemberStatus, MonitorProtocol, PortStatus, Protocol, RealServers, VipType,
 };
+pub use rollout::{AutoHealing, ReplicaHealth, RollingUpdate, RunStrategy, scaled};
 pub use virtual_machine::{
     Resolution, ResolvedReferences, ServerFailure, VirtualMachine, VirtualMachineAddress,
     VirtualMachineSpec, VirtualMachineStatus,

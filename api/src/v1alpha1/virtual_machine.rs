@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::credentials::CloudCredentialsRef;
 use super::init_script::InitScript;
 use super::lifecycle::Import;
+use super::rollout::RunStrategy;
 use super::rules::immutable_spec_field;
 use super::volumes::{BootVolume, DataVolume, VolumeRetention, VolumeStatus};
 
@@ -117,6 +118,12 @@ pub struct VirtualMachineSpec {
     #[schemars(length(max = 16))]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"]))]
     pub volumes: Option<Vec<DataVolume>>,
+    /// The server's power: `Always` (default: a server found SHUTOFF is started again),
+    /// `Halted` (stopped, kept with its volumes and addresses, out of the load
+    /// balancers' pools first) or `Manual` (`openstack server stop/start` is the
+    /// user's). A group sets its own on its VirtualMachines; a template may not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_strategy: Option<RunStrategy>,
     /// What happens to the data volumes when this VirtualMachine is deleted (default:
     /// retained). A group sets it on its VirtualMachines; a template may not.
     #[serde(default, skip_serializing_if = "Option::is_none")]

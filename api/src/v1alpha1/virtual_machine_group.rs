@@ -1,11 +1,12 @@
 //! VirtualMachineGroup: a Nova server group plus `replicas` owned VirtualMachines.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::credentials::CloudCredentialsRef;
+use super::rollout::{AutoHealing, ReplicaHealth, RollingUpdate, RunStrategy};
 use super::virtual_machine::VirtualMachineSpec;
 use super::volumes::GroupVolumeRetention;
 
@@ -33,6 +34,7 @@ pub const MAX_REPLICAS: i32 = 100;
     printcolumn = r#"{"name":"Desired","type":"integer","jsonPath":".spec.replicas"}"#,
     printcolumn = r#"{"name":"Ready","type":"integer","jsonPath":".status.readyReplicas"}"#,
     printcolumn = r#"{"name":"Up-to-date","type":"integer","jsonPath":".status.updatedReplicas"}"#,
+    printcolumn = r#"{"name":"Available","type":"integer","jsonPath":".status.availableReplicas"}"#,
     printcolumn = r#"{"name":"Policy","type":"string","jsonPath":".spec.haPolicy"}"#,
     printcolumn = r#"{"name":"Retained","type":"integer","jsonPath":".status.retainedVolumes","description":"Data volumes kept for replicas that do not exist now"}"#,
     printcolumn = r#"{"name":"Server-Group","type":"string","jsonPath":".status.serverGroupID","priority":1}"#,
@@ -55,6 +57,7 @@ pub struct VirtualMachineGroupSpec {
     /// the template's; a template may not import a server (`spec.template.import` is
     /// reported as `TemplateImportNotAllowed`).
     #[x_kube(validation = kube::core::Rule::new("!has(self.cloudCredentialsRef)").message("set cloudCredentialsRef on the group (spec.cloudCredentialsRef), not in its template: every VirtualMachine of a group uses the group's credentials"))]
+    #[x_kube(validation = kube::core::Rule::new("!has(self.runStrategy)").message("set runStrategy on the group (spec.runStrategy), not in its template: a change of power is no new template to roll out"))]
     #[x_kube(validation = kube::core::Rule::new("!has(self.volumeRetention)").message("set volumeRetention on the group (spec.volumeRetention: whenScaled, whenDeleted), not in its template: the group decides what becomes of each replica's volumes"))]
     pub template: VirtualMachineSpec,
     /// Free text describing the group; also the server group's description.
@@ -62,11 +65,34 @@ pub struct VirtualMachineGroupSpec {
     #[schemars(length(max = 255))]
     pub description: Option<String>,
     /// How a template change reaches existing VirtualMachines: `RollingUpdate` (default)
-    /// replaces them one at a time, the new one Ready and in every load-balancer pool
-    /// before an old one is drained and deleted; `OnDelete` leaves them alone until they
-    /// are deleted.
+    /// replaces them as `rollingUpdate` says, new ones available (Ready, healthy and in
+    /// every load-balancer pool) before old ones are drained and deleted; `OnDelete`
+    /// leaves them alone until they are deleted.
     #[serde(default)]
     pub update_strategy: UpdateStrategy,
+    /// Surge, unavailability and partition of a rolling update (Deployment's and
+    /// StatefulSet's words).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rolling_update: Option<RollingUpdate>,
+    /// Seconds a new replica must be healthy before it counts as available; default 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 86400))]
+    pub min_ready_seconds: Option<i32>,
+    /// Seconds a rollout may go without progress (a new replica available) before it
+    /// stops replacing and reports `Stalled` (`ProgressDeadlineExceeded`); default 600.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 86400))]
+    pub progress_deadline_seconds: Option<i32>,
+    /// The power of every replica's server: `Always` (default: a stopped server is
+    /// started again), `Halted` (every server stopped, kept with its volumes and
+    /// addresses, out of the load balancers' pools) or `Manual` (left to the user).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_strategy: Option<RunStrategy>,
+    /// Replace replicas that stay unhealthy (their server not in the state
+    /// `runStrategy` wants, or their member reported `ERROR`/`OFFLINE` by a load
+    /// balancer drawing on the group). Absent: only servers in ERROR or gone are replaced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_healing: Option<AutoHealing>,
     /// OpenStack credentials for the group and all its VirtualMachines: a Secret in the same namespace. Without
     /// it the namespace's default Secret is used, else (where the operator allows it)
     /// the operator's own credentials. The cloud resources stay in the project they were
@@ -117,6 +143,27 @@ pub struct VirtualMachineGroupStatus {
     /// Number of those created from the current template.
     #[serde(default)]
     pub updated_replicas: i32,
+    /// Number of replicas healthy for at least `minReadySeconds` (and, where a load
+    /// balancer draws on the group, in its pools).
+    #[serde(default)]
+    pub available_replicas: i32,
+    /// Number of replicas judged unhealthy now.
+    #[serde(default)]
+    pub unhealthy_replicas: i32,
+    /// Template hash most of the running replicas were created from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_revision: Option<String>,
+    /// Template hash of the current template: what a rollout brings every replica to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub update_revision: Option<String>,
+    /// When the rollout to `updateRevision` last made progress (started, or one more
+    /// replica available on it): the progress deadline counts from here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progressed_at: Option<Time>,
+    /// Each replica's health: its state, why, and since when.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"]))]
+    pub replica_health: Vec<ReplicaHealth>,
     /// The OpenStack project (ID) this group's server group lives in, recorded before
     /// anything is created there.
     #[serde(default, rename = "projectID", skip_serializing_if = "Option::is_none")]
@@ -131,7 +178,8 @@ pub struct VirtualMachineGroupStatus {
     /// Label selector of the group's VirtualMachines, for the scale subresource.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selector: Option<String>,
-    /// Conditions: `Ready` says whether every replica is Ready and up to date.
+    /// Conditions: `Ready` says whether every replica is Ready and up to date;
+    /// `Stalled` whether a rollout or the healing stopped, and why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Vec<Condition>,

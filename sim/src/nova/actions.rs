@@ -1,6 +1,9 @@
 //! `POST /servers/{id}/action`: resize (→ RESIZE, then VERIFY_RESIZE after the build
-//! delay), confirmResize (→ ACTIVE with the new flavor) and revertResize. Other actions
-//! (reboot, stop, rebuild, …) answer 400: the simulator does not model power state.
+//! delay), confirmResize (→ ACTIVE with the new flavor), revertResize, and the power
+//! actions os-stop (ACTIVE, task_state `powering-off` for the build delay, then
+//! SHUTOFF) and os-start (the reverse, `powering-on`), as the real Nova's fake driver
+//! does within a second; each from another state or during a task is Nova's 409.
+//! Other actions (reboot, rebuild, …) answer 400.
 
 use std::time::Instant;
 
@@ -31,6 +34,8 @@ pub(super) async fn action(
         "resize" => "resize_server",
         "confirmResize" => "confirm_resize",
         "revertResize" => "revert_resize",
+        "os-stop" => "stop_server",
+        "os-start" => "start_server",
         _ => "server_action",
     };
     let cx = super::envelope::enter(&sim, op, &headers).await?;
@@ -43,6 +48,22 @@ pub(super) async fn action(
         "resize" => resize(&cx, &mut w, &id, &req["resize"]),
         "confirmResize" => finish(&cx, &mut w, &id, true),
         "revertResize" => finish(&cx, &mut w, &id, false),
+        "os-stop" => power(
+            &cx,
+            &mut w,
+            &id,
+            Status::Active,
+            Status::PoweringOff,
+            "stop",
+        ),
+        "os-start" => power(
+            &cx,
+            &mut w,
+            &id,
+            Status::Shutoff,
+            Status::PoweringOn,
+            "start",
+        ),
         other => Err(cx.err(400, &format!("There is no such action: {other}"))),
     }
 }
@@ -108,11 +129,48 @@ fn finish(cx: &Cx, w: &mut World, id: &str, confirm: bool) -> Result<Response, R
     Ok(cx.empty(if confirm { 204 } else { 202 }))
 }
 
+/// os-stop and os-start: 202 from `from` (the server is `busy` for the build delay),
+/// Nova's 409 (as recorded on the real Nova) from any other state or during a task.
+fn power(
+    cx: &Cx,
+    w: &mut World,
+    id: &str,
+    from: Status,
+    busy: Status,
+    action: &str,
+) -> Result<Response, Response> {
+    let until = Instant::now() + w.build_delay;
+    let s = w
+        .servers
+        .get_mut(id)
+        .ok_or_else(|| not_found_server(cx, id))?;
+    let task = match s.status {
+        Status::PoweringOff => Some("powering-off"),
+        Status::PoweringOn => Some("powering-on"),
+        _ => None,
+    };
+    if let Some(task) = task {
+        return Err(cx.err(
+            409,
+            &format!("Cannot '{action}' instance {id} while it is in task_state {task}"),
+        ));
+    }
+    if s.status != from || s.deleting {
+        return Err(conflict(cx, action, id, vm_state(s.status)));
+    }
+    s.status = busy;
+    s.until = Some(until);
+    s.updated = Utc::now();
+    w.schedule(until);
+    Ok(cx.empty(202))
+}
+
 fn vm_state(st: Status) -> &'static str {
     match st {
         Status::Build => "building",
         Status::Error => "error",
         Status::VerifyResize => "resized",
+        Status::Shutoff => "stopped",
         _ => "active",
     }
 }

@@ -60,10 +60,10 @@ fn free_device(w: &World, server: &str) -> String {
         .unwrap_or_else(|| "/dev/vdzz".into())
 }
 
-/// Nova attaches to an ACTIVE server only.
+/// Nova attaches to an ACTIVE or a stopped server.
 fn attachable(cx: &Cx, w: &World, id: &str) -> Result<(), Response> {
     let server = w.servers.get(id).ok_or_else(|| not_found_server(cx, id))?;
-    if server.status == Status::Active && !server.deleting {
+    if matches!(server.status, Status::Active | Status::Shutoff) && !server.deleting {
         return Ok(());
     }
     let state = match server.status {

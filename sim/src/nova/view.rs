@@ -185,6 +185,8 @@ fn states(s: &Server) -> (&'static str, &'static str, u8) {
         _ if s.deleting => ("deleting", vm_state(s.status), power(s.status)),
         Status::Build => ("scheduling", "building", 0),
         Status::Resize => ("resize_migrating", "active", 1),
+        Status::PoweringOff => ("powering-off", "active", 1),
+        Status::PoweringOn => ("powering-on", "stopped", 4),
         st => ("", vm_state(st), power(st)),
     }
 }
@@ -192,15 +194,17 @@ fn states(s: &Server) -> (&'static str, &'static str, u8) {
 fn vm_state(st: Status) -> &'static str {
     match st {
         Status::Build => "building",
-        Status::Active | Status::Resize => "active",
+        Status::Active | Status::Resize | Status::PoweringOff => "active",
         Status::Error => "error",
         Status::VerifyResize => "resized",
+        Status::Shutoff | Status::PoweringOn => "stopped",
     }
 }
 
 fn power(st: Status) -> u8 {
     match st {
         Status::Active | Status::Resize | Status::VerifyResize => 1,
+        Status::Shutoff | Status::PoweringOn => 4,
         _ => 0,
     }
 }

@@ -7,7 +7,7 @@ pub(crate) mod cinder;
 pub(crate) mod octavia;
 pub(crate) mod octavia_lifecycle;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::net::Ipv4Addr;
 use std::time::Instant;
 
@@ -48,6 +48,9 @@ pub(crate) struct World {
     pub used_ips: HashMap<String, BTreeSet<Ipv4Addr>>,
     pub octavia: Octavia,
     pub cinder: Cinder,
+    /// Servers whose service answers no health check (a test's fault): their members
+    /// are ERROR wherever a health monitor watches them.
+    pub unresponsive: HashSet<String>,
 }
 
 impl World {
@@ -88,6 +91,7 @@ impl World {
             used_ips: HashMap::new(),
             octavia: Octavia::default(),
             cinder: Cinder::default(),
+            unresponsive: HashSet::new(),
         }
     }
 
@@ -267,6 +271,8 @@ fn finish_transition(s: &mut Server) {
             }
         },
         Status::Resize => s.status = Status::VerifyResize,
+        Status::PoweringOff => s.status = Status::Shutoff,
+        Status::PoweringOn => s.status = Status::Active,
         _ => {}
     }
 }

@@ -219,13 +219,14 @@ impl<'w> Operating<'w> {
                 .servers
                 .values()
                 .filter(|s| s.status == Status::Active && !s.deleting)
+                .filter(|s| !self.w.unresponsive.contains(&s.id))
                 .flat_map(|s| s.nics.iter().filter_map(|n| n.addr))
                 .collect()
         })
     }
 
-    /// Member `operating_status`: with a health monitor, ONLINE when an ACTIVE server has
-    /// the member's address, else ERROR; without one NO_MONITOR; OFFLINE while created.
+    /// Member `operating_status`: with a health monitor, ONLINE when an ACTIVE server
+    /// whose service answers has the member's address, else ERROR; without one NO_MONITOR; OFFLINE while created.
     pub(crate) fn member(&self, pool: &Pool, member: &Member) -> &'static str {
         if member.meta.prov == Prov::PendingCreate || !member.meta.admin_state_up {
             return "OFFLINE";

@@ -182,6 +182,18 @@ impl Compute for OpenStackClient {
         })
     }
 
+    fn set_server_power<'a>(&'a self, id: &'a ServerId, start: bool) -> CloudFuture<'a, ()> {
+        Box::pin(async move {
+            let (op, action, verb) = match start {
+                true => ("start_server", "os-start", "start"),
+                false => ("stop_server", "os-stop", "stop"),
+            };
+            let req = compute(op, Method::POST, format!("/servers/{id}/action"))
+                .json(json!({ action: null }));
+            self.execute(&req, &format!("{verb} server {id}")).await
+        })
+    }
+
     fn create_server_group<'a>(
         &'a self,
         name: &'a str,

@@ -155,7 +155,8 @@ pub fn serving_backend(vm: &VirtualMachine) -> Option<Backend> {
         return None;
     }
     let status = vm.status.as_ref()?;
-    if !is_true(&status.conditions, READY) {
+    // A stopped server serves nothing, whatever its run strategy calls Ready.
+    if !is_true(&status.conditions, READY) || status.state.as_deref() != Some("ACTIVE") {
         return None;
     }
     Some(Backend {

@@ -15,6 +15,7 @@ use crate::cloud::model::compute::CreateServer;
 use crate::cloud::owner::Owner;
 use crate::cloud::{Compute, MetadataMode, ignore_not_found};
 use crate::controllers::virtual_machine::plan::Step;
+use crate::controllers::virtual_machine::power::{self, PowerStep};
 use crate::controllers::virtual_machine::resolve::Observed;
 use crate::runtime::object::object_key;
 use crate::runtime::{Context, ReconcileError};
@@ -75,7 +76,8 @@ pub async fn run(
         }
         Step::RecordOwner(id, tags) => record_owner(compute, id, &tags, &key).await?,
         Step::Volume(step) => volume_step(ctx, tenant, kept, &key, step).await?,
-        Step::Converged => converged(kept, ctx.timing.resync),
+        Step::Power(step) => power(compute, step, &key, poll).await?,
+        Step::Converged => converged(vm, observed, kept, ctx.timing.resync),
     };
     Ok(outcome)
 }
@@ -283,17 +285,85 @@ async fn confirm_resize(
     })
 }
 
-fn converged(kept: Option<ServerId>, resync: Duration) -> Outcome {
-    let message = format!(
-        "server {} is ACTIVE",
-        kept.as_ref().map(ToString::to_string).unwrap_or_default()
-    );
+/// Ready: the server is where the spec and its run strategy want it.
+fn converged(
+    vm: &VirtualMachine,
+    observed: &Observed,
+    kept: Option<ServerId>,
+    resync: Duration,
+) -> Outcome {
+    let server = kept
+        .as_ref()
+        .and_then(|id| observed.servers.iter().find(|s| &s.id == id));
+    let (reason, message) = match server {
+        Some(server) => power::settled(server, power::strategy(vm)),
+        None => ("Active", "server is ACTIVE".to_owned()),
+    };
     Outcome {
         server_id: kept,
-        ready: (Status::True, "Active", message),
+        ready: (Status::True, reason, message),
         event: None,
         requeue: resync,
     }
+}
+
+/// Starts or stops the server, or holds it out of the pools before a stop.
+async fn power(
+    compute: &dyn Compute,
+    step: PowerStep,
+    key: &str,
+    poll: Duration,
+) -> Result<Outcome, ReconcileError> {
+    let (id, start) = match step {
+        PowerStep::Drain(id) => {
+            let message = format!(
+                "server {id} leaves the load balancers' pools before it is stopped (runStrategy Halted)"
+            );
+            return Ok(Outcome {
+                server_id: Some(id),
+                ready: (Status::False, power::HALTING, message),
+                event: None,
+                requeue: poll,
+            });
+        }
+        PowerStep::Pending(id, task) => {
+            return Ok(provisioning(
+                Some(id.clone()),
+                format!("server {id} is {task}"),
+                poll,
+            ));
+        }
+        PowerStep::Start(id) => (id, true),
+        PowerStep::Stop(id) => (id, false),
+    };
+    let what = if start {
+        "start the server"
+    } else {
+        "stop the server"
+    };
+    compute
+        .set_server_power(&id, start)
+        .await
+        .map_err(ReconcileError::cloud(what, key))?;
+    let event = match start {
+        true => (
+            EventType::Warning,
+            "Started",
+            format!(
+                "server {id} was found SHUTOFF (stopped outside Kubernetes?); started it (runStrategy Always)"
+            ),
+        ),
+        false => (
+            EventType::Normal,
+            "Stopped",
+            format!("stopped server {id}; its volumes and addresses are kept (runStrategy Halted)"),
+        ),
+    };
+    let doing = if start { "starting" } else { "stopping" };
+    Ok(Outcome {
+        event: Some(event),
+        ..provisioning(Some(id.clone()), format!("{doing} server {id}"), poll)
+    })
 }
 
 /// Writes the server's metadata (`Merge` keeps what an imported server came with), and

@@ -9,6 +9,7 @@ pub mod apply;
 pub mod import;
 pub mod outcome;
 pub mod plan;
+pub mod power;
 pub mod references;
 mod removal;
 pub mod resolve;
@@ -117,6 +118,7 @@ impl Reconciler for VirtualMachine {
             creates: reconcile.policy.writes(),
         };
         let mut observed = resolve::observe(&sources, use_view).await?;
+        observed.in_pools = power::in_pools(&ctx.caches.current(), obj).await;
         if volumes::wanted(obj) {
             let owner = volumes::volume_owner(ctx, obj, owner);
             let server = plan::keeper(obj, &observed.servers);
@@ -144,7 +146,8 @@ impl Reconciler for VirtualMachine {
             &reconcile.owner,
             &observed.servers,
             &observed.flavor,
-            reconcile.ctx.timing.error_replace,
+            &reconcile.ctx.timing,
+            observed.in_pools,
             reconcile.now,
         );
         plan::with_volumes(

@@ -12,8 +12,10 @@ use verda_api::v1alpha1::VirtualMachine;
 use crate::cloud::ids::{FlavorId, ServerId, joined};
 use crate::cloud::model::compute::{Server, ServerStatus};
 use crate::cloud::owner::Owner;
+use crate::controllers::virtual_machine::power::{self, PowerStep};
 use crate::controllers::virtual_machine::volumes::Look;
 use crate::controllers::virtual_machine::volumes::plan::{VolumeStep, before_server, with_server};
+use crate::runtime::context::Timing;
 use crate::runtime::keeper::{InError, duplicates, in_error};
 
 /// Reasons of a Ready=False condition caused by a server in ERROR.
@@ -51,6 +53,8 @@ pub enum Step {
     RecordOwner(ServerId, Vec<String>),
     /// Something about the data volumes (`volumes::plan`).
     Volume(VolumeStep),
+    /// Start, stop, or drain before a stop, as `runStrategy` says.
+    Power(PowerStep),
     /// ACTIVE and matching the spec.
     Converged,
 }
@@ -70,6 +74,11 @@ impl Step {
             }
             Step::RecordOwner(id, _) => format!("tag server {id} with its owner"),
             Step::Volume(step) => step.describe(),
+            Step::Power(PowerStep::Start(id)) => format!("start server {id}, found SHUTOFF"),
+            Step::Power(PowerStep::Stop(id) | PowerStep::Drain(id)) => {
+                format!("stop server {id} (runStrategy Halted)")
+            }
+            Step::Power(PowerStep::Pending(..)) => "change anything".to_owned(),
             Step::ReportError { .. } | Step::Wait | Step::Converged => "change anything".to_owned(),
         }
     }
@@ -78,6 +87,7 @@ impl Step {
     pub fn writes(&self) -> bool {
         match self {
             Step::Volume(step) => step.writes(),
+            Step::Power(step) => !matches!(step, PowerStep::Drain(_) | PowerStep::Pending(..)),
             _ => !matches!(
                 self,
                 Step::ReportError { .. } | Step::Wait | Step::Converged
@@ -110,13 +120,14 @@ pub fn desired_metadata(vm: &VirtualMachine, owner: &Owner) -> BTreeMap<String, 
     metadata
 }
 
-/// Decides the next step.
+/// Decides the next step. `in_pools`: some load balancer lists the VirtualMachine.
 pub fn plan(
     vm: &VirtualMachine,
     owner: &Owner,
     servers: &[Server],
     flavor: &FlavorCheck,
-    error_replace: Duration,
+    timing: &Timing,
+    in_pools: bool,
     now: Timestamp,
 ) -> Step {
     let Some(server) = keeper(vm, servers) else {
@@ -130,10 +141,13 @@ pub fn plan(
         return Step::DeleteDuplicates(extra);
     }
     match server.status {
-        ServerStatus::Error => return error_step(vm, server, error_replace, now),
+        ServerStatus::Error => return error_step(vm, server, timing.error_replace, now),
         ServerStatus::VerifyResize => return Step::ConfirmResize(server.id.clone()),
-        ServerStatus::Active => {}
+        ServerStatus::Active | ServerStatus::Shutoff => {}
         _ => return Step::Wait,
+    }
+    if let Some(step) = power::step(vm, server, in_pools, timing.drain_timeout, now) {
+        return Step::Power(step);
     }
     if let FlavorCheck::Differs(wanted) = flavor {
         return Step::Resize(server.id.clone(), wanted.clone());

@@ -52,8 +52,23 @@ fn at(secs: i64) -> Timestamp {
     Timestamp::from_second(1_800_000_000 + secs).expect("valid")
 }
 
+fn timing() -> Timing {
+    Timing {
+        error_replace: REPLACE,
+        ..Timing::from_config(&crate::config::Config::default())
+    }
+}
+
 fn plan_for(vm: &VirtualMachine, servers: &[Server]) -> Step {
-    plan(vm, &owner(), servers, &FlavorCheck::Matches, REPLACE, at(0))
+    plan(
+        vm,
+        &owner(),
+        servers,
+        &FlavorCheck::Matches,
+        &timing(),
+        false,
+        at(0),
+    )
 }
 
 #[test]
@@ -103,7 +118,8 @@ fn a_flavor_change_resizes_and_verify_resize_is_confirmed() {
         &owner(),
         &active,
         &FlavorCheck::Differs(FlavorId::new("11")),
-        REPLACE,
+        &timing(),
+        false,
         at(0),
     );
     assert_eq!(step, Step::Resize(ServerId::new("s1"), FlavorId::new("11")));
@@ -201,7 +217,8 @@ fn an_errored_server_is_reported_then_replaced_after_the_delay() {
         &owner(),
         std::slice::from_ref(&errored),
         &FlavorCheck::Matches,
-        REPLACE,
+        &timing(),
+        false,
         at(10),
     );
     let Step::ReportError {
@@ -217,7 +234,8 @@ fn an_errored_server_is_reported_then_replaced_after_the_delay() {
         &owner(),
         &[errored],
         &FlavorCheck::Matches,
-        REPLACE,
+        &timing(),
+        false,
         at(31),
     );
     assert_eq!(due, Step::ReplaceErrored(ServerId::new("s1")));
@@ -237,7 +255,8 @@ fn each_failure_in_a_row_doubles_the_wait_before_the_replacement() {
         &owner(),
         std::slice::from_ref(&errored),
         &FlavorCheck::Matches,
-        REPLACE,
+        &timing(),
+        false,
         at(500),
     )
     else {

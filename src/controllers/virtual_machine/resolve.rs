@@ -38,6 +38,8 @@ pub struct Observed {
     pub create: Option<CreateServer>,
     /// The data volumes and the boot volume, when the object has any.
     pub volumes: Option<crate::controllers::virtual_machine::volumes::Look>,
+    /// Some load balancer lists the VirtualMachine in a pool (its status says so).
+    pub in_pools: bool,
 }
 
 /// Where a VirtualMachine looks: Nova, Neutron (networks, only to create) and the
@@ -73,6 +75,7 @@ pub async fn observe(from: &Sources<'_>, use_view: bool) -> Result<Observed, Rec
         resolved: None,
         create: None,
         volumes: None,
+        in_pools: false,
         servers,
     };
     match keeper(vm, &observed.servers).map(|s| s.flavor.clone()) {

@@ -54,6 +54,7 @@ pub fn new_vm(
         },
         spec: VirtualMachineSpec {
             cloud_credentials_ref: group.spec.cloud_credentials_ref.clone(),
+            run_strategy: group.spec.run_strategy,
             ..group.spec.template.clone()
         },
         status: None,
@@ -69,20 +70,34 @@ pub async fn align_credentials(
     vms: &[VirtualMachine],
 ) -> Result<usize, ReconcileError> {
     let wanted = &group.spec.cloud_credentials_ref;
-    let stale: Vec<&VirtualMachine> = vms
-        .iter()
-        .filter(|vm| &vm.spec.cloud_credentials_ref != wanted)
-        .filter(|vm| vm.metadata.deletion_timestamp.is_none())
-        .collect();
+    let stale = live_where(vms, |vm| &vm.spec.cloud_credentials_ref != wanted);
     let patch = json!({"spec": {"cloudCredentialsRef": wanted}});
-    patch_each(
-        client,
-        group,
-        &stale,
-        &patch,
-        "give a VirtualMachine the group's credentials",
-    )
-    .await
+    let action = "give a VirtualMachine the group's credentials";
+    patch_each(client, group, &stale, &patch, action).await
+}
+
+/// Gives the group's VirtualMachines the group's run strategy where it differs (in
+/// place: a change of power is no new template). Returns how many it updated.
+pub async fn align_run_strategy(
+    client: &kube::Client,
+    group: &VirtualMachineGroup,
+    vms: &[VirtualMachine],
+) -> Result<usize, ReconcileError> {
+    let wanted = group.spec.run_strategy;
+    let stale = live_where(vms, |vm| vm.spec.run_strategy != wanted);
+    let patch = json!({"spec": {"runStrategy": wanted}});
+    let action = "give a VirtualMachine the group's run strategy";
+    patch_each(client, group, &stale, &patch, action).await
+}
+
+/// The VirtualMachines not being deleted for which `differs` holds.
+fn live_where(
+    vms: &[VirtualMachine],
+    differs: impl Fn(&VirtualMachine) -> bool,
+) -> Vec<&VirtualMachine> {
+    vms.iter()
+        .filter(|vm| vm.metadata.deletion_timestamp.is_none() && differs(vm))
+        .collect()
 }
 
 /// Gives the group's VirtualMachines the group's reconcile policy annotation (or takes

@@ -7,8 +7,10 @@
 //! the VirtualMachine controller owns the servers) → `status`.
 
 pub mod apply;
+pub mod health;
 pub mod plan;
 pub mod resolve;
+pub mod rollout;
 pub mod status;
 
 use std::sync::Arc;
@@ -24,8 +26,8 @@ use kube::runtime::events::{Event, EventType};
 use kube::runtime::reflector::ObjectRef;
 use verda_api::conditions::{READY, is_true};
 use verda_api::v1alpha1::{
-    UpdateStrategy, VirtualMachine, VirtualMachineGroup, VirtualMachineGroupStatus,
-    VolumeRetention, finalizers,
+    ReplicaHealth, VirtualMachine, VirtualMachineGroup, VirtualMachineGroupStatus, VolumeRetention,
+    finalizers,
 };
 
 use crate::caches::cloud_view::{ProjectView, VolumeOwner};
@@ -35,6 +37,7 @@ use crate::cloud::model::volume::Volume;
 use crate::cloud::owner::is_server_group_of;
 use crate::cloud::{BlockStorage, Compute};
 use crate::controllers::virtual_machine::volumes::removal as volume_removal;
+use crate::metrics::ReasonLabels;
 use crate::runtime::driver::{error_policy, reconcile_in_task};
 use crate::runtime::events::event;
 use crate::runtime::lifecycle::Removal;
@@ -86,7 +89,12 @@ pub struct Observed {
     server_group: Option<ServerGroupId>,
     vms: Vec<VirtualMachine>,
     members: Vec<plan::Member>,
-    draws_load_balancers: bool,
+    /// Each replica's health now.
+    judged: Vec<ReplicaHealth>,
+    /// The spec for this round, stalled or not.
+    policy: plan::Policy,
+    /// The template changed since the last status.
+    new_revision: bool,
     template_hash: String,
     /// Volumes kept for indices that have no VirtualMachine (from the cloud view), with
     /// their index.
@@ -96,6 +104,8 @@ pub struct Observed {
 /// What a round did.
 pub struct Outcome {
     server_group: Option<ServerGroupId>,
+    /// What the round did to the VirtualMachines (nothing while paused).
+    round: plan::Plan,
     writes: usize,
     /// Reason and note of each event the round has to tell.
     events: Vec<(&'static str, String)>,
@@ -142,15 +152,44 @@ impl Reconciler for VirtualMachineGroup {
             .filter_map(|vm| replica_index(vm, &name))
             .collect();
         let retained_volumes = ports.view.volumes.retained(&owner.uid, &live);
+        let template_hash =
+            plan::template_hash(&serde_json::to_string(&group.spec.template).unwrap_or_default());
+        let strategy = group.spec.run_strategy.unwrap_or_default();
+        // Members' health counts only where the group heals on it.
+        let pools = group.spec.auto_healing.is_some().then_some(lbs.as_slice());
+        let before = group.status.as_ref().map(|s| s.replica_health.as_slice());
+        let judged: Vec<ReplicaHealth> = vms
+            .iter()
+            .map(|vm| {
+                let was = before.and_then(|b| b.iter().find(|h| h.name == vm.name_any()));
+                health::judge(vm, strategy, pools, was, reconcile.now)
+            })
+            .collect();
+        let members = resolve::members(group, &vms, &lbs, &judged);
+        let status = group.status.as_ref();
+        let new_revision =
+            status.and_then(|s| s.update_revision.as_deref()) != Some(template_hash.as_str());
+        let drain_timeout = ctx.timing.drain_timeout;
+        let mut policy =
+            rollout::policy(group, &template_hash, !lbs.is_empty(), drain_timeout, false);
+        let complete = rollout::complete(&policy, &members, reconcile.now);
+        let progressed = status.and_then(|s| s.progressed_at.as_ref()).map(|t| t.0);
+        policy.stalled = !new_revision
+            && rollout::stalled(
+                progressed,
+                rollout::deadline(group),
+                complete,
+                reconcile.now,
+            );
         Ok(Observed {
             server_group,
             retained_volumes,
-            members: resolve::members(group, &vms, &lbs),
+            members,
+            judged,
+            policy,
+            new_revision,
             vms,
-            draws_load_balancers: !lbs.is_empty(),
-            template_hash: plan::template_hash(
-                &serde_json::to_string(&group.spec.template).unwrap_or_default(),
-            ),
+            template_hash,
         })
     }
 
@@ -166,18 +205,7 @@ impl Reconciler for VirtualMachineGroup {
                 group.spec.ha_policy,
                 observed.server_group.as_ref(),
             ),
-            scale: plan::plan(
-                group.spec.replicas.max(0) as u32,
-                &observed.template_hash,
-                plan::Shape {
-                    rolling: group.spec.update_strategy == UpdateStrategy::RollingUpdate,
-                    stateful: stateful(group),
-                },
-                &observed.members,
-                observed.draws_load_balancers,
-                reconcile.ctx.timing.drain_timeout,
-                reconcile.now,
-            ),
+            scale: plan::plan(&observed.policy, &observed.members, reconcile.now),
         }
     }
 
@@ -205,6 +233,7 @@ impl Reconciler for VirtualMachineGroup {
         } = reconcile;
         let mut outcome = Outcome {
             server_group: observed.server_group.clone(),
+            round: plan::Plan::default(),
             writes: 0,
             events: Vec::new(),
         };
@@ -217,6 +246,11 @@ impl Reconciler for VirtualMachineGroup {
             let (scale, hash, vms) = (&step.scale, &observed.template_hash, &observed.vms);
             outcome.writes = apply::run(&ctx.client, group, scale, hash, sg, vms).await?;
             outcome.events = scale.events(&group.name_any());
+            outcome
+                .events
+                .extend(status::heal_events(scale, &observed.judged));
+            count_replacements(ctx, observed, scale);
+            outcome.round = scale.clone();
             outcome
                 .events
                 .extend(plan::volume_events(group, scale, vms));
@@ -236,6 +270,7 @@ impl Reconciler for VirtualMachineGroup {
         }
         outcome.writes += apply::align_credentials(&ctx.client, group, &observed.vms).await?
             + apply::align_policy(&ctx.client, group, &observed.vms).await?
+            + apply::align_run_strategy(&ctx.client, group, &observed.vms).await?
             + apply::align_index_labels(&ctx.client, group, &observed.vms).await?;
         Ok(outcome)
     }
@@ -249,8 +284,20 @@ impl Reconciler for VirtualMachineGroup {
             &reconcile.obj,
             &observed.vms,
             &observed.members,
-            &observed.template_hash,
+            &observed.policy,
             outcome.server_group.as_ref(),
+            reconcile.now,
+        );
+        status::rollout(
+            &mut status,
+            &reconcile.obj,
+            status::Round {
+                policy: &observed.policy,
+                members: &observed.members,
+                judged: &observed.judged,
+                new_revision: observed.new_revision,
+                round: &outcome.round,
+            },
             reconcile.now,
         );
         let retained = observed.retained_volumes.len();
@@ -258,12 +305,18 @@ impl Reconciler for VirtualMachineGroup {
         status
     }
 
-    fn events(_: &Reconcile<Self>, outcome: &Outcome, _: &VirtualMachineGroupStatus) -> Vec<Event> {
-        outcome
+    fn events(
+        reconcile: &Reconcile<Self>,
+        outcome: &Outcome,
+        status: &VirtualMachineGroupStatus,
+    ) -> Vec<Event> {
+        let mut events: Vec<Event> = outcome
             .events
             .iter()
             .map(|(reason, note)| event(EventType::Normal, reason, note.clone(), "Scale"))
-            .collect()
+            .collect();
+        events.extend(status::stalled_event(reconcile.obj.status.as_ref(), status));
+        events
     }
 
     fn gauges(ctx: &Context, group: &Self, status: &VirtualMachineGroupStatus) {
@@ -300,14 +353,24 @@ impl Reconciler for VirtualMachineGroup {
     }
 }
 
-/// Whether the replicas have data volumes (kept per index).
-pub fn stateful(group: &VirtualMachineGroup) -> bool {
-    group
-        .spec
-        .template
-        .volumes
-        .as_ref()
-        .is_some_and(|v| !v.is_empty())
+/// Counts the round's replacements: healed replicas by their health reason, outdated
+/// ones drained by a rollout as `TemplateChanged`.
+fn count_replacements(ctx: &Context, observed: &Observed, round: &plan::Plan) {
+    let family = &ctx.metrics.group_replacements;
+    for name in &round.drain {
+        let healed = round.heal.contains(name);
+        let reason = match observed.judged.iter().find(|j| &j.name == name) {
+            Some(judged) if healed => judged.reason.clone(),
+            _ => {
+                let member = observed.members.iter().find(|m| &m.name == name);
+                if !member.is_some_and(|m| observed.policy.outdated(m)) {
+                    continue;
+                }
+                "TemplateChanged".to_owned()
+            }
+        };
+        family.get_or_create(&ReasonLabels { reason }).inc();
+    }
 }
 
 /// With every VirtualMachine gone: the volumes kept for indices that had none (earlier
@@ -322,7 +385,7 @@ async fn retained_volumes(
         Removal::Detach(t) => (t, true),
         Removal::Abandon => return Ok(None),
     };
-    if !stateful(group) {
+    if !rollout::stateful(group) {
         return Ok(None);
     }
     let owner = VolumeOwner {

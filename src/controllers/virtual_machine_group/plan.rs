@@ -4,7 +4,9 @@
 //!
 //! Pure. Removal is two-phase: a VirtualMachine is first marked draining (load
 //! balancers drop it from their pools), and deleted only once no pool lists it or the
-//! drain timed out. A template change rolls out one surge VirtualMachine at a time.
+//! drain timed out. A template change rolls out as a Deployment's (`maxSurge` new ones
+//! at once, old ones drained while `maxUnavailable` allows), or in place, index by
+//! index from `partition`, when replicas keep their index.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -19,6 +21,7 @@ use crate::controllers::virtual_machine::volumes::status::reported;
 
 use crate::cloud::ids::ServerGroupId;
 use crate::cloud::model::compute::ServerGroupPolicy;
+use crate::controllers::virtual_machine::plan::replace_delay;
 use crate::runtime::object::replica_index;
 
 /// What the plan needs to know about one VirtualMachine of the group.
@@ -37,6 +40,96 @@ pub struct Member {
     pub in_pools: bool,
     /// Some load balancer that draws on the group lists it in every pool.
     pub serving: bool,
+    /// As the group judges it (`health`).
+    pub health: Health,
+}
+
+/// A replica's health: whether its server is as its run strategy wants and its load
+/// balancer members are not failing, and since when.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Health {
+    /// Not healthy yet since it was created (building, or never Ready).
+    Starting,
+    Healthy {
+        since: Timestamp,
+    },
+    /// Healthy once, not now; `replacements`: replaced for it in a row before.
+    Unhealthy {
+        since: Timestamp,
+        replacements: i32,
+    },
+}
+
+/// How the group rolls out, heals and scales: its spec, resolved to counts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Policy {
+    pub replicas: u32,
+    pub template_hash: String,
+    /// A template change replaces VirtualMachines (`RollingUpdate`).
+    pub rolling: bool,
+    /// The replicas have data volumes, which belong to their index: a scale-down
+    /// removes the highest indices, as a StatefulSet's.
+    pub stateful: bool,
+    /// Replacements keep the index (no surge): data volumes, or a partition.
+    pub in_place: bool,
+    pub max_surge: u32,
+    pub max_unavailable: u32,
+    /// Only indices from here on get the new template.
+    pub partition: u32,
+    /// Healthy this long before a replica counts as available.
+    pub min_ready: Duration,
+    /// Some load balancer draws on the group: a replica is available only in its pools.
+    pub serving_required: bool,
+    pub drain_timeout: Duration,
+    pub healing: Option<Healing>,
+    /// The rollout passed its progress deadline: it replaces no more outdated replicas.
+    pub stalled: bool,
+}
+
+/// `autoHealing`, resolved.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Healing {
+    pub unhealthy_after: Duration,
+    /// More unhealthy replicas than this: none is replaced.
+    pub max_unhealthy: u32,
+}
+
+impl Policy {
+    /// Whether `m` should be on the new template and is not.
+    pub fn outdated(&self, m: &Member) -> bool {
+        self.rolling && m.template_hash != self.template_hash && m.index >= self.partition
+    }
+
+    /// Ready, in every pool where a load balancer draws on the group, and healthy for
+    /// `min_ready`.
+    pub fn available(&self, m: &Member, now: Timestamp) -> bool {
+        let up = m.ready && (!self.serving_required || m.serving);
+        let settled = match m.health {
+            Health::Healthy { since } => {
+                now.duration_since(since).as_secs_f64() >= self.min_ready.as_secs_f64()
+            }
+            Health::Starting => self.min_ready.is_zero(),
+            Health::Unhealthy { .. } => false,
+        };
+        up && settled
+    }
+
+    /// Whether `m` has been unhealthy long enough to be replaced: `unhealthyAfter`,
+    /// doubled for each replacement in a row before (the ERROR backoff).
+    fn heal_due(&self, m: &Member, now: Timestamp) -> bool {
+        let (
+            Some(healing),
+            Health::Unhealthy {
+                since,
+                replacements,
+            },
+        ) = (self.healing, m.health)
+        else {
+            return false;
+        };
+        let wait = replace_delay(healing.unhealthy_after, replacements + 1);
+        now.duration_since(since).as_secs_f64() >= wait.as_secs_f64()
+    }
 }
 
 /// What to do this round.
@@ -68,6 +161,8 @@ pub struct Plan {
     pub drain: Vec<String>,
     /// Names to delete (drained, or the drain timed out).
     pub delete: Vec<String>,
+    /// Of `drain`, those replaced for being unhealthy.
+    pub heal: Vec<String>,
 }
 
 impl Plan {
@@ -101,70 +196,181 @@ impl Plan {
     }
 }
 
-/// How a group replaces and removes VirtualMachines.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Shape {
-    /// A template change replaces VirtualMachines (`RollingUpdate`).
-    pub rolling: bool,
-    /// The replicas have data volumes, which belong to their index: a template change
-    /// replaces each in place (no surge: the new VirtualMachine takes the same index
-    /// and volumes), and a scale-down removes the highest indices, as a StatefulSet's.
-    pub stateful: bool,
-}
-
-/// Decides the round. `serving_required` is whether any load balancer draws on the
-/// group (then a new VirtualMachine counts as up only when it is in the pools).
-pub fn plan(
-    replicas: u32,
-    template_hash: &str,
-    shape: Shape,
-    members: &[Member],
-    serving_required: bool,
-    drain_timeout: Duration,
-    now: Timestamp,
-) -> Plan {
+/// Decides the round: Deployment's surge and unavailability (in place, StatefulSet's
+/// partition, when replicas keep their index), healing within `maxUnhealthy`.
+pub fn plan(policy: &Policy, members: &[Member], now: Timestamp) -> Plan {
     let mut plan = Plan {
-        delete: drained(members, drain_timeout, now),
+        delete: drained(members, policy.drain_timeout, now),
         ..Plan::default()
     };
     let active: Vec<&Member> = members
         .iter()
-        .filter(|m| m.draining_since.is_none())
+        .filter(|m| m.draining_since.is_none() && !m.deleting)
         .collect();
-    let up = |m: &Member| m.ready && (!serving_required || m.serving);
-    let outdated: Vec<&Member> = active
+    let rollout: Vec<&Member> = match policy.stalled {
+        true => Vec::new(),
+        false => active
+            .iter()
+            .copied()
+            .filter(|m| policy.outdated(m))
+            .collect(),
+    };
+    plan.heal = heal_victims(policy, members, &active, &rollout, now);
+    let mut drain: Vec<&Member> = active
         .iter()
         .copied()
-        .filter(|m| m.template_hash != template_hash)
+        .filter(|m| plan.heal.contains(&m.name))
         .collect();
-    let rolling = shape.rolling;
-    let target = if rolling && !outdated.is_empty() && !shape.stateful {
-        replicas + 1
-    } else {
-        replicas
+    let round = Round {
+        policy,
+        members,
+        active: &active,
+        rollout: &rollout,
+        now,
     };
-    let count = active.len() as u32;
-    if count < target {
-        let surge_blocked = rolling
-            && !outdated.is_empty()
-            && active
-                .iter()
-                .any(|m| m.template_hash == template_hash && !up(m));
-        if count < replicas || !surge_blocked {
-            plan.create = new_indices(members, (target - count) as usize, replicas, shape);
-        }
-    } else if count > target || (rolling && !outdated.is_empty() && count == target) {
-        let surplus = (count - replicas) as usize;
-        let new_ones_up = active
-            .iter()
-            .filter(|m| m.template_hash == template_hash)
-            .all(|m| up(m));
-        if count > target || new_ones_up {
-            let n = surplus.max(1).min(count as usize);
-            plan.drain = victims(&active, template_hash, n, shape.stateful && count > target);
-        }
-    }
+    let (create, more) = match policy.in_place || policy.max_surge == 0 {
+        true => round.in_place(),
+        false => round.surge(),
+    };
+    plan.create = create;
+    drain.extend(more);
+    let mut names: Vec<String> = drain.iter().map(|m| m.name.clone()).collect();
+    names.sort();
+    names.dedup();
+    plan.drain = names;
     plan
+}
+
+/// One round's view: the members, those active (not leaving), those the rollout
+/// replaces.
+struct Round<'a> {
+    policy: &'a Policy,
+    members: &'a [Member],
+    active: &'a [&'a Member],
+    rollout: &'a [&'a Member],
+    now: Timestamp,
+}
+
+impl<'a> Round<'a> {
+    /// In place: each index is replaced once its last VirtualMachine is gone, at least
+    /// one unavailable at a time; a scale-down removes the highest indices.
+    fn in_place(&self) -> (Vec<u32>, Vec<&'a Member>) {
+        let policy = self.policy;
+        let create = free_indices_below(self.members, policy.replicas);
+        let (mut drain, staying): (Vec<&Member>, Vec<&Member>) =
+            self.active.iter().partition(|m| m.index >= policy.replicas);
+        let available = staying
+            .iter()
+            .filter(|m| policy.available(m, self.now))
+            .count();
+        let floor =
+            (policy.replicas as usize).saturating_sub(policy.max_unavailable.max(1) as usize);
+        drain.extend(self.within_budget(available.saturating_sub(floor)));
+        (create, drain)
+    }
+
+    /// With surge: new replicas up to `replicas + maxSurge`, outdated ones drained while
+    /// no more than `maxUnavailable` are unavailable; a scale-down removes not-ready
+    /// replicas first, then the newest.
+    fn surge(&self) -> (Vec<u32>, Vec<&'a Member>) {
+        let policy = self.policy;
+        let replicas = policy.replicas as usize;
+        // A current replica on its way out below `replicas` (healed, or deleted by
+        // hand) comes back at its own index once it is gone: its slot is not refilled.
+        let returning = self
+            .members
+            .iter()
+            .filter(|m| m.index < policy.replicas)
+            .filter(|m| {
+                m.deleting
+                    || (m.draining_since.is_some() && m.template_hash == policy.template_hash)
+            })
+            .count();
+        let active = self.active.len();
+        let keep = active - self.rollout.len() + returning;
+        let ceiling = replicas + policy.max_surge as usize;
+        let count = replicas
+            .saturating_sub(keep)
+            .min(ceiling.saturating_sub(active + returning));
+        let create = free_indices(self.members, count);
+        let kept: Vec<&Member> = self
+            .active
+            .iter()
+            .copied()
+            .filter(|m| !policy.outdated(m) || policy.stalled)
+            .collect();
+        let mut drain = Vec::new();
+        if kept.len() > replicas {
+            drain.extend(victims_of(&kept, policy, kept.len() - replicas));
+        }
+        let available = self
+            .active
+            .iter()
+            .filter(|m| policy.available(m, self.now))
+            .count();
+        let floor = replicas.saturating_sub(policy.max_unavailable as usize);
+        drain.extend(self.within_budget(available.saturating_sub(floor)));
+        (create, drain)
+    }
+
+    /// Outdated replicas to drain this round: every unavailable one (it serves
+    /// nothing), then available ones up to `budget`, highest index first.
+    fn within_budget(&self, budget: usize) -> Vec<&'a Member> {
+        let (down, mut up): (Vec<&Member>, Vec<&Member>) = self
+            .rollout
+            .iter()
+            .partition(|m| !self.policy.available(m, self.now));
+        up.sort_by_key(|m| std::cmp::Reverse(m.index));
+        down.into_iter()
+            .chain(up.into_iter().take(budget))
+            .collect()
+    }
+}
+
+/// The unhealthy replicas to replace now: due, while no more than `maxUnhealthy` are
+/// unhealthy, and no more at once than `maxUnavailable` (at least one) counting those
+/// already on their way out. A replica a rollout replaces anyway is not healed.
+fn heal_victims(
+    policy: &Policy,
+    members: &[Member],
+    active: &[&Member],
+    rollout: &[&Member],
+    now: Timestamp,
+) -> Vec<String> {
+    let Some(healing) = policy.healing else {
+        return Vec::new();
+    };
+    let unhealthy = active
+        .iter()
+        .filter(|m| matches!(m.health, Health::Unhealthy { .. }))
+        .count();
+    if unhealthy > healing.max_unhealthy as usize {
+        return Vec::new();
+    }
+    let leaving = members.len() - active.len();
+    let missing = (policy.replicas as usize).saturating_sub(active.len());
+    let room = (policy.max_unavailable.max(1) as usize).saturating_sub(leaving + missing);
+    active
+        .iter()
+        .filter(|m| policy.heal_due(m, now) && !rollout.iter().any(|r| r.name == m.name))
+        .take(room)
+        .map(|m| m.name.clone())
+        .collect()
+}
+
+/// `n` members to remove for a scale-down: the highest indices for a stateful group,
+/// else not ready first, then outdated, then the newest.
+fn victims_of<'a>(active: &[&'a Member], policy: &Policy, n: usize) -> Vec<&'a Member> {
+    let by_index = policy.stateful;
+    let mut order: Vec<&Member> = active.to_vec();
+    order.sort_by_key(|m| {
+        (
+            !by_index && m.ready,
+            !by_index && m.template_hash == policy.template_hash,
+            std::cmp::Reverse(m.index),
+        )
+    });
+    order.into_iter().take(n).collect()
 }
 
 /// The draining members to delete now: out of every pool, or drained for too long. One
@@ -184,29 +390,11 @@ fn drained(members: &[Member], drain_timeout: Duration, now: Timestamp) -> Vec<S
         .collect()
 }
 
-/// Removal order: not ready first, then outdated, then the newest (highest index);
-/// `by_index`: the highest indices only (a stateful scale-down).
-fn victims(active: &[&Member], template_hash: &str, n: usize, by_index: bool) -> Vec<String> {
-    let mut order: Vec<&&Member> = active.iter().collect();
-    order.sort_by_key(|m| {
-        (
-            !by_index && m.ready,
-            !by_index && m.template_hash == template_hash,
-            std::cmp::Reverse(m.index),
-        )
-    });
-    order.into_iter().take(n).map(|m| m.name.clone()).collect()
-}
-
-/// The indices of the VirtualMachines to create: the `n` lowest free ones; for a
-/// stateful group never past `replicas` (an index's volumes are its own: it comes
-/// back only once its last VirtualMachine is gone).
-fn new_indices(members: &[Member], n: usize, replicas: u32, shape: Shape) -> Vec<u32> {
-    let free = free_indices(members, n);
-    match shape.stateful {
-        true => free.into_iter().filter(|i| *i < replicas).collect(),
-        false => free,
-    }
+/// The indices below `replicas` no member (draining ones included) uses: an index
+/// replaced in place comes back once its last VirtualMachine is gone.
+fn free_indices_below(members: &[Member], replicas: u32) -> Vec<u32> {
+    let used: BTreeSet<u32> = members.iter().map(|m| m.index).collect();
+    (0..replicas).filter(|i| !used.contains(i)).collect()
 }
 
 /// The `n` lowest indices no member (draining ones included) uses.

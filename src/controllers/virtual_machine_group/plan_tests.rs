@@ -5,6 +5,36 @@ use k8s_openapi::jiff::Timestamp;
 use super::*;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How a group replaces and removes VirtualMachines, in these tests.
+#[derive(Clone, Copy)]
+struct Shape {
+    rolling: bool,
+    stateful: bool,
+}
+
+/// Today's defaults: surge 1, none unavailable, no partition, no healing.
+fn policy(replicas: u32, shape: Shape, lbs: bool) -> Policy {
+    Policy {
+        replicas,
+        template_hash: "new".into(),
+        rolling: shape.rolling,
+        stateful: shape.stateful,
+        in_place: shape.stateful,
+        max_surge: 1,
+        max_unavailable: 0,
+        partition: 0,
+        min_ready: Duration::ZERO,
+        serving_required: lbs,
+        drain_timeout: TIMEOUT,
+        healing: None,
+        stalled: false,
+    }
+}
+
+fn rounds(replicas: u32, shape: Shape, members: &[Member], lbs: bool, now: Timestamp) -> Plan {
+    plan(&policy(replicas, shape, lbs), members, now)
+}
 const ROLLING: Shape = Shape {
     rolling: true,
     stateful: false,
@@ -36,11 +66,15 @@ pub(in crate::controllers::virtual_machine_group) fn member(
         deleting: false,
         in_pools: ready,
         serving: ready,
+        health: match ready {
+            true => Health::Healthy { since: at(-3600) },
+            false => Health::Starting,
+        },
     }
 }
 
 fn run(replicas: u32, members: &[Member], lbs: bool) -> Plan {
-    plan(replicas, "new", ROLLING, members, lbs, TIMEOUT, at(0))
+    rounds(replicas, ROLLING, members, lbs, at(0))
 }
 
 #[test]
@@ -71,19 +105,15 @@ fn a_draining_member_is_deleted_only_once_no_pool_lists_it_or_the_drain_times_ou
         member(1, "new", true),
         draining.clone(),
     ];
-    assert!(
-        plan(2, "new", ROLLING, &members, true, TIMEOUT, at(1))
-            .delete
-            .is_empty()
-    );
+    assert!(rounds(2, ROLLING, &members, true, at(1)).delete.is_empty());
     assert_eq!(
-        plan(2, "new", ROLLING, &members, true, TIMEOUT, at(61)).delete,
+        rounds(2, ROLLING, &members, true, at(61)).delete,
         vec!["web-2".to_owned()]
     );
     draining.in_pools = false;
     let members = [member(0, "new", true), member(1, "new", true), draining];
     assert_eq!(
-        plan(2, "new", ROLLING, &members, true, TIMEOUT, at(1)).delete,
+        rounds(2, ROLLING, &members, true, at(1)).delete,
         vec!["web-2".to_owned()]
     );
 }
@@ -95,7 +125,7 @@ fn a_member_whose_deletion_was_asked_for_is_neither_deleted_nor_reported_again()
     deleting.in_pools = false;
     deleting.deleting = true;
     let members = [member(0, "new", true), member(1, "new", true), deleting];
-    let round = plan(2, "new", ROLLING, &members, true, TIMEOUT, at(5));
+    let round = rounds(2, ROLLING, &members, true, at(5));
     assert_eq!(round, Plan::default());
     assert!(round.events("web").is_empty());
 }
@@ -132,10 +162,7 @@ fn a_template_change_surges_one_then_drains_an_old_one_when_the_new_one_serves()
 #[test]
 fn on_delete_strategy_leaves_outdated_members_alone() {
     let old = [member(0, "old", true), member(1, "old", true)];
-    assert_eq!(
-        plan(2, "new", ON_DELETE, &old, false, TIMEOUT, at(0)),
-        Plan::default()
-    );
+    assert_eq!(rounds(2, ON_DELETE, &old, false, at(0)), Plan::default());
 }
 
 #[test]
@@ -152,6 +179,7 @@ fn a_round_is_told_as_events_naming_the_virtual_machines() {
         create: vec![2, 3],
         drain: vec!["web-0".into()],
         delete: vec!["web-1".into()],
+        heal: vec![],
     };
     assert_eq!(
         round.events("web"),
@@ -172,14 +200,11 @@ fn a_round_is_told_as_events_naming_the_virtual_machines() {
 fn a_stateful_group_replaces_in_place_and_scales_down_from_the_highest_index() {
     // A template change: no surge; one outdated member drains, its index comes back.
     let old = [member(0, "old", true), member(1, "old", true)];
-    let round = plan(2, "new", STATEFUL, &old, false, TIMEOUT, at(0));
+    let round = rounds(2, STATEFUL, &old, false, at(0));
     assert!(round.create.is_empty(), "{round:?}");
     assert_eq!(round.drain.len(), 1);
     let gone = [member(1, "old", true)];
-    assert_eq!(
-        plan(2, "new", STATEFUL, &gone, false, TIMEOUT, at(0)).create,
-        vec![0]
-    );
+    assert_eq!(rounds(2, STATEFUL, &gone, false, at(0)).create, vec![0]);
     // A scale-down removes the highest index, even when a lower one is not ready.
     let three = [
         member(0, "new", false),
@@ -187,11 +212,11 @@ fn a_stateful_group_replaces_in_place_and_scales_down_from_the_highest_index() {
         member(2, "new", true),
     ];
     assert_eq!(
-        plan(2, "new", STATEFUL, &three, false, TIMEOUT, at(0)).drain,
+        rounds(2, STATEFUL, &three, false, at(0)).drain,
         vec!["web-2".to_owned()]
     );
     assert_eq!(
-        plan(2, "new", ROLLING, &three, false, TIMEOUT, at(0)).drain,
+        rounds(2, ROLLING, &three, false, at(0)).drain,
         vec!["web-0".to_owned()],
         "without volumes the broken one goes first"
     );
@@ -256,4 +281,158 @@ fn retained_volumes_past_replicas_go_when_scaled_says_delete() {
     let (reason, note) = scaled_away_event(&gone);
     assert_eq!(reason, "VolumesDeleted");
     assert!(note.contains("db-v2 (v2)"), "{note}");
+}
+
+fn fleet(n: u32, hash: &str) -> Vec<Member> {
+    (0..n).map(|i| member(i, hash, true)).collect()
+}
+
+#[test]
+fn a_quarter_surge_rolls_thirty_replicas_in_waves_of_eight() {
+    let mut p = policy(30, ROLLING, true);
+    p.max_surge = 8;
+    let old = fleet(30, "old");
+    let round = plan(&p, &old, at(0));
+    assert_eq!(round.create, (30..38).collect::<Vec<u32>>());
+    assert!(
+        round.drain.is_empty(),
+        "none goes before the new ones serve"
+    );
+
+    let mut members = old.clone();
+    members.extend((30..38).map(|i| member(i, "new", true)));
+    let round = plan(&p, &members, at(0));
+    assert_eq!(round.drain.len(), 8, "{round:?}");
+    assert!(round.drain.iter().all(|n| old.iter().any(|m| &m.name == n)));
+    assert!(round.create.is_empty());
+}
+
+#[test]
+fn max_unavailable_drains_old_replicas_before_the_new_ones_serve() {
+    let mut p = policy(4, ROLLING, false);
+    p.max_unavailable = 2;
+    let round = plan(&p, &fleet(4, "old"), at(0));
+    assert_eq!(round.create, vec![4]);
+    assert_eq!(round.drain, vec!["web-2".to_owned(), "web-3".to_owned()]);
+}
+
+#[test]
+fn a_partition_updates_only_the_indices_from_it_in_place() {
+    let mut p = policy(4, ROLLING, false);
+    p.partition = 3;
+    p.in_place = true;
+    let round = plan(&p, &fleet(4, "old"), at(0));
+    assert_eq!(round.drain, vec!["web-3".to_owned()]);
+    assert!(round.create.is_empty());
+    let three = fleet(3, "old");
+    assert_eq!(
+        plan(&p, &three, at(0)).create,
+        vec![3],
+        "index 3 comes back"
+    );
+    let mut done = fleet(3, "old");
+    done.push(member(3, "new", true));
+    assert_eq!(plan(&p, &done, at(0)), Plan::default());
+}
+
+#[test]
+fn a_stalled_rollout_replaces_no_more_and_removes_its_new_replicas_that_never_served() {
+    let mut p = policy(4, ROLLING, true);
+    p.stalled = true;
+    let mut members = fleet(4, "old");
+    members.push(member(4, "new", false));
+    let round = plan(&p, &members, at(0));
+    assert_eq!(round.drain, vec!["web-4".to_owned()]);
+    assert!(round.create.is_empty());
+    // Reverted: the old replicas are current again, the failed one goes, nothing else.
+    let mut reverted = policy(4, ROLLING, true);
+    reverted.template_hash = "old".into();
+    let round = plan(&reverted, &members, at(0));
+    assert_eq!(round.drain, vec!["web-4".to_owned()]);
+    assert!(round.create.is_empty());
+}
+
+#[test]
+fn min_ready_seconds_counts_from_healthy() {
+    let mut p = policy(2, ROLLING, false);
+    p.min_ready = Duration::from_secs(30);
+    let mut fresh = member(2, "new", true);
+    fresh.health = Health::Healthy { since: at(-10) };
+    let members = [
+        member(0, "old", true),
+        member(1, "old", true),
+        fresh.clone(),
+    ];
+    assert!(
+        plan(&p, &members, at(0)).drain.is_empty(),
+        "healthy 10 s of 30"
+    );
+    assert_eq!(plan(&p, &members, at(25)).drain, vec!["web-1".to_owned()]);
+}
+
+fn unhealthy(index: u32, since: i64, replacements: i32) -> Member {
+    let mut m = member(index, "new", true);
+    m.health = Health::Unhealthy {
+        since: at(since),
+        replacements,
+    };
+    m
+}
+
+fn healing(replicas: u32, max_unhealthy: u32) -> Policy {
+    Policy {
+        healing: Some(Healing {
+            unhealthy_after: Duration::from_secs(300),
+            max_unhealthy,
+        }),
+        ..policy(replicas, ROLLING, true)
+    }
+}
+
+#[test]
+fn an_unhealthy_replica_is_replaced_after_unhealthy_after_with_backoff() {
+    let p = healing(4, 1);
+    let mut members = fleet(4, "new");
+    members[1] = unhealthy(1, -100, 0);
+    assert_eq!(
+        plan(&p, &members, at(0)),
+        Plan::default(),
+        "unhealthy 100 s of 300"
+    );
+    let round = plan(&p, &members, at(200));
+    assert_eq!(
+        (round.drain.clone(), round.heal.clone()),
+        (vec!["web-1".to_owned()], vec!["web-1".to_owned()])
+    );
+    assert!(
+        round.create.is_empty(),
+        "the index comes back once it is gone"
+    );
+    // Replaced twice before: 4 × 300 s.
+    members[1] = unhealthy(1, 0, 2);
+    assert!(plan(&p, &members, at(1100)).heal.is_empty());
+    assert_eq!(plan(&p, &members, at(1200)).heal, vec!["web-1".to_owned()]);
+}
+
+#[test]
+fn more_unhealthy_than_max_unhealthy_replaces_none() {
+    let p = healing(4, 1);
+    let mut members = fleet(4, "new");
+    members[1] = unhealthy(1, -1000, 0);
+    members[2] = unhealthy(2, -1000, 0);
+    assert_eq!(plan(&p, &members, at(0)), Plan::default());
+}
+
+#[test]
+fn healing_takes_no_more_at_once_than_max_unavailable_allows() {
+    let p = healing(4, 4);
+    let mut members = fleet(4, "new");
+    members[1] = unhealthy(1, -1000, 0);
+    members[2] = unhealthy(2, -1000, 0);
+    assert_eq!(plan(&p, &members, at(0)).heal, vec!["web-1".to_owned()]);
+    members[1].draining_since = Some(at(0));
+    assert!(
+        plan(&p, &members, at(1)).heal.is_empty(),
+        "one is on its way out"
+    );
 }

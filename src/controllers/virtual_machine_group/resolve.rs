@@ -7,7 +7,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use verda_api::conditions::{READY, is_true};
 use verda_api::v1alpha1::{
-    HaPolicy, LoadBalancer, VirtualMachine, VirtualMachineGroup, annotations, labels,
+    HaPolicy, LoadBalancer, ReplicaHealth, VirtualMachine, VirtualMachineGroup, annotations, labels,
 };
 
 use crate::caches::watch::index::group_key;
@@ -15,7 +15,8 @@ use crate::caches::watch::{WatchCaches, with_key};
 use crate::cloud::Compute;
 use crate::cloud::ids::ServerGroupId;
 use crate::cloud::owner::{Owner, is_server_group_of};
-use crate::controllers::virtual_machine_group::plan::Member;
+use crate::controllers::virtual_machine_group::health::health;
+use crate::controllers::virtual_machine_group::plan::{Health, Member};
 use crate::runtime::ReconcileError;
 use crate::runtime::object::replica_index;
 
@@ -50,12 +51,13 @@ pub async fn referencing_lbs(
         .collect()
 }
 
-/// The plan's view of each VirtualMachine: index, template, readiness, draining, and
-/// whether the load balancers list it.
+/// The plan's view of each VirtualMachine: index, template, readiness, draining,
+/// whether the load balancers list it, and its health as `judged`.
 pub fn members(
     group: &VirtualMachineGroup,
     vms: &[VirtualMachine],
     lbs: &[LoadBalancer],
+    judged: &[ReplicaHealth],
 ) -> Vec<Member> {
     let group_name = group.name_any();
     let listed: Vec<BTreeMap<String, bool>> = lbs
@@ -85,6 +87,10 @@ pub fn members(
                 deleting: vm.metadata.deletion_timestamp.is_some(),
                 in_pools: listed.iter().any(|v| v.contains_key(&name)),
                 serving: !listed.is_empty() && listed.iter().all(in_every),
+                health: judged
+                    .iter()
+                    .find(|j| j.name == name)
+                    .map_or(Health::Starting, health),
                 name,
             })
         })

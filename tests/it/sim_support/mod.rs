@@ -119,10 +119,14 @@ impl Client {
                     .unwrap(),
             )
             .await;
-            if !matches!(
-                v["server"]["status"].as_str(),
-                Some("BUILD") | Some("RESIZE")
-            ) {
+            let task = v["server"]["OS-EXT-STS:task_state"].as_str();
+            let powering = task.is_some_and(|t| t.starts_with("powering"));
+            if !powering
+                && !matches!(
+                    v["server"]["status"].as_str(),
+                    Some("BUILD") | Some("RESIZE")
+                )
+            {
                 return v["server"].clone();
             }
             tokio::time::sleep(std::time::Duration::from_millis(5)).await;

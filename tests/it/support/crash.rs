@@ -203,6 +203,7 @@ impl Compute for Wired<dyn Compute> {
         fn set_server_tags<'a>(&'a self, id: &'a ServerId, tags: &'a [String]) -> CloudFuture<'a, Vec<String>>;
         fn resize_server<'a>(&'a self, id: &'a ServerId, flavor: &'a FlavorId) -> CloudFuture<'a, ()>;
         fn confirm_resize<'a>(&'a self, id: &'a ServerId) -> CloudFuture<'a, ()>;
+        fn set_server_power<'a>(&'a self, id: &'a ServerId, start: bool) -> CloudFuture<'a, ()>;
         fn get_server_group<'a>(&'a self, id: &'a ServerGroupId) -> CloudFuture<'a, ServerGroup>;
         fn list_server_groups(&self) -> CloudFuture<'_, Vec<ServerGroup>>;
         fn delete_server_group<'a>(&'a self, id: &'a ServerGroupId) -> CloudFuture<'a, ()>;

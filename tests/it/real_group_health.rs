@@ -1,0 +1,301 @@
+//! A group that keeps itself healthy on the real systems (Nova 34, Octavia 19), driven
+//! with `kubectl` and broken with the `openstack` CLI and Octavia's database: a server
+//! stopped with `openstack server stop` is started again; a replica whose pool member
+//! Octavia reports `ERROR` (set in its database: the harness runs no health manager)
+//! is replaced after `unhealthyAfter`, at its index; `runStrategy: Halted` stops every
+//! server and empties the pool, `Always` brings the same servers back; a template
+//! naming a flavor that does not exist stops at its progress deadline with the old
+//! servers serving, and reverting it leaves them untouched; `partition: 1` updates only
+//! index 1. Run by `hack/real-systems.sh`.
+
+use crate::support;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kube::Api;
+use verda_api::conditions::{READY, find_condition, is_true};
+use verda_api::v1alpha1::{LoadBalancer, VirtualMachineGroup, VirtualMachineGroupStatus};
+
+use support::real::{Namespace, Operator, Real, context, nothing_left, project_inventory, until};
+
+const LIMIT: Duration = Duration::from_secs(240);
+const CONFIG: &str = "resyncPeriod: 10s\n";
+const GROUP: &str = "healthy";
+
+fn group(extra: &str) -> String {
+    format!(
+        "apiVersion: verda.linecorp.com/v1alpha1\nkind: VirtualMachineGroup\nmetadata: {{name: {GROUP}}}\nspec:\n  replicas: 2\n  haPolicy: soft\n  template: {{image: cirros, flavor: m1.tiny}}\n  progressDeadlineSeconds: 15\n  autoHealing: {{unhealthyAfter: 10s, maxUnhealthy: 1}}\n{extra}"
+    )
+}
+
+/// One port without a health monitor: Octavia reports its members NO_MONITOR, until
+/// a test says otherwise in its database.
+const LB: &str = "apiVersion: verda.linecorp.com/v1alpha1\nkind: LoadBalancer\nmetadata: {name: front}\nspec:\n  region: tokyo1\n  zone: dev\n  vipType: private\n  serviceType: generic\n  ports:\n  - port: 80\n    protocol: tcp\n    realServers: {protocol: tcp, port: 80, virtualMachineGroupRef: healthy}\n";
+
+fn apply(real: &Real, ns: &Namespace, manifest: &str) {
+    real.kubectl_with_input(&["-n", &ns.name, "apply", "-f", "-"], Some(manifest));
+}
+
+/// The group's servers in Nova: name → (ID, status).
+fn servers(real: &Real) -> BTreeMap<String, (String, String)> {
+    let listed = real.openstack(
+        "osh-demo",
+        &["server", "list", "--name", &format!("^{GROUP}-")],
+    );
+    listed
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|s| {
+            let field = |k: &str| s[k].as_str().unwrap_or_default().to_owned();
+            (field("Name"), (field("ID"), field("Status")))
+        })
+        .collect()
+}
+
+/// Octavia's members of the LoadBalancer's pool: name → (ID, operating status).
+fn members(real: &Real, pool: &str) -> BTreeMap<String, (String, String)> {
+    let listed = real.openstack("osh-demo", &["loadbalancer", "member", "list", pool]);
+    listed
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|m| {
+            let field = |k: &str| m[k].as_str().unwrap_or_default().to_owned();
+            (field("name"), (field("id"), field("operating_status")))
+        })
+        .collect()
+}
+
+/// What a health manager would write: the member's operating status, in Octavia's
+/// database.
+fn set_member_status(member: &str, status: &str) {
+    let sql = format!("UPDATE member SET operating_status='{status}' WHERE id='{member}'");
+    let out = std::process::Command::new("mysql")
+        .args([
+            "--protocol=socket",
+            "-S",
+            "/opt/osharness/run/mysqld.sock",
+            "-uroot",
+            "octavia",
+            "-e",
+            &sql,
+        ])
+        .output()
+        .expect("mysql runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+async fn status_where<T>(
+    groups: &Api<VirtualMachineGroup>,
+    op: &Operator,
+    what: &str,
+    check: impl Fn(&VirtualMachineGroupStatus) -> Option<T>,
+) -> T {
+    until(what, LIMIT, &context(op), || async {
+        let g = groups.get(GROUP).await.ok()?;
+        let s = g.status?;
+        (s.observed_generation == g.metadata.generation).then_some(())?;
+        check(&s)
+    })
+    .await
+}
+
+fn ready(s: &VirtualMachineGroupStatus) -> Option<()> {
+    (is_true(&s.conditions, READY) && s.available_replicas == 2).then_some(())
+}
+
+#[tokio::test]
+#[ignore = "needs the real systems: hack/real-systems.sh"]
+async fn a_group_keeps_itself_healthy_on_the_real_cloud() {
+    let real = Arc::new(Real::from_env());
+    let ns = Namespace::create(real.clone(), "real-health");
+    let client = real.kube().await;
+    let baseline = project_inventory(&real);
+    let operator = real.operator("group-health", &[], Some(CONFIG));
+    let groups: Api<VirtualMachineGroup> = ns.api(client.clone());
+    let lbs: Api<LoadBalancer> = ns.api(client.clone());
+    let started = Instant::now();
+
+    apply(&real, &ns, &group(""));
+    apply(&real, &ns, LB);
+    status_where(&groups, &operator, "the group is Ready", ready).await;
+    let pool = until(
+        "the pool holds both replicas",
+        LIMIT,
+        &context(&operator),
+        || async {
+            let s = lbs.get("front").await.ok()?.status?;
+            let port = s.ports.first()?;
+            (port.members.len() == 2 && is_true(&s.conditions, READY))
+                .then(|| port.pool_id.clone())?
+        },
+    )
+    .await;
+    let before = servers(&real);
+    eprintln!(
+        "group of 2 behind a LoadBalancer Ready in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+
+    // `openstack server stop`: started again (runStrategy Always), the same server.
+    let zero = format!("{GROUP}-0");
+    let (zero_id, _) = before[&zero].clone();
+    real.openstack_do("osh-demo", &["server", "stop", &zero_id]);
+    let t = Instant::now();
+    until(
+        "the stopped server is ACTIVE again",
+        LIMIT,
+        &context(&operator),
+        || async {
+            let s = servers(&real);
+            let (id, status) = s.get(&zero)?;
+            (*id == zero_id && status == "ACTIVE").then_some(())
+        },
+    )
+    .await;
+    eprintln!(
+        "a stopped server started again in {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+
+    // Octavia reports replica 1's member ERROR: replaced after unhealthyAfter, at index 1.
+    let one = format!("{GROUP}-1");
+    let (one_id, _) = before[&one].clone();
+    let (member, _) = members(&real, &pool)[&one].clone();
+    set_member_status(&member, "ERROR");
+    let t = Instant::now();
+    let replaced = until(
+        "replica 1 is replaced",
+        LIMIT,
+        &context(&operator),
+        || async {
+            let s = servers(&real);
+            let (id, status) = s.get(&one)?;
+            (*id != one_id && status == "ACTIVE").then(|| id.clone())
+        },
+    )
+    .await;
+    status_where(&groups, &operator, "the group is Ready again", ready).await;
+    let now = members(&real, &pool);
+    assert_eq!(now.len(), 2, "{now:?}");
+    assert_ne!(now[&one].0, member, "a new member for the new server");
+    eprintln!(
+        "a replica whose member was ERROR replaced in {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+    let zero_id_after = servers(&real)[&zero].0.clone();
+    assert_eq!(zero_id_after, zero_id, "the healthy replica is kept");
+
+    // Halted: every server SHUTOFF and out of the pool; Always: the same servers back.
+    apply(&real, &ns, &group("  runStrategy: Halted\n"));
+    until(
+        "every server is SHUTOFF and the pool empty",
+        LIMIT,
+        &context(&operator),
+        || async {
+            let s = servers(&real);
+            let stopped = s.len() == 2 && s.values().all(|(_, st)| st == "SHUTOFF");
+            (stopped && members(&real, &pool).is_empty()).then_some(())
+        },
+    )
+    .await;
+    let halted = servers(&real);
+    apply(&real, &ns, &group(""));
+    until(
+        "the servers run and serve again",
+        LIMIT,
+        &context(&operator),
+        || async {
+            let s = servers(&real);
+            let running = s.values().all(|(_, st)| st == "ACTIVE");
+            (running && members(&real, &pool).len() == 2).then_some(())
+        },
+    )
+    .await;
+    let ids = |s: &BTreeMap<String, (String, String)>| -> Vec<String> {
+        s.values().map(|(id, _)| id.clone()).collect()
+    };
+    assert_eq!(
+        ids(&servers(&real)),
+        ids(&halted),
+        "halted and back: the same servers"
+    );
+    assert!(ids(&halted).contains(&replaced));
+
+    // A template naming no flavor: stalls at the deadline, the old servers serve.
+    let serving = servers(&real);
+    apply(
+        &real,
+        &ns,
+        &group("").replace("flavor: m1.tiny", "flavor: m1.none"),
+    );
+    let t = Instant::now();
+    let message = status_where(&groups, &operator, "ProgressDeadlineExceeded", |s| {
+        let ready = find_condition(&s.conditions, READY)?;
+        (ready.reason == "ProgressDeadlineExceeded").then(|| ready.message.clone())
+    })
+    .await;
+    eprintln!(
+        "a rollout that cannot progress stalled after {:.1} s: {message}",
+        t.elapsed().as_secs_f64()
+    );
+    assert_eq!(servers(&real), serving, "no old server touched");
+    assert_eq!(members(&real, &pool).len(), 2, "both still serve");
+    apply(&real, &ns, &group(""));
+    status_where(&groups, &operator, "reverted: Ready", ready).await;
+    assert_eq!(servers(&real), serving, "reverted: the same servers");
+
+    // partition 1: only index 1 takes the new template.
+    apply(
+        &real,
+        &ns,
+        &group("  rollingUpdate: {partition: 1}\n").replace(
+            "template: {image: cirros, flavor: m1.tiny}",
+            "template: {image: cirros, flavor: m1.tiny, description: v2}",
+        ),
+    );
+    status_where(&groups, &operator, "index 1 updated", |s| {
+        (ready(s).is_some() && s.updated_replicas == 1).then_some(())
+    })
+    .await;
+    let after = servers(&real);
+    assert_eq!(after[&zero], serving[&zero], "index 0 untouched");
+    assert_ne!(after[&one].0, serving[&one].0, "index 1 replaced");
+
+    real.kubectl(&[
+        "-n",
+        &ns.name,
+        "delete",
+        "loadbalancer",
+        "front",
+        "--wait=true",
+    ]);
+    real.kubectl(&[
+        "-n",
+        &ns.name,
+        "delete",
+        "virtualmachinegroup",
+        GROUP,
+        "--wait=true",
+        "--timeout=240s",
+    ]);
+    nothing_left(&real, &baseline);
+    let metric = operator
+        .metric(
+            "verda_group_replacements_total",
+            &["reason=\"MemberError\""],
+        )
+        .await;
+    assert_eq!(metric, Some(1.0), "the healing is counted by reason");
+    eprintln!(
+        "group health on the real systems in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+}
