@@ -29,6 +29,7 @@ pub async fn run_all(ctx: Arc<Context>) {
     // Shards hold no leader Lease (their gauges are verda_shard_*).
     let _leading = matches!(ctx.reach.assignment, assignment::Assignment::All)
         .then(|| Leading::mark(&ctx.metrics));
+    let _following = Following::mark(&ctx.metrics);
     // Fresh caches first: the controllers read them from the start. The cloud view
     // starts empty too: another replica may have led in between.
     let writers = ctx.caches.renew();
@@ -69,6 +70,23 @@ impl Drop for Leading {
     fn drop(&mut self) {
         self.0.leader.set(0);
         self.0.forget_objects();
+    }
+}
+
+/// Lets reconciles write object series exactly while this future runs: one still
+/// finishing after the controllers stopped writes none.
+struct Following(Arc<crate::metrics::Metrics>);
+
+impl Following {
+    fn mark(metrics: &Arc<crate::metrics::Metrics>) -> Self {
+        metrics.set_following(true);
+        Self(metrics.clone())
+    }
+}
+
+impl Drop for Following {
+    fn drop(&mut self) {
+        self.0.set_following(false);
     }
 }
 

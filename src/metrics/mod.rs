@@ -48,6 +48,8 @@ pub struct Metrics {
     conditions: conditions::ConditionMetrics,
     /// 1 while this process holds the leader Lease and runs the controllers.
     pub leader: Gauge,
+    /// The controllers run (leader or shard): object series may be written.
+    following: std::sync::atomic::AtomicBool,
     /// With `--shards`: what this replica holds of the ring.
     pub shards: shards::ShardMetrics,
 }
@@ -66,6 +68,7 @@ impl Metrics {
             registry,
             conditions,
             leader: Gauge::default(),
+            following: std::sync::atomic::AtomicBool::new(false),
             shards: shards::ShardMetrics::default(),
             paused_objects: Family::default(),
             paused: Mutex::default(),
@@ -191,6 +194,18 @@ impl Metrics {
         self.project_cloud_requests
             .get_or_create(&ProjectLabels { project, service })
             .inc();
+    }
+
+    /// Whether this replica runs the controllers now: a reconcile still finishing after
+    /// they stopped must not bring back the series `forget_objects` dropped.
+    pub fn following(&self) -> bool {
+        self.following.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Says whether the controllers run (see [`Metrics::following`]).
+    pub fn set_following(&self, running: bool) {
+        self.following
+            .store(running, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// Forgets every series about objects and cloud resources. A replica that stops

@@ -318,8 +318,10 @@ async fn report_failure<K: Managed>(api: &Api<K>, obj: &K, ctx: &Context, error:
         now,
     );
     progress::derive(&mut conditions, terminal, obj.meta().generation, now);
-    ctx.metrics
-        .set_object_conditions(K::CONTROLLER, &object_labels(obj), Some(&conditions));
+    if ctx.metrics.following() {
+        ctx.metrics
+            .set_object_conditions(K::CONTROLLER, &object_labels(obj), Some(&conditions));
+    }
     // A terminal failure is the operator's last word on this generation (kstatus and
     // Argo CD read Stalled as settled only with observedGeneration current); after a
     // transient one the generation is still being worked on, so it stays behind.

@@ -203,12 +203,13 @@ pub async fn converge<K: Reconciler>(
     if obj.current_status() != Some(&status) {
         Box::pin(write_status(&ctx.client, obj, &status)).await?;
     }
-    ctx.metrics.set_object_conditions(
-        K::CONTROLLER,
-        &object_labels(obj),
-        Some(status.conditions()),
-    );
-    K::gauges(ctx, obj, &status);
+    if ctx.metrics.following() {
+        let labels = object_labels(obj);
+        let conditions = Some(status.conditions());
+        ctx.metrics
+            .set_object_conditions(K::CONTROLLER, &labels, conditions);
+        K::gauges(ctx, obj, &status);
+    }
     for event in K::events(&reconcile, &outcome, &status) {
         Box::pin(publish_event(&ctx.recorder, obj, event)).await;
     }

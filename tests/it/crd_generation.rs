@@ -75,6 +75,7 @@ fn printer_columns_show_what_kubectl_get_users_look_for() {
             ("DESIRED", ".spec.replicas"),
             ("READY", ".status.readyReplicas"),
             ("UP-TO-DATE", ".status.updatedReplicas"),
+            ("AVAILABLE", ".status.availableReplicas"),
             ("POLICY", ".spec.haPolicy"),
             ("RETAINED", ".status.retainedVolumes"),
             ("AGE", ".metadata.creationTimestamp"),
