@@ -118,7 +118,9 @@ async fn a_stopped_server_is_started_again_and_halted_keeps_the_same_servers_out
 #[tokio::test]
 async fn an_unhealthy_replica_is_replaced_but_not_when_too_many_are() {
     let env = Env::start(SimConfig::fast(), test_timing()).await;
-    let healing = "  autoHealing:\n    unhealthyAfter: 1s\n    maxUnhealthy: 1\n";
+    // A short progress deadline: replicas failing with the template unchanged are the
+    // healer's concern, never a rollout's deadline.
+    let healing = "  progressDeadlineSeconds: 1\n  autoHealing:\n    unhealthyAfter: 1s\n    maxUnhealthy: 1\n";
     let _: VirtualMachineGroup = env.create_from_yaml(&group_with(4, healing)).await;
     let _: LoadBalancer = env.create_from_yaml(&sample("loadbalancer.yaml")).await;
     env.load_balancer_ready("loadbalancer-sample", "8/8").await;

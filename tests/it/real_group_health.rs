@@ -1,12 +1,13 @@
-//! A group that keeps itself healthy on the real systems (Nova 34, Octavia 19), driven
-//! with `kubectl` and broken with the `openstack` CLI and Octavia's database: a server
-//! stopped with `openstack server stop` is started again; a replica whose pool member
+//! A group of 4 that keeps itself healthy on the real systems (Nova 34, Octavia 19),
+//! driven with `kubectl` and broken with the `openstack` CLI and Octavia's database: a
+//! server stopped with `openstack server stop` is started again; two pool members
 //! Octavia reports `ERROR` (set in its database: the harness runs no health manager)
-//! is replaced after `unhealthyAfter`, at its index; `runStrategy: Halted` stops every
-//! server and empties the pool, `Always` brings the same servers back; a template
-//! naming a flavor that does not exist stops at its progress deadline with the old
-//! servers serving, and reverting it leaves them untouched; `partition: 1` updates only
-//! index 1. Run by `hack/real-systems.sh`.
+//! are more than `maxUnhealthy` and none is replaced, the group says why; with one left
+//! `ERROR` that replica is replaced after `unhealthyAfter`, at its index;
+//! `runStrategy: Halted` stops every server and empties the pool, `Always` brings the
+//! same servers back; a template naming a flavor that does not exist stops at its
+//! progress deadline with the old servers serving, and reverting it leaves them
+//! untouched; `partition: 3` updates only index 3. Run by `hack/real-systems.sh`.
 
 use crate::support;
 
@@ -26,7 +27,7 @@ const GROUP: &str = "healthy";
 
 fn group(extra: &str) -> String {
     format!(
-        "apiVersion: verda.linecorp.com/v1alpha1\nkind: VirtualMachineGroup\nmetadata: {{name: {GROUP}}}\nspec:\n  replicas: 2\n  haPolicy: soft\n  template: {{image: cirros, flavor: m1.tiny}}\n  progressDeadlineSeconds: 15\n  autoHealing: {{unhealthyAfter: 10s, maxUnhealthy: 1}}\n{extra}"
+        "apiVersion: verda.linecorp.com/v1alpha1\nkind: VirtualMachineGroup\nmetadata: {{name: {GROUP}}}\nspec:\n  replicas: 4\n  haPolicy: soft\n  template: {{image: cirros, flavor: m1.tiny}}\n  progressDeadlineSeconds: 15\n  autoHealing: {{unhealthyAfter: 10s, maxUnhealthy: 1}}\n{extra}"
     )
 }
 
@@ -107,8 +108,10 @@ async fn status_where<T>(
     .await
 }
 
+const REPLICAS: usize = 4;
+
 fn ready(s: &VirtualMachineGroupStatus) -> Option<()> {
-    (is_true(&s.conditions, READY) && s.available_replicas == 2).then_some(())
+    (is_true(&s.conditions, READY) && s.available_replicas == REPLICAS as i32).then_some(())
 }
 
 #[tokio::test]
@@ -133,14 +136,14 @@ async fn a_group_keeps_itself_healthy_on_the_real_cloud() {
         || async {
             let s = lbs.get("front").await.ok()?.status?;
             let port = s.ports.first()?;
-            (port.members.len() == 2 && is_true(&s.conditions, READY))
+            (port.members.len() == REPLICAS && is_true(&s.conditions, READY))
                 .then(|| port.pool_id.clone())?
         },
     )
     .await;
     let before = servers(&real);
     eprintln!(
-        "group of 2 behind a LoadBalancer Ready in {:.1} s",
+        "group of 4 behind a LoadBalancer Ready in {:.1} s",
         started.elapsed().as_secs_f64()
     );
 
@@ -165,11 +168,34 @@ async fn a_group_keeps_itself_healthy_on_the_real_cloud() {
         t.elapsed().as_secs_f64()
     );
 
-    // Octavia reports replica 1's member ERROR: replaced after unhealthyAfter, at index 1.
+    // Octavia reports the members of replicas 1 and 2 ERROR: more than maxUnhealthy
+    // (1), so none is replaced and the group says why.
     let one = format!("{GROUP}-1");
+    let two = format!("{GROUP}-2");
     let (one_id, _) = before[&one].clone();
-    let (member, _) = members(&real, &pool)[&one].clone();
+    let (two_id, _) = before[&two].clone();
+    let pool_members = members(&real, &pool);
+    let (member, _) = pool_members[&one].clone();
+    let (second, _) = pool_members[&two].clone();
     set_member_status(&member, "ERROR");
+    set_member_status(&second, "ERROR");
+    let why = status_where(&groups, &operator, "TooManyUnhealthy", |s| {
+        let ready = find_condition(&s.conditions, READY)?;
+        (ready.reason == "TooManyUnhealthy").then(|| ready.message.clone())
+    })
+    .await;
+    assert!(why.contains(&one) && why.contains(&two), "{why}");
+    tokio::time::sleep(Duration::from_secs(15)).await;
+    let held = servers(&real);
+    assert_eq!(
+        (&held[&one].0, &held[&two].0),
+        (&one_id, &two_id),
+        "none replaced"
+    );
+
+    // Replica 2's member recovers: replica 1 alone is unhealthy and is replaced after
+    // unhealthyAfter, at index 1.
+    set_member_status(&second, "NO_MONITOR");
     let t = Instant::now();
     let replaced = until(
         "replica 1 is replaced",
@@ -184,7 +210,7 @@ async fn a_group_keeps_itself_healthy_on_the_real_cloud() {
     .await;
     status_where(&groups, &operator, "the group is Ready again", ready).await;
     let now = members(&real, &pool);
-    assert_eq!(now.len(), 2, "{now:?}");
+    assert_eq!(now.len(), REPLICAS, "{now:?}");
     assert_ne!(now[&one].0, member, "a new member for the new server");
     eprintln!(
         "a replica whose member was ERROR replaced in {:.1} s",
@@ -192,6 +218,11 @@ async fn a_group_keeps_itself_healthy_on_the_real_cloud() {
     );
     let zero_id_after = servers(&real)[&zero].0.clone();
     assert_eq!(zero_id_after, zero_id, "the healthy replica is kept");
+    assert_eq!(
+        servers(&real)[&two].0,
+        two_id,
+        "the recovered replica is kept"
+    );
 
     // Halted: every server SHUTOFF and out of the pool; Always: the same servers back.
     apply(&real, &ns, &group("  runStrategy: Halted\n"));
@@ -201,7 +232,7 @@ async fn a_group_keeps_itself_healthy_on_the_real_cloud() {
         &context(&operator),
         || async {
             let s = servers(&real);
-            let stopped = s.len() == 2 && s.values().all(|(_, st)| st == "SHUTOFF");
+            let stopped = s.len() == REPLICAS && s.values().all(|(_, st)| st == "SHUTOFF");
             (stopped && members(&real, &pool).is_empty()).then_some(())
         },
     )
@@ -215,7 +246,7 @@ async fn a_group_keeps_itself_healthy_on_the_real_cloud() {
         || async {
             let s = servers(&real);
             let running = s.values().all(|(_, st)| st == "ACTIVE");
-            (running && members(&real, &pool).len() == 2).then_some(())
+            (running && members(&real, &pool).len() == REPLICAS).then_some(())
         },
     )
     .await;
@@ -247,27 +278,34 @@ async fn a_group_keeps_itself_healthy_on_the_real_cloud() {
         t.elapsed().as_secs_f64()
     );
     assert_eq!(servers(&real), serving, "no old server touched");
-    assert_eq!(members(&real, &pool).len(), 2, "both still serve");
+    assert_eq!(
+        members(&real, &pool).len(),
+        REPLICAS,
+        "every old one still serves"
+    );
     apply(&real, &ns, &group(""));
     status_where(&groups, &operator, "reverted: Ready", ready).await;
     assert_eq!(servers(&real), serving, "reverted: the same servers");
 
-    // partition 1: only index 1 takes the new template.
+    // partition 3: only index 3 takes the new template.
     apply(
         &real,
         &ns,
-        &group("  rollingUpdate: {partition: 1}\n").replace(
+        &group("  rollingUpdate: {partition: 3}\n").replace(
             "template: {image: cirros, flavor: m1.tiny}",
             "template: {image: cirros, flavor: m1.tiny, description: v2}",
         ),
     );
-    status_where(&groups, &operator, "index 1 updated", |s| {
+    status_where(&groups, &operator, "index 3 updated", |s| {
         (ready(s).is_some() && s.updated_replicas == 1).then_some(())
     })
     .await;
     let after = servers(&real);
-    assert_eq!(after[&zero], serving[&zero], "index 0 untouched");
-    assert_ne!(after[&one].0, serving[&one].0, "index 1 replaced");
+    let three = format!("{GROUP}-3");
+    for name in [&zero, &one, &two] {
+        assert_eq!(after[name], serving[name], "{name} untouched");
+    }
+    assert_ne!(after[&three].0, serving[&three].0, "index 3 replaced");
 
     real.kubectl(&[
         "-n",

@@ -172,15 +172,10 @@ impl Reconciler for VirtualMachineGroup {
         let drain_timeout = ctx.timing.drain_timeout;
         let mut policy =
             rollout::policy(group, &template_hash, !lbs.is_empty(), drain_timeout, false);
-        let complete = rollout::complete(&policy, &members, reconcile.now);
+        let rolling = rollout::rolling(&policy, &members);
         let progressed = status.and_then(|s| s.progressed_at.as_ref()).map(|t| t.0);
         policy.stalled = !new_revision
-            && rollout::stalled(
-                progressed,
-                rollout::deadline(group),
-                complete,
-                reconcile.now,
-            );
+            && rollout::stalled(progressed, rollout::deadline(group), rolling, reconcile.now);
         Ok(Observed {
             server_group,
             retained_volumes,

@@ -101,15 +101,15 @@ impl Policy {
     }
 
     /// Ready, in every pool where a load balancer draws on the group, and healthy for
-    /// `min_ready`.
+    /// `min_ready` (a replica not healthy yet — its member still failing its health
+    /// monitor — is not available, however Ready its server).
     pub fn available(&self, m: &Member, now: Timestamp) -> bool {
         let up = m.ready && (!self.serving_required || m.serving);
         let settled = match m.health {
             Health::Healthy { since } => {
                 now.duration_since(since).as_secs_f64() >= self.min_ready.as_secs_f64()
             }
-            Health::Starting => self.min_ready.is_zero(),
-            Health::Unhealthy { .. } => false,
+            Health::Starting | Health::Unhealthy { .. } => false,
         };
         up && settled
     }

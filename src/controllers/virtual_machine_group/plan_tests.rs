@@ -436,3 +436,12 @@ fn healing_takes_no_more_at_once_than_max_unavailable_allows() {
         "one is on its way out"
     );
 }
+
+#[test]
+fn a_new_replica_serving_but_never_healthy_is_not_available_so_no_old_one_goes() {
+    let p = policy(2, ROLLING, true);
+    let mut fresh = member(2, "new", true);
+    fresh.health = Health::Starting;
+    let members = [member(0, "old", true), member(1, "old", true), fresh];
+    assert_eq!(plan(&p, &members, at(0)), Plan::default());
+}

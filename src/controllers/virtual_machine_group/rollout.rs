@@ -77,17 +77,14 @@ pub fn deadline(group: &VirtualMachineGroup) -> Duration {
         .map_or(PROGRESS_DEADLINE, Duration::from_secs)
 }
 
-/// Whether the rollout is done: every replica that should be on the template is, and
-/// every replica is available, and no more and no fewer than `replicas` run.
-pub fn complete(policy: &Policy, members: &[Member], now: Timestamp) -> bool {
-    let active: Vec<&Member> = members
+/// Whether a rollout is under way: some replica that should be on the template is
+/// not. (Replicas that fail later, the template unchanged, are the healer's concern,
+/// not a rollout's deadline.)
+pub fn rolling(policy: &Policy, members: &[Member]) -> bool {
+    members
         .iter()
         .filter(|m| m.draining_since.is_none() && !m.deleting)
-        .collect();
-    active.len() == policy.replicas as usize
-        && active
-            .iter()
-            .all(|m| !policy.outdated(m) && policy.available(m, now))
+        .any(|m| policy.outdated(m))
 }
 
 /// When the rollout last progressed, after this round: now when the template changed
@@ -109,14 +106,14 @@ pub fn progressed_at(
     }
 }
 
-/// Whether the rollout has gone `deadline` without progress and is not complete.
+/// Whether a rollout under way has gone `deadline` without progress.
 pub fn stalled(
     progressed_at: Option<Timestamp>,
     deadline: Duration,
-    complete: bool,
+    rolling: bool,
     now: Timestamp,
 ) -> bool {
-    !complete
+    rolling
         && progressed_at
             .is_some_and(|at| now.duration_since(at).as_secs_f64() >= deadline.as_secs_f64())
 }

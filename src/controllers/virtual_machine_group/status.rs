@@ -236,6 +236,16 @@ fn stalled(
         .filter(|m| !r.policy.available(m, now))
         .find_map(|m| r.judged.iter().find(|h| h.name == m.name));
     if r.policy.stalled {
+        // Once the stalled rollout removed the replica that did not come up, the
+        // message that named it stays.
+        let said = group
+            .status
+            .as_ref()
+            .and_then(|s| find_condition(&s.conditions, READY))
+            .filter(|c| c.reason == PROGRESS_DEADLINE_EXCEEDED);
+        if let (None, Some(said)) = (first_not_available, said) {
+            return Some((PROGRESS_DEADLINE_EXCEEDED, said.message.clone()));
+        }
         let seen = first_not_available.map_or(String::new(), |h| {
             format!(
                 ": {} is {} ({}{})",
