@@ -212,7 +212,8 @@ impl Reconciler for LoadBalancer {
             {
                 observe::listed_none()
             } else {
-                observe::look(&sources, cached).await?
+                let health = resolve::health_watched(&ctx.caches.current(), lb).await;
+                observe::look(&sources, cached, health).await?
             }
         } else {
             observe::read(&sources).await?

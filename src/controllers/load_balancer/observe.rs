@@ -51,9 +51,15 @@ pub struct Sources<'a> {
     pub owner: &'a Owner,
 }
 
-/// The tree as the view has it, brought up to date where the object wrote last.
-pub async fn look(from: &Sources<'_>, cached: Option<Cached>) -> Result<Look, ReconcileError> {
+/// The tree as the view has it, brought up to date where the object wrote last;
+/// `health`: its members' operating status read anew even when settled.
+pub async fn look(
+    from: &Sources<'_>,
+    cached: Option<Cached>,
+    health: bool,
+) -> Result<Look, ReconcileError> {
     match cached {
+        Some(Cached::Settled(tree)) if health => members(from, tree, Source::View).await,
         Some(Cached::Settled(tree)) => Ok(Look {
             tree,
             source: Source::View,

@@ -12,7 +12,7 @@ use verda_api::v1alpha1::{
 };
 
 use crate::caches::watch::index::Keyed;
-use crate::caches::watch::{WatchCaches, exists, with_key};
+use crate::caches::watch::{WatchCaches, exists, in_namespace, with_key};
 use crate::cloud::ids::{LbFlavorId, LoadBalancerId, NetworkId, SubnetId};
 use crate::cloud::model::loadbalancing::{
     LbFilter, LoadBalancer as OsLoadBalancer, ProvisioningStatus,
@@ -163,6 +163,27 @@ pub fn serving_backend(vm: &VirtualMachine) -> Option<Backend> {
         name: vm.name_any(),
         address: status.primary_ip.clone()?,
     })
+}
+
+/// Whether a group this LoadBalancer draws on heals on its members' health
+/// (`autoHealing`): then every look reads its members' operating status from Octavia
+/// (one status-tree call per look), as no `updated_at` moves when only a health
+/// monitor's verdict does.
+pub async fn health_watched(caches: &WatchCaches, lb: &LoadBalancer) -> bool {
+    let refs: Vec<&str> = lb
+        .spec
+        .ports
+        .iter()
+        .filter_map(|p| p.real_servers.virtual_machine_group_ref.as_deref())
+        .collect();
+    if refs.is_empty() {
+        return false;
+    }
+    let ns = lb.namespace().unwrap_or_default();
+    in_namespace(&caches.groups, &ns)
+        .await
+        .iter()
+        .any(|g| refs.contains(&g.name_any().as_str()) && g.spec.auto_healing.is_some())
 }
 
 /// The Octavia objects of one LoadBalancer, found by its owner tag.
