@@ -226,62 +226,69 @@ fn stalled(
     active: &[&Member],
     now: Timestamp,
 ) -> Option<(&'static str, String)> {
+    if r.policy.stalled {
+        let first_not_available = active
+            .iter()
+            .filter(|m| !r.policy.available(m, now))
+            .find_map(|m| r.judged.iter().find(|h| h.name == m.name));
+        return Some((
+            PROGRESS_DEADLINE_EXCEEDED,
+            deadline_message(group, r, first_not_available),
+        ));
+    }
     let unhealthy: Vec<&ReplicaHealth> = r
         .judged
         .iter()
         .filter(|h| h.state == UNHEALTHY && active.iter().any(|m| m.name == h.name))
         .collect();
-    let first_not_available = active
+    let healing = r.policy.healing?;
+    if unhealthy.len() <= healing.max_unhealthy as usize {
+        return None;
+    }
+    let named: Vec<String> = unhealthy
         .iter()
-        .filter(|m| !r.policy.available(m, now))
-        .find_map(|m| r.judged.iter().find(|h| h.name == m.name));
-    if r.policy.stalled {
-        // Once the stalled rollout removed the replica that did not come up, the
-        // message that named it stays.
-        let said = group
-            .status
-            .as_ref()
-            .and_then(|s| find_condition(&s.conditions, READY))
-            .filter(|c| c.reason == PROGRESS_DEADLINE_EXCEEDED);
-        if let (None, Some(said)) = (first_not_available, said) {
-            return Some((PROGRESS_DEADLINE_EXCEEDED, said.message.clone()));
-        }
-        let seen = first_not_available.map_or(String::new(), |h| {
-            format!(
-                ": {} is {} ({}{})",
-                h.name,
-                h.state,
-                h.reason,
-                with_message(&h.message)
-            )
-        });
-        let message = format!(
-            "the rollout of template {} made no progress in {}s{seen}; no more replicas are replaced and every old one still serving is kept: fix spec.template (or revert it)",
-            r.policy.template_hash,
-            rollout::deadline(group).as_secs()
-        );
-        return Some((PROGRESS_DEADLINE_EXCEEDED, message));
+        .take(3)
+        .map(|h| format!("{} ({}{})", h.name, h.reason, with_message(&h.message)))
+        .collect();
+    let message = format!(
+        "{} of {} replicas are unhealthy, more than autoHealing.maxUnhealthy allows ({}): none is replaced, as the fault is likely not the replicas' own; check the network and the load balancers' health monitors. Unhealthy: {}",
+        unhealthy.len(),
+        group.spec.replicas,
+        healing.max_unhealthy,
+        named.join(", ")
+    );
+    Some((TOO_MANY_UNHEALTHY, message))
+}
+
+/// What `ProgressDeadlineExceeded` says: the replica that did not come up and why.
+/// Once the stalled rollout removed it, the message that named it stays.
+fn deadline_message(
+    group: &VirtualMachineGroup,
+    r: &Round<'_>,
+    first_not_available: Option<&ReplicaHealth>,
+) -> String {
+    let said = group
+        .status
+        .as_ref()
+        .and_then(|s| find_condition(&s.conditions, READY))
+        .filter(|c| c.reason == PROGRESS_DEADLINE_EXCEEDED);
+    if let (None, Some(said)) = (first_not_available, said) {
+        return said.message.clone();
     }
-    if let Some(healing) = r
-        .policy
-        .healing
-        .filter(|h| unhealthy.len() > h.max_unhealthy as usize)
-    {
-        let named: Vec<String> = unhealthy
-            .iter()
-            .take(3)
-            .map(|h| format!("{} ({}{})", h.name, h.reason, with_message(&h.message)))
-            .collect();
-        let message = format!(
-            "{} of {} replicas are unhealthy, more than autoHealing.maxUnhealthy allows ({}): none is replaced, as the fault is likely not the replicas' own; check the network and the load balancers' health monitors. Unhealthy: {}",
-            unhealthy.len(),
-            group.spec.replicas,
-            healing.max_unhealthy,
-            named.join(", ")
-        );
-        return Some((TOO_MANY_UNHEALTHY, message));
-    }
-    None
+    let seen = first_not_available.map_or(String::new(), |h| {
+        format!(
+            ": {} is {} ({}{})",
+            h.name,
+            h.state,
+            h.reason,
+            with_message(&h.message)
+        )
+    });
+    format!(
+        "the rollout of template {} made no progress in {}s{seen}; no more replicas are replaced and every old one still serving is kept: fix spec.template (or revert it)",
+        r.policy.template_hash,
+        rollout::deadline(group).as_secs()
+    )
 }
 
 fn with_message(message: &str) -> String {
