@@ -25,7 +25,7 @@ use futures::stream::BoxStream;
 use kube::runtime::controller::Controller;
 use kube::runtime::events::Event;
 use kube::runtime::reflector::ObjectRef;
-use verda_api::v1alpha1::{VirtualMachine, VirtualMachineStatus, finalizers};
+use verda_api::v1alpha1::{RunStrategy, VirtualMachine, VirtualMachineStatus, finalizers};
 
 use crate::caches::cloud_view::ProjectView;
 use crate::caches::watch::Feeds;
@@ -118,7 +118,10 @@ impl Reconciler for VirtualMachine {
             creates: reconcile.policy.writes(),
         };
         let mut observed = resolve::observe(&sources, use_view).await?;
-        observed.in_pools = power::in_pools(&ctx.caches.current(), obj).await;
+        // Only a server to be halted asks whether the pools still list it.
+        if power::strategy(obj) == RunStrategy::Halted {
+            observed.in_pools = power::in_pools(&ctx.caches.current(), obj).await;
+        }
         if volumes::wanted(obj) {
             let owner = volumes::volume_owner(ctx, obj, owner);
             let server = plan::keeper(obj, &observed.servers);

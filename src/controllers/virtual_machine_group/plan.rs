@@ -44,6 +44,13 @@ pub struct Member {
     pub health: Health,
 }
 
+impl Member {
+    /// Neither draining nor being deleted: one of the replicas the group runs now.
+    pub fn active(&self) -> bool {
+        self.draining_since.is_none() && !self.deleting
+    }
+}
+
 /// A replica's health: whether its server is as its run strategy wants and its load
 /// balancer members are not failing, and since when.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -203,10 +210,7 @@ pub fn plan(policy: &Policy, members: &[Member], now: Timestamp) -> Plan {
         delete: drained(members, policy.drain_timeout, now),
         ..Plan::default()
     };
-    let active: Vec<&Member> = members
-        .iter()
-        .filter(|m| m.draining_since.is_none() && !m.deleting)
-        .collect();
+    let active: Vec<&Member> = members.iter().filter(|m| m.active()).collect();
     let rollout: Vec<&Member> = match policy.stalled {
         true => Vec::new(),
         false => active

@@ -83,7 +83,7 @@ pub fn deadline(group: &VirtualMachineGroup) -> Duration {
 pub fn rolling(policy: &Policy, members: &[Member]) -> bool {
     members
         .iter()
-        .filter(|m| m.draining_since.is_none() && !m.deleting)
+        .filter(|m| m.active())
         .any(|m| policy.outdated(m))
 }
 

@@ -135,11 +135,7 @@ pub fn rollout(
     r: Round<'_>,
     now: Timestamp,
 ) {
-    let active: Vec<&Member> = r
-        .members
-        .iter()
-        .filter(|m| m.draining_since.is_none() && !m.deleting)
-        .collect();
+    let active: Vec<&Member> = r.members.iter().filter(|m| m.active()).collect();
     let available = active.iter().filter(|m| r.policy.available(m, now)).count() as i32;
     let before = status.progressed_at.as_ref().map(|t| t.0);
     let more = available > status.available_replicas;
