@@ -53,6 +53,9 @@ WRAP = shlex.split(os.environ.get("VERDA_BENCH_OPERATOR_WRAP", ""))
 # A file to write the operator's RSS to every 2 s ("seconds MB" per line, from its start):
 # where in a run the peak comes.
 RSS_TRACE = os.environ.get("VERDA_BENCH_RSS_TRACE")
+# "1": every replica on a declared port (`template.ports` on the seeded `private`
+# network): what declared ports cost in calls, against a run without.
+PORTS = os.environ.get("VERDA_BENCH_PORTS") == "1"
 CONFIRM_SECS = 5
 WRITE = re.compile(r"^(create|delete|update|replace|set|resize|confirm|add|remove)_")
 
@@ -114,7 +117,8 @@ def manifests(groups, namespace):
                 "replicas": REPLICAS,
                 "haPolicy": "soft",
                 "template": {"image": "centos79", "flavor": "n3-1vcpu-2gb",
-                             "initScript": {"value": "ls"}},
+                             "initScript": {"value": "ls"},
+                             **({"ports": [{"network": "private"}]} if PORTS else {})},
             },
         })
         ports = []

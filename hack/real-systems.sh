@@ -9,6 +9,8 @@
 #            the last with Debian's Prometheus scraping it;
 #   volumes  tests/it/real_volumes.rs: boot and data volumes on the real Cinder, a
 #            group's per-replica volumes across replacement, roll-out and scaling;
+#            tests/it/real_addresses.rs: a group's per-replica ports and fixed
+#            addresses on the real Neutron, kept across the same;
 #   upgrade  the previous release (RELEASES) built from git and run with its own
 #            dist/install.yaml, then upgraded in place (tests/it/real_upgrade.rs);
 #   chaos    two replicas under seeded random faults (tests/it/real_chaos.rs; the seed
@@ -136,6 +138,14 @@ purge_project() {
       sleep 1
     done
   done
+  # The network the addresses test makes, with whatever ports are left on it.
+  "${os[@]}" router remove subnet verda-addresses verda-addresses 2>/dev/null || true
+  "${os[@]}" router delete verda-addresses 2>/dev/null || true
+  local ports
+  ports=$("${os[@]}" port list --network verda-addresses -f value -c ID 2>/dev/null || true)
+  [[ -z $ports ]] || "${os[@]}" port delete $ports
+  "${os[@]}" network delete verda-addresses 2>/dev/null || true
+  "$OSC" --os-cloud osh-admin network delete verda-addresses-ext 2>/dev/null || true
   log "purged the demo project: $(echo $lbs | wc -w) load balancers, $(echo $servers | wc -w) servers, $(echo $groups | wc -w) server groups, $(echo $fips | wc -w) floating IPs, $(echo $volumes | wc -w) volumes"
 }
 
@@ -234,7 +244,7 @@ if stage volumes; then
   log "volumes on the real Cinder"
   t5=$(date +%s)
   [[ -n ${sa_kubeconfig:-} ]] || fresh_cluster "$ROOT/dist/install.yaml"
-  real_tests real_volumes::
+  real_tests real_volumes:: real_addresses::
   log "volumes passed in $(($(date +%s) - t5)) s"
 fi
 

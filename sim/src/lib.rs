@@ -41,8 +41,8 @@ use tokio::task::JoinHandle;
 pub use config::{SimConfig, SimCredentials};
 pub use faults::{Fault, FaultKind};
 pub use snapshot::{
-    SimFloatingIp, SimHealthMonitor, SimListener, SimLoadBalancer, SimMember, SimPool, SimServer,
-    SimServerGroup, SimVolume,
+    SimFloatingIp, SimHealthMonitor, SimListener, SimLoadBalancer, SimMember, SimPool, SimPort,
+    SimServer, SimServerGroup, SimVolume,
 };
 
 use faults::{Counters, FaultTable, lock};
@@ -172,6 +172,18 @@ impl Simulator {
         snapshot::load_balancers(&self.sim.world_of(project))
     }
 
+    /// The Neutron ports of `project` (an ID): the user's, Nova's and Octavia's.
+    pub fn ports_in(&self, project: &str) -> Vec<SimPort> {
+        snapshot::ports(&self.sim.world_of(project))
+    }
+
+    /// Adds a security group named `name` to `project` (an ID), as its owner could
+    /// with `openstack security group create`; its ID. Every project has `default`
+    /// and `web` already.
+    pub fn add_security_group(&self, project: &str, name: &str) -> String {
+        self.sim.world_of(project).add_security_group(name, "")
+    }
+
     pub fn config(&self) -> &SimConfig {
         &self.sim.config
     }
@@ -285,6 +297,11 @@ impl Simulator {
 
     pub fn floating_ips(&self) -> Vec<SimFloatingIp> {
         snapshot::floating_ips(&self.sim.world())
+    }
+
+    /// The Neutron ports of the default project.
+    pub fn ports(&self) -> Vec<SimPort> {
+        snapshot::ports(&self.sim.world())
     }
 
     /// The Cinder volumes of the default project.

@@ -57,13 +57,11 @@ impl Status {
     }
 }
 
-/// One fixed IP of a server (one per requested network with a subnet).
+/// One interface of a server: a Neutron port (its addresses and MAC are the port's).
 #[derive(Debug, Clone)]
 pub(crate) struct Nic {
     pub network_name: String,
     pub port_id: String,
-    pub addr: Option<Ipv4Addr>,
-    pub mac: String,
 }
 
 #[derive(Debug, Clone)]
@@ -120,16 +118,23 @@ pub(crate) struct ServerGroup {
 pub(crate) struct Network {
     pub id: String,
     pub name: String,
+    pub description: String,
+    /// The owner: the admin's for seeded networks, the creator's otherwise. Policy
+    /// lets only the owner choose addresses on it.
+    pub project_id: String,
     pub external: bool,
     pub shared: bool,
     pub subnets: Vec<String>,
+    pub revision: u64,
     pub created: DateTime<Utc>,
+    pub updated: DateTime<Utc>,
 }
 
 #[derive(Debug, Clone)]
 pub(crate) struct Subnet {
     pub id: String,
     pub name: String,
+    pub project_id: String,
     pub network_id: String,
     pub cidr: String,
     pub gateway: Ipv4Addr,
@@ -139,17 +144,62 @@ pub(crate) struct Subnet {
     pub created: DateTime<Utc>,
 }
 
+/// One address of a port on one of its network's subnets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FixedIp {
+    pub subnet_id: String,
+    pub ip: Ipv4Addr,
+}
+
+/// An allowed address pair: an address (or CIDR, IPv4 or IPv6) the port may also send
+/// from, with a MAC (the port's own when none was given).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct AddressPair {
+    pub ip_address: String,
+    pub mac_address: String,
+}
+
 #[derive(Debug, Clone)]
 pub(crate) struct Port {
     pub id: String,
     pub seq: u64,
     pub name: String,
+    pub description: String,
     pub network_id: String,
-    pub subnet_id: Option<String>,
-    pub ip: Option<Ipv4Addr>,
+    pub fixed_ips: Vec<FixedIp>,
     pub mac: String,
     pub device_id: String,
     pub device_owner: String,
+    pub allowed_address_pairs: Vec<AddressPair>,
+    /// Security group IDs.
+    pub security_groups: Vec<String>,
+    /// Made by Nova for a `{"uuid": network}` NIC: deleted with the server. A port the
+    /// user made and passed as `{"port": id}` outlives it, unbound.
+    pub by_nova: bool,
+    pub revision: u64,
+    pub created: DateTime<Utc>,
+    pub updated: DateTime<Utc>,
+}
+
+impl Port {
+    /// The first fixed IPv4 address (what Octavia and floating IPs use).
+    pub fn ip(&self) -> Option<Ipv4Addr> {
+        self.fixed_ips.first().map(|f| f.ip)
+    }
+
+    /// A new revision: `updated_at` moves, `revision_number` goes up.
+    pub fn touch(&mut self) {
+        self.revision += 1;
+        self.updated = Utc::now();
+    }
+}
+
+/// A Neutron security group (no rules are modelled).
+#[derive(Debug, Clone)]
+pub(crate) struct SecurityGroup {
+    pub id: String,
+    pub name: String,
+    pub description: String,
     pub created: DateTime<Utc>,
 }
 

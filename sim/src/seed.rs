@@ -7,7 +7,7 @@ use std::net::Ipv4Addr;
 use chrono::{TimeZone, Utc};
 
 use super::config::{SimConfig, SimCredentials};
-use super::model::{Flavor, Image, Network, Subnet};
+use super::model::{Flavor, Image, Network, SecurityGroup, Subnet};
 use super::world::World;
 use super::world::octavia::LbFlavor;
 
@@ -141,11 +141,26 @@ fn image(id: &str, name: &str, min_disk: u64) -> Image {
     }
 }
 
+/// A project's ID (32 hex digits, unique) in the form of a UUID, its first two digits
+/// replaced by `tweak`: a seeded resource's ID, unique across projects.
+fn project_uuid(project: &str, tweak: &str) -> String {
+    let p = project;
+    format!(
+        "{tweak}{}-{}-{}-{}-{}",
+        &p[2..8],
+        &p[8..12],
+        &p[12..16],
+        &p[16..20],
+        &p[20..32]
+    )
+}
+
 /// The world of `project`: the same flavors, images and names in every project; the
 /// private network and subnet have other IDs outside the default project, so an ID
 /// carried from one project to another is refused as it would be in a real cloud.
 pub(crate) fn seed_project(w: &mut World, project: &str) {
     seed(w);
+    w.security_groups = security_groups(project);
     if project == PROJECT_ID {
         return;
     }
@@ -153,18 +168,7 @@ pub(crate) fn seed_project(w: &mut World, project: &str) {
         (TEAM_PRIVATE_NET.to_owned(), TEAM_PRIVATE_SUBNET.to_owned())
     } else {
         // A generated tenant's: its project ID (unique) in the form of a UUID.
-        let uuid = |tweak: &str| {
-            let p = project;
-            format!(
-                "{tweak}{}-{}-{}-{}-{}",
-                &p[2..8],
-                &p[8..12],
-                &p[12..16],
-                &p[16..20],
-                &p[20..32]
-            )
-        };
-        (uuid("5e"), uuid("6f"))
+        (project_uuid(project, "5e"), project_uuid(project, "6f"))
     };
     for net in w.networks.iter_mut().filter(|n| n.id == PRIVATE_NET) {
         net.id = net_id.clone();
@@ -201,7 +205,6 @@ fn seed(w: &mut World) {
         ("6c2d8e1f-3a4b-4c5d-9e6f-7a8b9c0d1e2f".into(), "ssd".into()),
     ];
     w.keypairs = vec!["verda-key".into()];
-    w.security_groups = vec!["default".into(), "web".into()];
     w.zones = vec!["nova".into(), "dev".into()];
     seed_networks(w);
     w.octavia.flavors = vec![
@@ -226,10 +229,14 @@ fn seed_networks(w: &mut World) {
     let net = |id: &str, name: &str, external: bool, shared: bool, subnets: Vec<String>| Network {
         id: id.into(),
         name: name.into(),
+        description: String::new(),
+        project_id: ADMIN_PROJECT_ID.into(),
         external,
         shared,
         subnets,
+        revision: 2,
         created,
+        updated: created,
     };
     w.networks = vec![
         net(
@@ -269,6 +276,7 @@ fn subnets(created: chrono::DateTime<Utc>) -> Vec<Subnet> {
         Subnet {
             id: PRIVATE_SUBNET.into(),
             name: "private-subnet".into(),
+            project_id: ADMIN_PROJECT_ID.into(),
             network_id: PRIVATE_NET.into(),
             cidr: "10.0.0.0/16".into(),
             gateway: Ipv4Addr::new(10, 0, 0, 1),
@@ -280,6 +288,7 @@ fn subnets(created: chrono::DateTime<Utc>) -> Vec<Subnet> {
         Subnet {
             id: PUBLIC_SUBNET.into(),
             name: "public-subnet".into(),
+            project_id: ADMIN_PROJECT_ID.into(),
             network_id: PUBLIC_NET.into(),
             cidr: "203.0.113.0/24".into(),
             gateway: Ipv4Addr::new(203, 0, 113, 1),
@@ -288,5 +297,23 @@ fn subnets(created: chrono::DateTime<Utc>) -> Vec<Subnet> {
             dhcp: false,
             created,
         },
+    ]
+}
+
+/// Every project's `default` group (Neutron makes it with the project), and `web`.
+fn security_groups(project: &str) -> Vec<SecurityGroup> {
+    let created = Utc
+        .with_ymd_and_hms(2026, 11, 21, 6, 10, 3)
+        .single()
+        .unwrap_or_default();
+    let group = |tweak: &str, name: &str, description: &str| SecurityGroup {
+        id: project_uuid(project, tweak),
+        name: name.into(),
+        description: description.into(),
+        created,
+    };
+    vec![
+        group("d0", "default", "Default security group"),
+        group("d1", "web", ""),
     ]
 }

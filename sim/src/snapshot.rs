@@ -27,6 +27,7 @@ pub struct SimServer {
     pub description: Option<String>,
     pub key_name: Option<String>,
     pub user_data: Option<String>,
+    /// The names of its ports' security groups (none before its NICs are made).
     pub security_groups: Vec<String>,
     pub availability_zone: Option<String>,
     pub fault: Option<String>,
@@ -72,7 +73,8 @@ pub(crate) fn servers(w: &World) -> Vec<SimServer> {
                 _ => s
                     .nics
                     .iter()
-                    .filter_map(|n| n.addr.map(|a| a.to_string()))
+                    .filter_map(|n| w.ports.get(&n.port_id))
+                    .flat_map(|p| p.fixed_ips.iter().map(|f| f.ip.to_string()))
                     .collect(),
             },
             host: s.host.clone(),
@@ -82,7 +84,7 @@ pub(crate) fn servers(w: &World) -> Vec<SimServer> {
             description: s.description.clone(),
             key_name: s.key_name.clone(),
             user_data: s.user_data.clone(),
-            security_groups: s.security_groups.clone(),
+            security_groups: w.server_security_groups(&s.nics),
             availability_zone: s.availability_zone.clone(),
             fault: s.fault.as_ref().map(|f| f.message.clone()),
         })
@@ -113,6 +115,46 @@ pub(crate) fn floating_ips(w: &World) -> Vec<SimFloatingIp> {
             network_id: f.network_id.clone(),
             port_id: f.port_id.clone(),
             fixed_ip: f.fixed_ip.map(|a| a.to_string()),
+        })
+        .collect()
+}
+
+/// A Neutron port as the simulated cloud holds it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimPort {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    pub network_id: String,
+    /// Fixed IPv4 addresses.
+    pub fixed_ips: Vec<String>,
+    /// The addresses (or CIDRs) of its allowed address pairs.
+    pub allowed_address_pairs: Vec<String>,
+    /// Security group IDs.
+    pub security_groups: Vec<String>,
+    /// The server (or load balancer) it is bound to; empty when free.
+    pub device_id: String,
+    pub device_owner: String,
+}
+
+pub(crate) fn ports(w: &World) -> Vec<SimPort> {
+    let mut list: Vec<_> = w.ports.values().collect();
+    list.sort_by_key(|p| p.seq);
+    list.into_iter()
+        .map(|p| SimPort {
+            id: p.id.clone(),
+            name: p.name.clone(),
+            description: p.description.clone(),
+            network_id: p.network_id.clone(),
+            fixed_ips: p.fixed_ips.iter().map(|f| f.ip.to_string()).collect(),
+            allowed_address_pairs: p
+                .allowed_address_pairs
+                .iter()
+                .map(|a| a.ip_address.clone())
+                .collect(),
+            security_groups: p.security_groups.clone(),
+            device_id: p.device_id.clone(),
+            device_owner: p.device_owner.clone(),
         })
         .collect()
 }

@@ -21,6 +21,7 @@ pub enum Resource {
     LoadBalancerFlavor,
     Endpoint,
     VolumeType,
+    SecurityGroup,
 }
 
 impl fmt::Display for Resource {
@@ -33,6 +34,7 @@ impl fmt::Display for Resource {
             Resource::LoadBalancerFlavor => "load balancer flavor",
             Resource::Endpoint => "service endpoint",
             Resource::VolumeType => "volume type",
+            Resource::SecurityGroup => "security group",
         })
     }
 }
@@ -130,6 +132,7 @@ impl CloudError {
                 Resource::LoadBalancerFlavor => "LoadBalancerFlavorNotFound",
                 Resource::Endpoint => "EndpointNotFound",
                 Resource::VolumeType => "VolumeTypeNotFound",
+                Resource::SecurityGroup => "SecurityGroupNotFound",
             },
             ErrorKind::AmbiguousName { .. } => "AmbiguousName",
             ErrorKind::Config { .. } => "CloudConfigInvalid",

@@ -16,10 +16,10 @@ use serde::Serialize;
 
 use super::model::compute::{Server, ServerGroup};
 use super::model::loadbalancing::LoadBalancer;
-use super::model::network::FloatingIp;
+use super::model::network::{FloatingIp, Port};
 use super::model::volume::Volume;
 use super::owner::{
-    ClusterId, Owner, load_balancer_name_prefix, namespace_from_tags, server_group_uid,
+    ClusterId, Owner, load_balancer_name_prefix, namespace_from_tags, port_owner, server_group_uid,
     uid_from_tags, volume_record,
 };
 
@@ -33,6 +33,8 @@ pub enum ResourceKind {
     Server,
     /// After the servers: a volume is detached when its server goes.
     Volume,
+    /// After the servers too: Nova lets a port go with its server.
+    Port,
     ServerGroup,
 }
 
@@ -44,6 +46,7 @@ impl ResourceKind {
             Self::LoadBalancer => "load-balancer",
             Self::Server => "server",
             Self::Volume => "volume",
+            Self::Port => "port",
             Self::ServerGroup => "server-group",
         }
     }
@@ -78,6 +81,9 @@ pub struct Listing {
     pub floating_ips: Vec<FloatingIp>,
     /// This cluster's data volumes (a metadata filter on the cluster).
     pub volumes: Vec<Volume>,
+    /// Every port of the project (declared ports record their owner and cluster in
+    /// their description, which Neutron filters by exact match only).
+    pub ports: Vec<Port>,
 }
 
 /// The orphans of `cluster` in `listing`, given the UIDs of every object that exists
@@ -103,6 +109,7 @@ pub fn classify(listing: &Listing, cluster: &ClusterId, live: &HashSet<String>) 
     orphans.extend(groups);
     orphans.extend(load_balancers(&listing.load_balancers, cluster, live));
     orphans.extend(volumes(&listing.volumes, cluster, live));
+    orphans.extend(ports(&listing.ports, cluster, live));
     let ours: HashSet<&str> = listing
         .load_balancers
         .iter()
@@ -110,6 +117,16 @@ pub fn classify(listing: &Listing, cluster: &ClusterId, live: &HashSet<String>) 
         .filter_map(|l| uid_from_tags(&l.tags))
         .collect();
     orphans.extend(listing.floating_ips.iter().filter_map(|f| {
+        // A VirtualMachine's records its owner and cluster as its ports do.
+        if let Some((uid, _, c)) = port_owner(&f.description) {
+            return (c == cluster.as_str() && !live.contains(uid)).then(|| Orphan {
+                kind: ResourceKind::FloatingIp,
+                id: f.id.to_string(),
+                name: f.floating_ip_address.clone(),
+                owner_uid: uid.to_owned(),
+                owner: None,
+            });
+        }
         let uid = f.description.strip_prefix("verda-uid-")?;
         (ours.contains(uid) && !live.contains(uid)).then(|| Orphan {
             kind: ResourceKind::FloatingIp,
@@ -120,6 +137,28 @@ pub fn classify(listing: &Listing, cluster: &ClusterId, live: &HashSet<String>) 
         })
     }));
     orphans
+}
+
+/// This cluster's declared ports whose owner (VirtualMachine, or group for a
+/// replica's) is not live: a group's retained ports only once the group is gone.
+pub fn ports<'a>(
+    ports: impl IntoIterator<Item = &'a Port>,
+    cluster: &ClusterId,
+    live: &HashSet<String>,
+) -> Vec<Orphan> {
+    ports
+        .into_iter()
+        .filter_map(|p| {
+            let (uid, _, c) = port_owner(&p.description)?;
+            (c == cluster.as_str() && !live.contains(uid)).then(|| Orphan {
+                kind: ResourceKind::Port,
+                id: p.id.to_string(),
+                name: format!("{} ({})", p.name, p.addresses().join(", ")),
+                owner_uid: uid.to_owned(),
+                owner: None,
+            })
+        })
+        .collect()
 }
 
 /// This cluster's servers whose owner is not live.

@@ -5,6 +5,7 @@ use serde_json::json;
 use super::*;
 use crate::cloud::ids::ServerId;
 use crate::cloud::model::compute::ServerStatus;
+use crate::cloud::owner::port_record;
 
 const GONE: &str = "0b6b6f0c-0000-4000-8000-00000000dead";
 const LIVE: &str = "0b6b6f0c-0000-4000-8000-0000000011fe";
@@ -72,6 +73,22 @@ fn volume(id: &str, owner: &Owner, index: Option<u32>) -> crate::cloud::model::v
     }
 }
 
+fn port(id: &str, description: &str) -> Port {
+    Port {
+        id: id.into(),
+        name: id.to_owned(),
+        network_id: "net".into(),
+        device_id: String::new(),
+        device_owner: String::new(),
+        fixed_ips: Vec::new(),
+        status: "DOWN".into(),
+        description: description.to_owned(),
+        mac_address: String::new(),
+        allowed_address_pairs: Vec::new(),
+        security_groups: Vec::new(),
+    }
+}
+
 fn live() -> HashSet<String> {
     HashSet::from([LIVE.to_owned()])
 }
@@ -106,6 +123,13 @@ fn only_this_clusters_resources_of_gone_owners_are_orphans() {
             volume("v-gone", &owner(GONE, &ours), None),
             volume("v-theirs", &owner(GONE, &theirs), None),
         ],
+        ports: vec![
+            // A retained port of a live group's scaled-down replica is the group's.
+            port("p-live-group", &port_record(LIVE, Some(3), &ours)),
+            port("p-gone-group", &port_record(GONE, Some(2), &ours)),
+            port("p-theirs", &port_record(GONE, None, &theirs)),
+            port("p-users", ""),
+        ],
     };
     let found = classify(&listing, &ours, &live());
     let ids: Vec<(&str, &str)> = found
@@ -119,6 +143,7 @@ fn only_this_clusters_resources_of_gone_owners_are_orphans() {
             ("server-group", "g-gone"),
             ("load-balancer", "lb-gone"),
             ("volume", "v-gone"),
+            ("port", "p-gone-group"),
             ("floating-ip", "f-gone"),
         ]
     );

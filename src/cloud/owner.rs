@@ -13,6 +13,9 @@
 //! - Nova server groups (no tags or metadata): the name `verda-<namespace>-<name>-<uid>`,
 //!   found again by its `-<uid>` suffix; the name part is shortened to fit Nova's 255.
 //! - Neutron floating IPs (no tags at create): the description `verda-uid-<uid>`.
+//! - Declared Neutron ports (no tags kept at create): the description
+//!   `verda-uid-<uid> verda-cluster-<id>`, for a group's replica `n`
+//!   `verda-uid-<group uid>-<n> verda-cluster-<id>` (found by exact match).
 //! - Cinder data volumes: the server's metadata keys plus `verda.linecorp.com:volume`
 //!   (the name in the spec) and, for a group's replica, `verda.linecorp.com:index`;
 //!   a replica's volumes record the group, not the VirtualMachine, so a new
@@ -42,6 +45,30 @@ const CLUSTER_TAG_PREFIX: &str = "verda-cluster-";
 const MAX_GROUP_NAME: usize = 255;
 const TAG_PREFIX: &str = "verda-uid-";
 const NAMESPACE_TAG_PREFIX: &str = "verda-namespace-";
+/// The description recording a declared port's owner: the VirtualMachine, or the group
+/// and replica `index`, and the cluster.
+pub fn port_record(uid: &str, index: Option<u32>, cluster: &ClusterId) -> String {
+    match index {
+        Some(n) => format!("{TAG_PREFIX}{uid}-{n} {}", cluster.tag()),
+        None => format!("{TAG_PREFIX}{uid} {}", cluster.tag()),
+    }
+}
+
+/// The owner UID, replica index and cluster a port's description records.
+pub fn port_owner(description: &str) -> Option<(&str, Option<u32>, &str)> {
+    let (owner, cluster) = description.split_once(' ')?;
+    let cluster = cluster.strip_prefix(CLUSTER_TAG_PREFIX)?;
+    let rest = owner.strip_prefix(TAG_PREFIX)?;
+    // Kubernetes UIDs are UUIDs: 36 characters, then `-<index>` for a replica.
+    match rest.get(36..) {
+        Some("") | None => Some((rest, None, cluster)),
+        Some(tail) => {
+            let index = tail.strip_prefix('-')?.parse().ok()?;
+            Some((&rest[..36], Some(index), cluster))
+        }
+    }
+}
+
 /// The tag of every server and load balancer the operator creates.
 pub const MANAGED_TAG: &str = "verda-managed";
 

@@ -144,6 +144,22 @@ pub trait Network: Send + Sync {
     fn get_subnet<'a>(&'a self, id: &'a SubnetId) -> CloudFuture<'a, Subnet>;
     fn find_subnet<'a>(&'a self, name_or_id: &'a str) -> CloudFuture<'a, Subnet>;
     fn list_ports<'a>(&'a self, filter: &'a PortFilter) -> CloudFuture<'a, Vec<Port>>;
+    fn create_port<'a>(&'a self, request: &'a net::CreatePort) -> CloudFuture<'a, Port>;
+    fn update_port<'a>(
+        &'a self,
+        id: &'a PortId,
+        request: &'a net::UpdatePort,
+    ) -> CloudFuture<'a, Port>;
+    fn delete_port<'a>(&'a self, id: &'a PortId) -> CloudFuture<'a, ()>;
+    fn list_security_groups<'a>(
+        &'a self,
+        name: Option<&'a str>,
+    ) -> CloudFuture<'a, Vec<net::SecurityGroup>>;
+    /// By unique name (remembered); an ID is taken as it is.
+    fn find_security_group<'a>(
+        &'a self,
+        name_or_id: &'a str,
+    ) -> CloudFuture<'a, net::SecurityGroup>;
     fn create_floating_ip<'a>(
         &'a self,
         request: &'a CreateFloatingIp,

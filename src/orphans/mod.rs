@@ -9,13 +9,13 @@ pub mod command;
 use crate::cloud::CloudError;
 use crate::cloud::CloudPorts;
 use crate::cloud::model::loadbalancing::LbFilter;
-use crate::cloud::model::network::FloatingIpFilter;
+use crate::cloud::model::network::{FloatingIpFilter, PortFilter};
 use crate::cloud::owner::{ClusterId, MANAGED_TAG};
 
 pub use crate::cloud::orphans::{Listing, Orphan, ResourceKind, classify};
 
-/// Five calls: managed servers, server groups, managed load balancers, floating IPs,
-/// and `cluster`'s data volumes.
+/// Six calls: managed servers, server groups, managed load balancers, floating IPs,
+/// `cluster`'s data volumes, and the project's ports.
 pub async fn list(ports: &dyn CloudPorts, cluster: &ClusterId) -> Result<Listing, CloudError> {
     let compute = ports.compute();
     Ok(Listing {
@@ -35,6 +35,10 @@ pub async fn list(ports: &dyn CloudPorts, cluster: &ClusterId) -> Result<Listing
         volumes: ports
             .block_storage()
             .list_volumes(&cluster.volume_filter())
+            .await?,
+        ports: ports
+            .network(None)
+            .list_ports(&PortFilter::default())
             .await?,
     })
 }
@@ -60,6 +64,7 @@ pub async fn delete(
             }
             ResourceKind::Server => ports.compute().delete_server(&id.into()).await,
             ResourceKind::Volume => ports.block_storage().delete_volume(&id.into()).await,
+            ResourceKind::Port => ports.network(None).delete_port(&id.into()).await,
             ResourceKind::ServerGroup => ports.compute().delete_server_group(&id.into()).await,
         };
         results.push((orphan, crate::cloud::ignore_not_found(done)));

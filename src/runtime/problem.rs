@@ -51,6 +51,9 @@ problems! {
     ProgressDeadlineExceeded,
     /// More of a group's replicas are unhealthy than `autoHealing.maxUnhealthy` allows.
     TooManyUnhealthy,
+    /// A group's `spec.addresses` names no network of its template, or has no address
+    /// for an index.
+    AddressesInvalid,
 }
 
 impl Problem {

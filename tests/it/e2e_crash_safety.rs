@@ -17,7 +17,7 @@ use support::crash::{CrashingCloud, Tripwire};
 use support::e2e::{Env, eventually, sample, test_timing};
 use verda_api::conditions::{READY, is_true};
 use verda_api::v1alpha1::{HaPolicy, LoadBalancer, VipType, VirtualMachine, VirtualMachineGroup};
-use verda_operator::cloud::owner::{META_UID, is_server_group_of, uid_from_tags};
+use verda_operator::cloud::owner::{META_UID, is_server_group_of, port_owner, uid_from_tags};
 use verda_operator::sim::{SimConfig, Simulator};
 
 const LIMIT: Duration = Duration::from_secs(20);
@@ -95,6 +95,25 @@ async fn group_with_volumes_survives_a_crash_after_every_create_and_attach() {
         name: "group-volumes",
         samples: &["virtualmachinegroup.yaml"],
         edit: group_with_volumes,
+    })
+    .await;
+}
+
+/// The published group, each replica on a declared port (kept per index) with a
+/// floating IP, deleted with the group.
+fn group_with_ports(manifest: String) -> String {
+    manifest.replace(
+        "  template:\n",
+        "  template:\n    ports: [{network: private}]\n    floatingIP: {network: public}\n",
+    )
+}
+
+#[tokio::test]
+async fn group_with_ports_survives_a_crash_after_every_create() {
+    crash_after_every_create(Scenario {
+        name: "group-ports",
+        samples: &["virtualmachinegroup.yaml"],
+        edit: group_with_ports,
     })
     .await;
 }
@@ -413,15 +432,21 @@ fn inconsistencies(objects: &Objects, sim: &Simulator) -> Vec<String> {
         }
     }
     problems.extend(volume_inconsistencies(objects, sim));
+    problems.extend(port_inconsistencies(objects, sim));
     let public = objects
         .lbs
         .iter()
         .filter(|lb| lb.spec.vip_type == VipType::Public)
         .count();
+    let vms = objects
+        .vms
+        .iter()
+        .filter(|vm| vm.spec.floating_ip.is_some());
+    let public = public + vms.count();
     let fips = sim.floating_ips();
     if fips.len() != public {
         problems.push(format!(
-            "{} floating IPs for {public} public LoadBalancers",
+            "{} floating IPs for {public} public LoadBalancers and VirtualMachines",
             fips.len()
         ));
     }
@@ -458,6 +483,68 @@ fn volume_inconsistencies(objects: &Objects, sim: &Simulator) -> Vec<String> {
     problems
 }
 
+/// Each declared port exactly once, bound to its VirtualMachine's recorded server; no
+/// port recording an owner (a group's replica index) that is gone.
+fn port_inconsistencies(objects: &Objects, sim: &Simulator) -> Vec<String> {
+    let mut problems = Vec::new();
+    let ports: Vec<_> = sim
+        .ports()
+        .into_iter()
+        .filter(|p| p.description.starts_with("verda-uid-"))
+        .collect();
+    for vm in objects.vms.iter().filter(|vm| vm.spec.ports.is_some()) {
+        let server = vm.status.as_ref().and_then(|s| s.server_id.clone());
+        let group = vm.owner_references().first().map(|r| r.uid.clone());
+        let index = vm
+            .name_any()
+            .rsplit('-')
+            .next()
+            .and_then(|n| n.parse().ok());
+        let owner = group.or(vm.uid()).unwrap_or_default();
+        let record = (owner.as_str(), index);
+        let own: Vec<_> = ports
+            .iter()
+            .filter(|p| port_owner(&p.description).is_some_and(|(u, i, _)| (u, i) == record))
+            .collect();
+        match own.as_slice() {
+            [one] if Some(&one.device_id) == server.as_ref() => {}
+            [one] => problems.push(format!(
+                "port {} of {} is bound to {:?}, not {server:?}",
+                one.id,
+                vm.name_any(),
+                one.device_id
+            )),
+            _ => problems.push(format!("{} ports record {record:?}", own.len())),
+        }
+        if vm.spec.floating_ip.is_some() {
+            let fips = sim.floating_ips();
+            let on: Vec<_> = fips
+                .iter()
+                .filter(|f| {
+                    own.iter()
+                        .any(|p| f.port_id.as_deref() == Some(p.id.as_str()))
+                })
+                .collect();
+            if on.len() != 1 || fips.iter().any(|f| f.port_id.is_none()) {
+                problems.push(format!(
+                    "{} floating IPs on the port of {}",
+                    on.len(),
+                    vm.name_any()
+                ));
+            }
+        }
+    }
+    let mut owners: Vec<String> = objects.vms.iter().filter_map(|o| o.uid()).collect();
+    owners.extend(objects.groups.iter().filter_map(|o| o.uid()));
+    for p in &ports {
+        let owner = port_owner(&p.description).map(|(u, _, _)| u.to_owned());
+        if !owner.is_some_and(|u| owners.contains(&u)) {
+            problems.push(format!("port {} ({}) has no owner", p.id, p.description));
+        }
+    }
+    problems
+}
+
 /// The create requests the cloud received for each kind of resource, checked against
 /// one per owner: a duplicate made and later removed counts too.
 fn creates_made(sim: &Simulator, objects: &Objects, run: &str) -> String {
@@ -466,7 +553,13 @@ fn creates_made(sim: &Simulator, objects: &Objects, run: &str) -> String {
         .iter()
         .map(|vm| vm.spec.volumes.as_ref().map_or(0, Vec::len))
         .sum();
+    let ports: usize = objects
+        .vms
+        .iter()
+        .map(|vm| vm.spec.ports.as_ref().map_or(0, Vec::len))
+        .sum();
     let counts = [
+        ("network", "create_port", ports),
         ("compute", "create_server", objects.vms.len()),
         ("compute", "create_server_group", objects.groups.len()),
         ("load-balancer", "create_load_balancer", objects.lbs.len()),
@@ -529,7 +622,12 @@ async fn delete_all(env: &Env, scenario: &Scenario) {
             && env.sim.volumes().is_empty()
             && env.sim.server_groups().is_empty()
             && env.sim.load_balancers().is_empty()
-            && env.sim.floating_ips().is_empty())
+            && env.sim.floating_ips().is_empty()
+            && env
+                .sim
+                .ports()
+                .iter()
+                .all(|p| !p.description.starts_with("verda-uid-")))
         .then_some(())
     })
     .await;

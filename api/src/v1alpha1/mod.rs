@@ -5,6 +5,7 @@ mod init_script;
 mod lifecycle;
 mod load_balancer;
 pub mod names;
+mod network_ports;
 mod rollout;
 mod rules;
 mod virtual_machine;
@@ -17,6 +18,10 @@ pub use lifecycle::{Import, ReconcilePolicy};
 pub use load_balancer::{
     HealthMonitor, LoadBalancer, LoadBalancerPort, LoadBalancerSpec, LoadBalancerStatus,
     MemberStatus, MonitorProtocol, PortStatus, Protocol, RealServers, VipType,
+};
+pub use network_ports::{
+    AddressPair, FloatingIpSpec, GroupAddresses, GroupNetworkRetention, NetworkRetention, PortSpec,
+    PortStatus as NetworkPortStatus,
 };
 pub use rollout::{AutoHealing, ReplicaHealth, RollingUpdate, RunStrategy, scaled};
 pub use virtual_machine::{

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::credentials::CloudCredentialsRef;
 use super::init_script::InitScript;
 use super::lifecycle::Import;
+use super::network_ports::{FloatingIpSpec, NetworkRetention, PortSpec, PortStatus};
 use super::rollout::RunStrategy;
 use super::rules::immutable_spec_field;
 use super::volumes::{BootVolume, DataVolume, VolumeRetention, VolumeStatus};
@@ -45,6 +46,10 @@ const RECREATE: &str =
     validation = immutable_spec_field("image", RECREATE),
     validation = immutable_spec_field("initScript", "user data is read only when the server is created; create a new VirtualMachine to run a different script"),
     validation = immutable_spec_field("networks", RECREATE),
+    validation = kube::core::Rule::new("!has(self.spec.ports) || !has(self.spec.networks)").message("give either spec.networks or spec.ports, not both: ports replace networks").field_path(".spec.ports"),
+    validation = kube::core::Rule::new("!has(self.spec.floatingIP) || has(self.spec.ports)").message("spec.floatingIP needs spec.ports: the floating IP stays on the first declared port, which outlives the server").field_path(".spec.floatingIP"),
+    validation = immutable_spec_field("floatingIP", "the floating IP is allocated once for the VirtualMachine; create a new VirtualMachine for another"),
+    validation = kube::core::Rule::new("has(self.spec.ports) == has(oldSelf.spec.ports) && (!has(self.spec.ports) || self.spec.ports.map(p, p.network) == oldSelf.spec.ports.map(p, p.network))").message("the networks of spec.ports are immutable: a server's ports are made with it; allowedAddressPairs and securityGroups may change").field_path(".spec.ports"),
     validation = immutable_spec_field("keyName", RECREATE),
     validation = immutable_spec_field("securityGroups", RECREATE),
     validation = immutable_spec_field("availabilityZone", RECREATE),
@@ -59,7 +64,9 @@ pub struct VirtualMachineSpec {
     /// confirmed automatically).
     #[schemars(length(min = 1, max = 255))]
     pub flavor: String,
-    /// Script passed to the server as user data when it is created. Immutable.
+    /// Script passed to the server as user data when it is created. `${VERDA_NAME}`
+    /// becomes the VirtualMachine's name and `${VERDA_INDEX}` a group replica's index
+    /// (empty outside a group); `$${` is a literal `${`. Immutable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub init_script: Option<InitScript>,
     /// Free text shown as the server's description in OpenStack: at most 255
@@ -72,6 +79,22 @@ pub struct VirtualMachineSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 16), inner(length(min = 1, max = 255)))]
     pub networks: Option<Vec<String>>,
+    /// Neutron ports made before the server and kept across every replacement of it:
+    /// the same addresses and MACs whatever replaced the server. In place of
+    /// `networks` (not both), in order (the first gives the primary IP).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 16))]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["network"]))]
+    pub ports: Option<Vec<PortSpec>>,
+    /// A floating IP from this external network on the first declared port: allocated
+    /// once (per replica index in a group), kept across every replacement. Needs
+    /// `ports`. Immutable.
+    #[serde(
+        default,
+        rename = "floatingIP",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub floating_ip: Option<FloatingIpSpec>,
     /// Name of the Nova key pair injected into the server. Immutable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 255))]
@@ -128,6 +151,10 @@ pub struct VirtualMachineSpec {
     /// retained). A group sets it on its VirtualMachines; a template may not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub volume_retention: Option<VolumeRetention>,
+    /// What happens to the declared ports (`ports`) when this VirtualMachine is deleted
+    /// (default: deleted). A group sets it on its VirtualMachines; a template may not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network_retention: Option<NetworkRetention>,
 }
 
 /// Nova's limits on server metadata: 128 items (less the operator's 4), values of at
@@ -190,6 +217,16 @@ pub struct VirtualMachineStatus {
     /// `attached/declared` data volumes, e.g. `2/2`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub volumes_attached: Option<String>,
+    /// The declared ports (`spec.ports`), in spec order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ports: Vec<PortStatus>,
+    /// The floating IP (`spec.floatingIP`), once allocated.
+    #[serde(
+        default,
+        rename = "floatingIP",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub floating_ip: Option<String>,
 }
 
 /// References of the spec, resolved to OpenStack IDs.

@@ -6,7 +6,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::credentials::CloudCredentialsRef;
+use super::network_ports::{GroupAddresses, GroupNetworkRetention};
 use super::rollout::{AutoHealing, ReplicaHealth, RollingUpdate, RunStrategy};
+use super::rules::immutable_spec_field;
 use super::virtual_machine::VirtualMachineSpec;
 use super::volumes::GroupVolumeRetention;
 
@@ -38,7 +40,10 @@ pub const MAX_REPLICAS: i32 = 100;
     printcolumn = r#"{"name":"Policy","type":"string","jsonPath":".spec.haPolicy"}"#,
     printcolumn = r#"{"name":"Retained","type":"integer","jsonPath":".status.retainedVolumes","description":"Data volumes kept for replicas that do not exist now"}"#,
     printcolumn = r#"{"name":"Server-Group","type":"string","jsonPath":".status.serverGroupID","priority":1}"#,
-    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#,
+    validation = kube::core::Rule::new("!has(self.spec.template.floatingIP) || has(self.spec.template.ports) || has(self.spec.addresses)").message("spec.template.floatingIP needs ports for it to stay on: give the template ports, or the group addresses").field_path(".spec.template.floatingIP"),
+    validation = immutable_spec_field("addresses", "each replica keeps the address it was given for as long as it lives; create a new VirtualMachineGroup for other addresses"),
+    validation = kube::core::Rule::new("!has(self.spec.addresses) || self.spec.addresses.all(a, !has(a.list) || size(a.list) >= self.spec.replicas)").message("spec.addresses: a list needs one address per replica; add addresses before scaling up").field_path(".spec.addresses")
 )]
 #[serde(rename_all = "camelCase")]
 pub struct VirtualMachineGroupSpec {
@@ -58,6 +63,8 @@ pub struct VirtualMachineGroupSpec {
     /// reported as `TemplateImportNotAllowed`).
     #[x_kube(validation = kube::core::Rule::new("!has(self.cloudCredentialsRef)").message("set cloudCredentialsRef on the group (spec.cloudCredentialsRef), not in its template: every VirtualMachine of a group uses the group's credentials"))]
     #[x_kube(validation = kube::core::Rule::new("!has(self.runStrategy)").message("set runStrategy on the group (spec.runStrategy), not in its template: a change of power is no new template to roll out"))]
+    #[x_kube(validation = kube::core::Rule::new("!has(self.networkRetention)").message("set networkRetention on the group (spec.networkRetention: whenScaled, whenDeleted), not in its template: the group decides what becomes of each replica's ports"))]
+    #[x_kube(validation = kube::core::Rule::new("!has(self.ports) || self.ports.all(p, !has(p.fixedIPs))").message("a template's ports may not carry fixedIPs: every replica would claim the same address; give the group spec.addresses (from, or list) instead"))]
     #[x_kube(validation = kube::core::Rule::new("!has(self.volumeRetention)").message("set volumeRetention on the group (spec.volumeRetention: whenScaled, whenDeleted), not in its template: the group decides what becomes of each replica's volumes"))]
     pub template: VirtualMachineSpec,
     /// Free text describing the group; also the server group's description.
@@ -105,6 +112,18 @@ pub struct VirtualMachineGroupSpec {
     /// scale-up brings `<group>-<n>` back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub volume_retention: Option<GroupVolumeRetention>,
+    /// Fixed addresses per replica index, per network of the template: replica `n`
+    /// boots on a port with address `from + n` (or `list[n]`), kept across every
+    /// replacement. Immutable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 16))]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["network"]))]
+    pub addresses: Option<Vec<GroupAddresses>>,
+    /// What becomes of a replica's ports (made for `addresses` or `template.ports`) when
+    /// a scale-down removes it (`whenScaled`, default `Retain`: a scale-up of the index
+    /// gets them back) and when the group is deleted (`whenDeleted`, default `Delete`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network_retention: Option<GroupNetworkRetention>,
 }
 
 /// HA policy of the group's Nova server group.

@@ -1,6 +1,6 @@
 //! The request envelope of the simulated Neutron: the request context (request ID,
 //! microversion where the service has one, answers and fault bodies), entering through
-//! the gate, and the body and listing helpers every resource uses.
+//! the gate, and the listing helper every resource uses (bodies: `schema.rs`).
 
 use crate::gate::{self, Reject};
 use crate::query::{self, encode_query};

@@ -56,15 +56,6 @@ fn not_found(cx: &Cx, id: &str) -> Response {
     )
 }
 
-fn body_of(cx: &Cx, bytes: &[u8]) -> Result<serde_json::Map<String, Value>, Response> {
-    let v = wire::parse_body(bytes)
-        .ok_or_else(|| cx.err(400, "HTTPBadRequest", "Failed to parse request body"))?;
-    v.get("floatingip")
-        .and_then(Value::as_object)
-        .cloned()
-        .ok_or_else(|| cx.err(400, "HTTPBadRequest", "Resource body required"))
-}
-
 /// Binds `fip` to `port_id` (or unbinds with `None`), checking the port.
 fn associate(cx: &Cx, w: &mut World, fip_id: &str, port_id: Option<&str>) -> Result<(), Response> {
     let fixed = match port_id {
@@ -77,7 +68,7 @@ fn associate(cx: &Cx, w: &mut World, fip_id: &str, port_id: Option<&str>) -> Res
                     &format!("Port {p} could not be found."),
                 )
             })?;
-            let ip = port.ip.ok_or_else(|| {
+            let ip = port.ip().ok_or_else(|| {
                 cx.err(
                     400,
                     "BadRequest",
@@ -166,7 +157,7 @@ async fn create(
     bytes: Bytes,
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "create_floating_ip", &headers).await?;
-    let req = body_of(&cx, &bytes)?;
+    let req = schema::body(&cx, &bytes, "floatingip")?;
     let net_id = check_create(&cx, &req)?;
     let mut w = sim.world_of(&cx.project);
     let (subnet, address) = allocate(&cx, &mut w, &net_id)?;
@@ -233,7 +224,7 @@ async fn update(
     bytes: Bytes,
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "update_floating_ip", &headers).await?;
-    let req = body_of(&cx, &bytes)?;
+    let req = schema::body(&cx, &bytes, "floatingip")?;
     schema::floating_ip(&cx, &req)?;
     let mut w = sim.world_of(&cx.project);
     if !w.fips.contains_key(&id) {

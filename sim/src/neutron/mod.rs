@@ -1,12 +1,26 @@
 //! Neutron v2.0: routing, the request envelope (request ID, `NeutronError` bodies)
-//! and list answers (exact-match filters, 400 on unknown filters, `fields`, pages with
-//! `next`/`previous` links). Networks, subnets and ports are read-only (seeded, or
-//! created by Nova/Octavia); floating IPs are read-write. No routers or security groups.
+//! and list answers (exact-match filters, repeated ones meaning any of the values, 400
+//! on unknown filters, `fields`, pages with `next`/`previous` links). Networks and
+//! subnets are seeded (the admin's) or created by the project; ports are created by
+//! the user (fixed IPs, allowed address pairs, security groups; `neutron-ports.md`),
+//! by Nova or by Octavia; floating IPs are read-write; security groups are listed
+//! (each project's `default`, and those a test adds). Body checks follow Neutron's
+//! validators (`schema.rs`, `port_body.rs`), refusals its policy (`policy.rs`).
+//!
+//! Deliberately not here: routers, security group rules, network and subnet update
+//! or delete, IPv6 subnets, and the admin's view of other projects.
 
+mod addresses;
 mod envelope;
 mod floating_ips;
+mod ipv4;
 mod networks;
+mod policy;
+mod port_body;
+mod ports;
 mod schema;
+mod security_groups;
+mod subnets;
 
 use axum::Router;
 use axum::extract::State;
@@ -22,7 +36,9 @@ pub(crate) fn routes(r: Router<Sim>) -> Router<Sim> {
     let r = r
         .route("/network", get(versions))
         .route("/network/", get(versions));
-    floating_ips::routes(networks::routes(r))
+    let r = subnets::routes(networks::routes(r));
+    let r = security_groups::routes(ports::routes(r));
+    floating_ips::routes(r)
 }
 
 async fn versions(State(sim): State<Sim>) -> Response {

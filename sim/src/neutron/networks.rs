@@ -1,82 +1,92 @@
-//! Read-only Neutron networks, subnets and ports (list with filters, show by ID).
-//! Ports are those Nova and Octavia create (server NICs, load balancer VIPs).
+//! Neutron networks: list (filters, `fields`), show, and create (owned by the
+//! caller's project, as `openstack network create` makes one). The seeded networks
+//! are the admin's; `private` is shared.
+//!
+//! Deliberately not here: update and delete, provider attributes, and sharing or
+//! external networks made by a member (policy refuses both, as recorded for Neutron).
 
 use axum::Router;
+use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use axum::routing::get;
-use serde_json::{Value, json};
+use chrono::Utc;
+use serde_json::{Map, Value, json};
 
-use super::envelope::{enter, list_answer};
-use crate::model::{Network, Port, Subnet};
+use super::envelope::{Cx, enter, list_answer};
+use super::policy;
+use super::schema::{self, Spec};
+use crate::model::Network;
 use crate::query::Params;
-use crate::seed::ADMIN_PROJECT_ID;
 use crate::state::Sim;
 use crate::wire;
 use crate::world::World;
 
 pub(super) fn routes(r: Router<Sim>) -> Router<Sim> {
-    r.route("/network/v2.0/networks", get(list_networks))
-        .route("/network/v2.0/networks/{id}", get(get_network))
-        .route("/network/v2.0/subnets", get(list_subnets))
-        .route("/network/v2.0/subnets/{id}", get(get_subnet))
-        .route("/network/v2.0/ports", get(list_ports))
-        .route("/network/v2.0/ports/{id}", get(get_port))
+    r.route("/network/v2.0/networks", get(list).post(create))
+        .route("/network/v2.0/networks/{id}", get(get_one))
 }
 
-fn network(n: &Network) -> Value {
+const SPEC: Spec = Spec {
+    required: &[],
+    read_only: &[
+        "id",
+        "status",
+        "subnets",
+        "created_at",
+        "updated_at",
+        "revision_number",
+    ],
+    create_only: &[],
+    modelled: &[
+        "name",
+        "description",
+        "admin_state_up",
+        "shared",
+        "router:external",
+    ],
+    other: &[
+        "tenant_id",
+        "project_id",
+        "mtu",
+        "port_security_enabled",
+        "availability_zone_hints",
+        "dns_domain",
+        "qos_policy_id",
+        "provider:network_type",
+        "provider:physical_network",
+        "provider:segmentation_id",
+        "segments",
+        "is_default",
+        "vlan_transparent",
+        "qinq",
+        "tags",
+    ],
+};
+
+fn view(n: &Network) -> Value {
     json!({
-        "id": n.id, "name": n.name, "tenant_id": ADMIN_PROJECT_ID, "project_id": ADMIN_PROJECT_ID,
+        "id": n.id, "name": n.name, "tenant_id": n.project_id, "project_id": n.project_id,
         "admin_state_up": true, "mtu": 1500, "status": "ACTIVE", "subnets": n.subnets, "shared": n.shared,
         "availability_zone_hints": [], "availability_zones": [], "ipv4_address_scope": null,
         "ipv6_address_scope": null, "router:external": n.external, "qinq": false, "vlan_transparent": false,
-        "description": "", "port_security_enabled": true, "tags": [],
-        "created_at": wire::ts_z(n.created), "updated_at": wire::ts_z(n.created), "revision_number": 2
+        "description": n.description, "port_security_enabled": true, "tags": [],
+        "created_at": wire::ts_z(n.created), "updated_at": wire::ts_z(n.updated),
+        "revision_number": n.revision
     })
 }
 
-fn subnet(n: &Subnet, external: bool) -> Value {
-    json!({
-        "id": n.id, "name": n.name, "project_id": ADMIN_PROJECT_ID, "network_id": n.network_id, "ip_version": 4,
-        "subnetpool_id": null, "enable_dhcp": n.dhcp, "ipv6_ra_mode": null, "ipv6_address_mode": null,
-        "gateway_ip": n.gateway.to_string(), "cidr": n.cidr,
-        "allocation_pools": [{"start": n.pool_start.to_string(), "end": n.pool_end.to_string()}],
-        "host_routes": [], "dns_nameservers": [], "description": "", "router:external": external,
-        "service_types": [], "tags": [], "created_at": wire::ts_z(n.created), "updated_at": wire::ts_z(n.created),
-        "revision_number": 0, "tenant_id": ADMIN_PROJECT_ID
+/// The network `id` of the caller's world (a copy), or Neutron's 404.
+pub(super) fn find(cx: &Cx, w: &World, id: &str) -> Result<Network, Response> {
+    let found = w.networks.iter().find(|n| n.id == id).cloned();
+    found.ok_or_else(|| {
+        let msg = format!("Network {id} could not be found.");
+        cx.err(404, "NetworkNotFound", &msg)
     })
 }
 
-pub(super) fn port(project: &str, p: &Port) -> Value {
-    let fixed: Vec<Value> = match (&p.subnet_id, p.ip) {
-        (Some(s), Some(ip)) => vec![json!({"subnet_id": s, "ip_address": ip.to_string()})],
-        _ => vec![],
-    };
-    json!({
-        "id": p.id, "name": p.name, "network_id": p.network_id, "tenant_id": project, "project_id": project,
-        "mac_address": p.mac, "admin_state_up": true, "status": "ACTIVE", "device_id": p.device_id,
-        "device_owner": p.device_owner, "fixed_ips": fixed, "allowed_address_pairs": [], "extra_dhcp_opts": [],
-        "security_groups": [], "description": "", "binding:vnic_type": "normal", "port_security_enabled": true,
-        "dns_name": "", "tags": [], "created_at": wire::ts_z(p.created), "updated_at": wire::ts_z(p.created),
-        "revision_number": 1
-    })
-}
-
-fn subnets(w: &World) -> Vec<Value> {
-    let external = |s: &Subnet| {
-        w.networks
-            .iter()
-            .any(|n| n.id == s.network_id && n.external)
-    };
-    w.subnets.iter().map(|s| subnet(s, external(s))).collect()
-}
-
-fn no_extra(_: &Value, _: &str, _: &str) -> Option<bool> {
-    None
-}
-
-async fn list_networks(
+async fn list(
     State(sim): State<Sim>,
     headers: HeaderMap,
     Query(q): Query<Params>,
@@ -86,97 +96,76 @@ async fn list_networks(
         .world_of(&cx.project)
         .networks
         .iter()
-        .map(network)
+        .map(view)
         .collect();
-    list_answer(&cx, "networks", items, &q, &no_extra)
+    list_answer(&cx, "networks", items, &q, &|_, _, _| None)
 }
 
-async fn get_network(
+async fn get_one(
     State(sim): State<Sim>,
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, Response> {
     let cx = enter(&sim, "get_network", &headers).await?;
-    match sim
-        .world_of(&cx.project)
-        .networks
-        .iter()
-        .find(|n| n.id == id)
-    {
-        Some(n) => Ok(cx.ok(200, &json!({"network": network(n)}))),
-        None => Err(cx.err(
-            404,
-            "NetworkNotFound",
-            &format!("Network {id} could not be found."),
-        )),
-    }
+    let n = find(&cx, &sim.world_of(&cx.project), &id)?;
+    Ok(cx.ok(200, &json!({"network": view(&n)})))
 }
 
-async fn list_subnets(
+/// Checks a create body: (name, description). `shared` and `router:external` are
+/// the admin's (policy), `admin_state_up` false is not modelled.
+fn check(cx: &Cx, req: &Map<String, Value>) -> Result<(String, String), Response> {
+    schema::attributes(cx, req, &SPEC, true)?;
+    let name = schema::text(cx, req, "name")?.unwrap_or_default();
+    let mut attrs = Vec::new();
+    for (key, flag) in [
+        ("admin_state_up", true),
+        ("shared", false),
+        ("router:external", false),
+    ] {
+        let Some(v) = req.get(key) else { continue };
+        match (key, schema::boolean(cx, v)?) {
+            ("admin_state_up", false) => {
+                let msg = "A network with admin_state_up false is not modelled by the simulator.";
+                return Err(cx.err(400, "HTTPBadRequest", msg));
+            }
+            // Set to its default, an attribute is not "explicitly set" for policy.
+            (_, value) if value == flag => {}
+            _ => attrs.push(policy::Attr {
+                name: key,
+                keys: Vec::new(),
+                allowed: false,
+            }),
+        }
+    }
+    let description = schema::text(cx, req, "description")?.unwrap_or_default();
+    schema::unknown(cx, req, &SPEC)?;
+    policy::enforce(cx, "create_network", true, &attrs)?;
+    Ok((name, description))
+}
+
+async fn create(
     State(sim): State<Sim>,
     headers: HeaderMap,
-    Query(q): Query<Params>,
+    bytes: Bytes,
 ) -> Result<Response, Response> {
-    let cx = enter(&sim, "list_subnets", &headers).await?;
-    let items = subnets(&sim.world_of(&cx.project));
-    list_answer(&cx, "subnets", items, &q, &no_extra)
-}
-
-async fn get_subnet(
-    State(sim): State<Sim>,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-) -> Result<Response, Response> {
-    let cx = enter(&sim, "get_subnet", &headers).await?;
-    match subnets(&sim.world_of(&cx.project))
-        .into_iter()
-        .find(|s| s["id"] == id.as_str())
-    {
-        Some(s) => Ok(cx.ok(200, &json!({ "subnet": s }))),
-        None => Err(cx.err(
-            404,
-            "SubnetNotFound",
-            &format!("Subnet {id} could not be found."),
-        )),
-    }
-}
-
-/// `fixed_ips=ip_address=…` / `fixed_ips=subnet_id=…` filters on ports.
-fn fixed_ips_filter(item: &Value, key: &str, value: &str) -> Option<bool> {
-    if key != "fixed_ips" {
-        return None;
-    }
-    let (k, v) = value.split_once('=')?;
-    let ips = item["fixed_ips"].as_array()?;
-    Some(ips.iter().any(|ip| ip[k].as_str() == Some(v)))
-}
-
-async fn list_ports(
-    State(sim): State<Sim>,
-    headers: HeaderMap,
-    Query(q): Query<Params>,
-) -> Result<Response, Response> {
-    let cx = enter(&sim, "list_ports", &headers).await?;
-    let w = sim.world_of(&cx.project);
-    let mut ports: Vec<&Port> = w.ports.values().collect();
-    ports.sort_by_key(|p| p.seq);
-    let items: Vec<Value> = ports.into_iter().map(|p| port(&cx.project, p)).collect();
-    drop(w);
-    list_answer(&cx, "ports", items, &q, &fixed_ips_filter)
-}
-
-async fn get_port(
-    State(sim): State<Sim>,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-) -> Result<Response, Response> {
-    let cx = enter(&sim, "get_port", &headers).await?;
-    match sim.world_of(&cx.project).ports.get(&id) {
-        Some(p) => Ok(cx.ok(200, &json!({"port": port(&cx.project, p)}))),
-        None => Err(cx.err(
-            404,
-            "PortNotFound",
-            &format!("Port {id} could not be found."),
-        )),
-    }
+    let cx = enter(&sim, "create_network", &headers).await?;
+    let req = schema::body(&cx, &bytes, "network")?;
+    let (name, description) = check(&cx, &req)?;
+    let mut w = sim.world_of(&cx.project);
+    let now = Utc::now();
+    let net = Network {
+        id: w.uuid(),
+        name,
+        description,
+        project_id: cx.project.clone(),
+        external: false,
+        shared: false,
+        subnets: Vec::new(),
+        revision: 1,
+        created: now,
+        updated: now,
+    };
+    let answer = json!({"network": view(&net)});
+    w.networks.push(net);
+    Ok(cx.ok(201, &answer))
 }

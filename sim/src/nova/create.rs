@@ -1,7 +1,7 @@
 //! `POST /servers`: schema checks (by microversion, in `schema.rs`), reference checks
-//! (flavor, image, networks, key pair, security groups, zone, group hint), the metadata
-//! and instance quotas, and scheduling. The 202 answer is tiny, as recorded; the build
-//! completes lazily.
+//! (flavor, image, networks and ports in `nics.rs`, key pair, security groups, zone,
+//! group hint), the metadata and instance quotas, and scheduling. The 202 answer is
+//! tiny, as recorded; the build completes lazily.
 
 use std::time::Instant;
 
@@ -14,8 +14,8 @@ use rand::Rng;
 use serde_json::{Map, Value, json};
 
 use super::envelope::{Cx, body, enter};
-use super::{boot_volume, metadata, scheduler, schema};
-use crate::model::{Nic, Server, Status};
+use super::{boot_volume, metadata, nics, scheduler, schema};
+use crate::model::{Server, Status};
 use crate::state::Sim;
 use crate::world::World;
 
@@ -24,7 +24,7 @@ struct Request {
     name: String,
     flavor_id: String,
     image_id: String,
-    networks: Vec<String>,
+    networks: Vec<nics::Wanted>,
     group: Option<String>,
     server: Map<String, Value>,
     boot: Option<boot_volume::Boot>,
@@ -96,7 +96,7 @@ fn validate(cx: &Cx, w: &World, req: &Value) -> Result<Request, Response> {
     }
     let items = server.get("metadata").and_then(Value::as_object);
     metadata::quota(cx, items.map_or(0, |m| m.len()))?;
-    let networks = networks(cx, w, server.get("networks"))?;
+    let networks = nics::requested(cx, w, server.get("networks"))?;
     check_references(cx, w, server)?;
     let group = match req
         .pointer("/os:scheduler_hints/group")
@@ -122,46 +122,6 @@ fn last_segment(r: &str) -> String {
     r.rsplit('/').next().unwrap_or(r).to_string()
 }
 
-/// Network IDs to attach; `auto` = the shared `private` network, `none` = none.
-fn networks(cx: &Cx, w: &World, requested: Option<&Value>) -> Result<Vec<String>, Response> {
-    let private = || {
-        w.networks
-            .iter()
-            .filter(|n| n.name == "private")
-            .map(|n| n.id.clone())
-            .collect()
-    };
-    let list = match requested {
-        None => return Ok(private()),
-        Some(Value::String(s)) if s == "auto" => return Ok(private()),
-        Some(Value::String(s)) if s == "none" => return Ok(vec![]),
-        Some(Value::Array(list)) => list,
-        Some(other) => {
-            return Err(cx.err(
-                400,
-                &format!(
-                    "Invalid input for field/attribute networks. Value: {}.",
-                    crate::wire::py_repr(other)
-                ),
-            ));
-        }
-    };
-    let mut ids = Vec::new();
-    for n in list {
-        let Some(uuid) = n.get("uuid").and_then(Value::as_str) else {
-            return Err(cx.err(
-                400,
-                "Only networks given by uuid are supported by the simulator.",
-            ));
-        };
-        match w.networks.iter().find(|net| net.id == uuid) {
-            Some(net) => ids.push(net.id.clone()),
-            None => return Err(cx.err(400, &format!("Network {uuid} could not be found."))),
-        }
-    }
-    Ok(ids)
-}
-
 fn check_references(cx: &Cx, w: &World, server: &Map<String, Value>) -> Result<(), Response> {
     if let Some(key) = server.get("key_name").and_then(Value::as_str)
         && !w.keypairs.iter().any(|k| k == key)
@@ -175,7 +135,7 @@ fn check_references(cx: &Cx, w: &World, server: &Map<String, Value>) -> Result<(
         .flatten()
     {
         let name = sg["name"].as_str().unwrap_or_default();
-        if !w.security_groups.iter().any(|g| g == name) {
+        if w.security_group(name).is_none() {
             return Err(cx.err(400, &format!("Security group {name} not found.")));
         }
     }
@@ -219,19 +179,19 @@ fn build(w: &mut World, r: Request, doom_by_fault: bool) -> Server {
     let id = w.uuid();
     let host = scheduler::place(w, r.group.as_deref().and_then(|g| w.groups.get(g)));
     let doomed = doom(&host, doom_by_fault, &id);
-    let nics = match &doomed {
-        Some(_) => vec![],
-        None => r.networks.iter().map(|n| nic(w, n, &id)).collect(),
-    };
-    if let Some(g) = r.group.as_deref().and_then(|g| w.groups.get_mut(g)) {
-        g.members.push(id.clone());
-    }
     let s = &r.server;
-    let str_of = |k: &str| s.get(k).and_then(Value::as_str).map(str::to_string);
     let mut security_groups = strings(s.get("security_groups"), |g| g["name"].as_str());
     if security_groups.is_empty() {
         security_groups.push("default".into());
     }
+    let nics = match &doomed {
+        Some(_) => vec![],
+        None => nics::attach(w, &r.networks, &id, &security_groups),
+    };
+    if let Some(g) = r.group.as_deref().and_then(|g| w.groups.get_mut(g)) {
+        g.members.push(id.clone());
+    }
+    let str_of = |k: &str| s.get(k).and_then(Value::as_str).map(str::to_string);
     let metadata = s
         .get("metadata")
         .and_then(Value::as_object)
@@ -270,21 +230,5 @@ fn build(w: &mut World, r: Request, doom_by_fault: bool) -> Server {
             .map_or_else(|| json!({}), |g| json!({"group": [g]})),
         group: r.group,
         id,
-    }
-}
-
-fn nic(w: &mut World, network_id: &str, server_id: &str) -> Nic {
-    let network_name = w
-        .networks
-        .iter()
-        .find(|n| n.id == network_id)
-        .map(|n| n.name.clone())
-        .unwrap_or_default();
-    let port = w.create_port(network_id, "", server_id, "compute:nova");
-    Nic {
-        network_name,
-        port_id: port.id,
-        addr: port.ip,
-        mac: port.mac,
     }
 }

@@ -10,6 +10,7 @@ mod envelope;
 mod flavors;
 mod groups;
 mod metadata;
+mod nics;
 mod scheduler;
 mod schema;
 mod servers;

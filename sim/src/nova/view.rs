@@ -25,14 +25,18 @@ fn host_id(project: &str, host: &str) -> String {
     out
 }
 
-/// `addresses`: fixed IPs per network name, plus floating IPs bound to the server's ports.
+/// `addresses`: the fixed IPs of each NIC's port per network name, plus floating IPs
+/// bound to the port.
 fn addresses(w: &World, s: &Server, full: bool) -> Value {
     let mut map = Map::new();
     if s.status == Status::Build {
         return Value::Object(map);
     }
     for nic in &s.nics {
-        let Some(addr) = nic.addr else { continue };
+        // A port deleted under a server takes its addresses with it.
+        let Some(port) = w.ports.get(&nic.port_id) else {
+            continue;
+        };
         let entry = map
             .entry(nic.network_name.clone())
             .or_insert_with(|| json!([]));
@@ -42,17 +46,19 @@ fn addresses(w: &World, s: &Server, full: bool) -> Value {
         let mut ip = |addr: String, kind: &str| {
             let v = match full {
                 true => {
-                    json!({"version": 4, "addr": addr, "OS-EXT-IPS:type": kind, "OS-EXT-IPS-MAC:mac_addr": nic.mac})
+                    json!({"version": 4, "addr": addr, "OS-EXT-IPS:type": kind, "OS-EXT-IPS-MAC:mac_addr": port.mac})
                 }
                 false => json!({"version": 4, "addr": addr}),
             };
             list.push(v);
         };
-        ip(addr.to_string(), "fixed");
+        for fixed in &port.fixed_ips {
+            ip(fixed.ip.to_string(), "fixed");
+        }
         for fip in w
             .fips
             .values()
-            .filter(|f| f.port_id.as_deref() == Some(nic.port_id.as_str()))
+            .filter(|f| f.port_id.as_ref() == Some(&port.id))
         {
             ip(fip.address.to_string(), "floating");
         }
@@ -127,12 +133,10 @@ pub(super) fn server(cx: &Cx, w: &World, s: &Server) -> Value {
         json!(s.launched.map(wire::ts_micro_naive)),
     );
     put(&mut m, "OS-SRV-USG:terminated_at", Value::Null);
-    if placed && s.status != Status::Error {
-        let groups: Vec<Value> = s
-            .security_groups
-            .iter()
-            .map(|g| json!({"name": g}))
-            .collect();
+    // The groups of the server's ports, as Nova asks Neutron; none: no key.
+    let groups = w.server_security_groups(&s.nics);
+    if placed && s.status != Status::Error && !groups.is_empty() {
+        let groups = groups.iter().map(|g| json!({"name": g})).collect();
         put(&mut m, "security_groups", Value::Array(groups));
     }
     put(

@@ -41,7 +41,8 @@ fn vip(cx: &Cx, w: &World, req: &serde_json::Map<String, Value>) -> Result<Vip, 
             .ports
             .get(&port)
             .ok_or_else(|| cx.err(400, &format!("Port {port} not found.")))?;
-        let subnet = p.subnet_id.clone().unwrap_or_default();
+        let subnet = p.fixed_ips.first().map(|f| f.subnet_id.clone());
+        let subnet = subnet.unwrap_or_default();
         return Ok((subnet, p.network_id.clone(), Some(port)));
     }
     if let Some(subnet) = str_field(req, "vip_subnet_id") {
@@ -107,7 +108,7 @@ async fn create(
     };
     let at = Instant::now() + w.lb_delay;
     let lb = LoadBalancer {
-        vip_address: port.ip.map(|ip| ip.to_string()).unwrap_or_default(),
+        vip_address: port.ip().map(|ip| ip.to_string()).unwrap_or_default(),
         vip_port_id: port.id,
         vip_subnet_id: subnet_id,
         vip_network_id: network_id,

@@ -1,9 +1,10 @@
 //! A project's world: every resource it holds, the seeded generator its IDs come
 //! from, and the transitions due by time. Each service's records are here (`cinder`,
-//! `octavia` and Octavia's state machine, `octavia_lifecycle`); the services' handlers
-//! read and write them, never the reverse.
+//! `neutron`'s addresses and ports, `octavia` and Octavia's state machine,
+//! `octavia_lifecycle`); the services' handlers read and write them, never the reverse.
 
 pub(crate) mod cinder;
+pub(crate) mod neutron;
 pub(crate) mod octavia;
 pub(crate) mod octavia_lifecycle;
 
@@ -18,7 +19,9 @@ use rand::{Rng, SeedableRng};
 use self::cinder::Cinder;
 use self::octavia::Octavia;
 use super::config::SimConfig;
-use super::model::{Flavor, FloatingIp, Image, Network, Port, Server, ServerGroup, Status, Subnet};
+use super::model::{
+    Flavor, FloatingIp, Image, Network, Port, SecurityGroup, Server, ServerGroup, Status, Subnet,
+};
 
 /// All resources.
 pub(crate) struct World {
@@ -37,7 +40,7 @@ pub(crate) struct World {
     pub flavors: Vec<Flavor>,
     pub images: Vec<Image>,
     pub keypairs: Vec<String>,
-    pub security_groups: Vec<String>,
+    pub security_groups: Vec<SecurityGroup>,
     pub zones: Vec<String>,
     pub servers: HashMap<String, Server>,
     pub groups: HashMap<String, ServerGroup>,
@@ -122,83 +125,15 @@ impl World {
         self.next_event = Some(self.next_event.map_or(at, |t| t.min(at)));
     }
 
-    /// The lowest free address of the subnet's allocation pool.
-    pub fn allocate_ip(&mut self, subnet_id: &str) -> Option<Ipv4Addr> {
-        let subnet = self.subnets.iter().find(|s| s.id == subnet_id)?;
-        let (start, end) = (u32::from(subnet.pool_start), u32::from(subnet.pool_end));
-        let used = self.used_ips.entry(subnet_id.to_string()).or_default();
-        let ip = (start..=end)
-            .map(Ipv4Addr::from)
-            .find(|ip| !used.contains(ip))?;
-        used.insert(ip);
-        Some(ip)
-    }
-
-    pub fn release_ip(&mut self, subnet_id: &str, ip: Ipv4Addr) {
-        if let Some(used) = self.used_ips.get_mut(subnet_id) {
-            used.remove(&ip);
-        }
-    }
-
-    /// Creates a Neutron port with an address on the network's first subnet.
-    pub fn create_port(
-        &mut self,
-        network_id: &str,
-        name: &str,
-        device_id: &str,
-        owner: &str,
-    ) -> Port {
-        let subnet_id = self
-            .networks
-            .iter()
-            .find(|n| n.id == network_id)
-            .and_then(|n| n.subnets.first().cloned());
-        let ip = subnet_id.as_deref().and_then(|s| self.allocate_ip(s));
-        let port = Port {
-            id: self.uuid(),
-            seq: self.next_seq(),
-            name: name.to_string(),
-            network_id: network_id.to_string(),
-            subnet_id,
-            ip,
-            mac: self.mac(),
-            device_id: device_id.to_string(),
-            device_owner: owner.to_string(),
-            created: Utc::now(),
-        };
-        self.ports.insert(port.id.clone(), port.clone());
-        port
-    }
-
-    /// Deletes a port, frees its address and detaches floating IPs from it.
-    pub fn delete_port(&mut self, port_id: &str) {
-        let Some(port) = self.ports.remove(port_id) else {
-            return;
-        };
-        if let (Some(s), Some(ip)) = (port.subnet_id.as_deref(), port.ip) {
-            self.release_ip(s, ip);
-        }
-        for fip in self
-            .fips
-            .values_mut()
-            .filter(|f| f.port_id.as_deref() == Some(port_id))
-        {
-            fip.port_id = None;
-            fip.fixed_ip = None;
-            fip.updated = Utc::now();
-            fip.revision += 1;
-        }
-    }
-
-    /// Removes a server at once with its ports, group membership and boot volume; its
-    /// data volumes are detached.
+    /// Removes a server at once with its group membership and boot volume; its data
+    /// volumes are detached, the ports Nova made are deleted and the user's unbound.
     pub fn remove_server(&mut self, id: &str) {
         let Some(server) = self.servers.remove(id) else {
             return;
         };
         self.cinder.server_gone(id);
         for nic in &server.nics {
-            self.delete_port(&nic.port_id);
+            self.release_port(&nic.port_id, id);
         }
         for g in self.groups.values_mut() {
             g.members.retain(|m| m != id);

@@ -220,7 +220,9 @@ impl<'w> Operating<'w> {
                 .values()
                 .filter(|s| s.status == Status::Active && !s.deleting)
                 .filter(|s| !self.w.unresponsive.contains(&s.id))
-                .flat_map(|s| s.nics.iter().filter_map(|n| n.addr))
+                .flat_map(|s| s.nics.iter())
+                .filter_map(|n| self.w.ports.get(&n.port_id))
+                .flat_map(|p| p.fixed_ips.iter().map(|f| f.ip))
                 .collect()
         })
     }

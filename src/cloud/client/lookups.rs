@@ -24,6 +24,7 @@ pub(crate) enum Kind {
     Network,
     Subnet,
     LbFlavor,
+    SecurityGroup,
 }
 
 type Key = (Kind, Option<String>, String);

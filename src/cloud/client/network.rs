@@ -68,7 +68,87 @@ impl NetworkPort for OpenStackClient {
                     "network_id",
                     filter.network_id.as_ref().map(|n| n.to_string()),
                 );
+            let req = filter
+                .descriptions
+                .iter()
+                .fold(req, |req, d| req.query("description", d.as_str()));
             self.list_all(req, "ports", "list ports").await
+        })
+    }
+
+    fn find_security_group<'a>(&'a self, name_or_id: &'a str) -> CloudFuture<'a, SecurityGroup> {
+        Box::pin(self.remembered(
+            Kind::SecurityGroup,
+            name_or_id,
+            self.security_group_find(name_or_id),
+        ))
+    }
+
+    fn create_port<'a>(&'a self, request: &'a CreatePort) -> CloudFuture<'a, Port> {
+        Box::pin(async move {
+            let mut body = json!({
+                "network_id": request.network,
+                "name": request.name,
+                "description": request.description,
+            });
+            if !request.fixed_ips.is_empty() {
+                let ips: Vec<_> = request
+                    .fixed_ips
+                    .iter()
+                    .map(|ip| json!({"ip_address": ip}))
+                    .collect();
+                body["fixed_ips"] = json!(ips);
+            }
+            if !request.allowed_address_pairs.is_empty() {
+                body["allowed_address_pairs"] = json!(request.allowed_address_pairs);
+            }
+            if let Some(groups) = &request.security_groups {
+                body["security_groups"] = json!(groups);
+            }
+            let req = neutron("create_port", Method::POST, "/ports").json(json!({"port": body}));
+            let action = format!(
+                "create port {} on network {}",
+                request.name, request.network
+            );
+            self.fetch(&req, "port", &action).await
+        })
+    }
+
+    fn update_port<'a>(&'a self, id: &'a PortId, request: &'a UpdatePort) -> CloudFuture<'a, Port> {
+        Box::pin(async move {
+            let mut body = json!({});
+            if let Some(d) = &request.description {
+                body["description"] = json!(d);
+            }
+            if let Some(pairs) = &request.allowed_address_pairs {
+                body["allowed_address_pairs"] = json!(pairs);
+            }
+            if let Some(groups) = &request.security_groups {
+                body["security_groups"] = json!(groups);
+            }
+            let req = neutron("update_port", Method::PUT, format!("/ports/{id}"))
+                .json(json!({"port": body}))
+                .idempotent();
+            self.fetch(&req, "port", &format!("update port {id}")).await
+        })
+    }
+
+    fn delete_port<'a>(&'a self, id: &'a PortId) -> CloudFuture<'a, ()> {
+        Box::pin(async move {
+            let req = neutron("delete_port", Method::DELETE, format!("/ports/{id}"));
+            self.execute(&req, &format!("delete port {id}")).await
+        })
+    }
+
+    fn list_security_groups<'a>(
+        &'a self,
+        name: Option<&'a str>,
+    ) -> CloudFuture<'a, Vec<SecurityGroup>> {
+        Box::pin(async move {
+            let req = neutron("list_security_groups", Method::GET, "/security-groups")
+                .query_opt("name", name);
+            self.list_all(req, "security_groups", "list security groups")
+                .await
         })
     }
 
@@ -180,6 +260,19 @@ impl OpenStackClient {
         let named = self.list_networks(Some(name_or_id)).await?;
         pick_one(Resource::Network, name_or_id, named, |n| n.id.to_string())
             .map_err(|k| CloudError::new(format!("find network {name_or_id}"), k))
+    }
+
+    /// A security group by name (an ID is taken as it is: Neutron checks it on use).
+    async fn security_group_find(&self, name_or_id: &str) -> CloudResult<SecurityGroup> {
+        if looks_like_uuid(name_or_id) {
+            return Ok(SecurityGroup {
+                id: name_or_id.to_owned(),
+                name: String::new(),
+            });
+        }
+        let named = self.list_security_groups(Some(name_or_id)).await?;
+        pick_one(Resource::SecurityGroup, name_or_id, named, |g| g.id.clone())
+            .map_err(|k| CloudError::new(format!("find security group {name_or_id}"), k))
     }
 
     /// A subnet by ID or name, asking the cloud.

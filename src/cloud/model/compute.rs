@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::volume::BootVolumeRequest;
-use crate::cloud::ids::{FlavorId, ImageId, NetworkId, ServerGroupId, ServerId, VolumeId};
+use crate::cloud::ids::{FlavorId, ImageId, NetworkId, PortId, ServerGroupId, ServerId, VolumeId};
 
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 pub struct Flavor {
@@ -56,6 +56,9 @@ pub struct CreateServer {
     pub image: ImageId,
     pub flavor: FlavorId,
     pub networks: Vec<NetworkId>,
+    /// Declared ports the server boots on, in place of `networks` when not empty (their
+    /// security groups are the ports' own: Nova ignores the request's for them).
+    pub ports: Vec<PortId>,
     pub user_data: Option<UserData>,
     pub key_name: Option<String>,
     pub security_groups: Vec<String>,
@@ -72,11 +75,20 @@ pub struct CreateServer {
 }
 
 impl CreateServer {
+    fn nics(&self) -> Vec<Value> {
+        if self.ports.is_empty() {
+            let nic = |n: &NetworkId| serde_json::json!({"uuid": n});
+            return self.networks.iter().map(nic).collect();
+        }
+        let nic = |p: &PortId| serde_json::json!({"port": p});
+        self.ports.iter().map(nic).collect()
+    }
+
     pub(crate) fn to_wire(&self) -> Value {
         let mut server = serde_json::json!({
             "name": self.name,
             "flavorRef": self.flavor,
-            "networks": self.networks.iter().map(|n| serde_json::json!({"uuid": n})).collect::<Vec<_>>(),
+            "networks": self.nics(),
         });
         let set = |server: &mut Value, key: &str, value: Value| {
             if let Some(obj) = server.as_object_mut() {
@@ -102,7 +114,7 @@ impl CreateServer {
         if let Some(key) = &self.key_name {
             set(&mut server, "key_name", Value::String(key.clone()));
         }
-        if !self.security_groups.is_empty() {
+        if !self.security_groups.is_empty() && self.ports.is_empty() {
             let groups = self
                 .security_groups
                 .iter()

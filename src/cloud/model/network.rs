@@ -1,9 +1,17 @@
 //! Neutron request and response types (networks, subnets, ports, floating IPs).
 //! Only the fields the operator reads; everything else in Neutron's bodies is ignored.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::cloud::ids::{FloatingIpId, NetworkId, PortId, SubnetId};
+
+/// An address a port answers for besides its own (`allowed_address_pairs`).
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+pub struct AddressPair {
+    pub ip_address: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mac_address: Option<String>,
+}
 
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 pub struct Network {
@@ -54,6 +62,57 @@ pub struct Port {
     pub fixed_ips: Vec<FixedIp>,
     #[serde(default)]
     pub status: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub mac_address: String,
+    #[serde(default)]
+    pub allowed_address_pairs: Vec<AddressPair>,
+    #[serde(default)]
+    pub security_groups: Vec<String>,
+}
+
+impl Port {
+    /// The server the port is bound to, if any.
+    pub fn device(&self) -> Option<&str> {
+        (!self.device_id.is_empty()).then_some(self.device_id.as_str())
+    }
+
+    pub fn addresses(&self) -> Vec<String> {
+        self.fixed_ips
+            .iter()
+            .map(|f| f.ip_address.clone())
+            .collect()
+    }
+}
+
+/// `POST /v2.0/ports`. Neutron keeps no tags given at create (seen on Neutron 29, which
+/// lists `tag-creation`): the owner is recorded in `description`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CreatePort {
+    pub network: NetworkId,
+    pub name: String,
+    pub description: String,
+    /// Addresses the user chose; empty: Neutron picks one.
+    pub fixed_ips: Vec<String>,
+    pub allowed_address_pairs: Vec<AddressPair>,
+    /// Security group IDs; `None`: the project's default.
+    pub security_groups: Option<Vec<String>>,
+}
+
+/// `PUT /v2.0/ports/{id}`: the fields a VirtualMachine may edit in place.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UpdatePort {
+    pub description: Option<String>,
+    pub allowed_address_pairs: Option<Vec<AddressPair>>,
+    pub security_groups: Option<Vec<String>>,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct SecurityGroup {
+    pub id: String,
+    #[serde(default)]
+    pub name: String,
 }
 
 /// Filters of `GET /v2.0/subnets` (exact match; all optional).
@@ -68,6 +127,8 @@ pub struct SubnetFilter {
 pub struct PortFilter {
     pub device_id: Option<String>,
     pub network_id: Option<NetworkId>,
+    /// Any of these descriptions (a repeated filter matches any value).
+    pub descriptions: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Deserialize)]

@@ -76,6 +76,7 @@ pub async fn run(
         }
         Step::RecordOwner(id, tags) => record_owner(compute, id, &tags, &key).await?,
         Step::Volume(step) => volume_step(ctx, tenant, kept, &key, step).await?,
+        Step::Port(step) => port_step(tenant, kept, &key, step, poll).await?,
         Step::Power(step) => power(compute, step, &key, poll).await?,
         Step::Converged => converged(vm, observed, kept, ctx.timing.resync),
     };
@@ -135,6 +136,30 @@ async fn volume_step(
         slow: ctx.timing.terminal_retry,
     };
     crate::controllers::virtual_machine::volumes::apply::run(&target, step).await
+}
+
+/// A declared-port step; the server (if any) waits on it.
+async fn port_step(
+    tenant: &Tenant,
+    server: Option<ServerId>,
+    key: &str,
+    step: crate::controllers::virtual_machine::network_ports::plan::PortStep,
+    poll: Duration,
+) -> Result<Outcome, ReconcileError> {
+    use crate::controllers::virtual_machine::network_ports::plan::PortStep;
+    let message = match &step {
+        PortStep::Wait(why) => why.clone(),
+        other => other.describe(),
+    };
+    let writes = step.writes();
+    let neutron = tenant.ports.network(None);
+    let note =
+        crate::controllers::virtual_machine::network_ports::apply::run(neutron.as_ref(), step, key)
+            .await?;
+    Ok(Outcome {
+        event: note.map(|n| (EventType::Normal, "PortReady", n)),
+        ..provisioning(server, message, if writes { Duration::ZERO } else { poll })
+    })
 }
 
 /// Creates the server; the event says whether it replaces one deleted behind the

@@ -7,6 +7,7 @@
 
 pub mod apply;
 pub mod import;
+pub mod network_ports;
 pub mod outcome;
 pub mod plan;
 pub mod power;
@@ -29,7 +30,7 @@ use verda_api::v1alpha1::{RunStrategy, VirtualMachine, VirtualMachineStatus, fin
 
 use crate::caches::cloud_view::ProjectView;
 use crate::caches::watch::Feeds;
-use crate::cloud::ids::ServerId;
+use crate::cloud::ids::{NetworkId, ServerId};
 use crate::cloud::{BlockStorage, Compute, Network};
 use crate::runtime::driver::{error_policy, reconcile_in_task};
 use crate::runtime::events::reconcile_event;
@@ -59,6 +60,36 @@ pub fn run(
     .reconcile_on(refreshed)
     .run(reconcile_in_task::<VirtualMachine>, error_policy, ctx)
     .for_each(|_| futures::future::ready(()))
+}
+
+/// The declared ports (their networks as recorded, else resolved); a create about to
+/// happen boots on them.
+async fn observe_ports(
+    reconcile: &Reconcile<VirtualMachine>,
+    observed: &mut resolve::Observed,
+) -> Result<network_ports::Look, ReconcileError> {
+    let (ctx, vm, neutron) = (
+        &reconcile.ctx,
+        &reconcile.obj,
+        reconcile.ports.network.as_ref(),
+    );
+    let key = reconcile.owner.key();
+    let networks = match observed.resolved.as_ref().or(references::written(vm)) {
+        Some(r) if r.networks.len() == vm.spec.ports.as_ref().map_or(0, Vec::len) => {
+            r.networks.clone()
+        }
+        _ => references::networks(ctx, neutron, vm, &key).await?,
+    };
+    let ids = networks
+        .iter()
+        .map(|n| NetworkId::new(n.id.clone()))
+        .collect();
+    let look = network_ports::observe(neutron, vm, &ctx.cluster, ids, &key).await?;
+    if let Some(create) = observed.create.as_mut() {
+        let count = vm.spec.ports.as_ref().map_or(0, Vec::len);
+        create.ports = look.boot_ports(count).unwrap_or_default();
+    }
+    Ok(look)
 }
 
 /// The cloud a VirtualMachine talks to: Nova, and the project's view of its servers.
@@ -122,6 +153,12 @@ impl Reconciler for VirtualMachine {
         if power::strategy(obj) == RunStrategy::Halted {
             observed.in_pools = power::in_pools(&ctx.caches.current(), obj).await;
         }
+        // Settled and converged as recorded: the ports are as the status says (the
+        // shared cloud view does not list ports; a look costs a call per object).
+        let settled = use_view && observed.from_view && network_ports::settled(obj);
+        if network_ports::wanted(obj) && !settled {
+            observed.ports = Some(observe_ports(reconcile, &mut observed).await?);
+        }
         if volumes::wanted(obj) {
             let owner = volumes::volume_owner(ctx, obj, owner);
             let server = plan::keeper(obj, &observed.servers);
@@ -152,6 +189,12 @@ impl Reconciler for VirtualMachine {
             &reconcile.ctx.timing,
             observed.in_pools,
             reconcile.now,
+        );
+        let step = plan::with_ports(
+            step,
+            &reconcile.obj,
+            &observed.servers,
+            observed.ports.as_ref(),
         );
         plan::with_volumes(
             step,
@@ -198,6 +241,8 @@ impl Reconciler for VirtualMachine {
                 let written = step.clone();
                 let forget = || match (&written, &observed.volumes) {
                     (plan::Step::Volume(_), Some(look)) => ports.view.volumes.forget(&look.owner),
+                    // A port write changes no server.
+                    (plan::Step::Port(_), _) => {}
                     (plan::Step::Create, _) => ports.view.servers.creating(owner),
                     _ if written.writes() => ports.view.servers.forget(owner),
                     _ => {}
@@ -226,6 +271,11 @@ impl Reconciler for VirtualMachine {
         if let Some(look) = &observed.volumes {
             let server = outcome.server_id.as_ref();
             volumes::status::fill(&mut status, &reconcile.obj, look, server);
+        }
+        if let Some(look) = &observed.ports {
+            let server = outcome.server_id.as_ref().map(|s| s.as_str());
+            status.ports = network_ports::status(&reconcile.obj, look, server);
+            status.floating_ip = network_ports::floating_status(look);
         }
         status
     }

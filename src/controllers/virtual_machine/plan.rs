@@ -12,6 +12,7 @@ use verda_api::v1alpha1::VirtualMachine;
 use crate::cloud::ids::{FlavorId, ServerId, joined};
 use crate::cloud::model::compute::{Server, ServerStatus};
 use crate::cloud::owner::Owner;
+use crate::controllers::virtual_machine::network_ports::{self, plan::PortStep};
 use crate::controllers::virtual_machine::power::{self, PowerStep};
 use crate::controllers::virtual_machine::volumes::Look;
 use crate::controllers::virtual_machine::volumes::plan::{VolumeStep, before_server, with_server};
@@ -53,6 +54,8 @@ pub enum Step {
     RecordOwner(ServerId, Vec<String>),
     /// Something about the data volumes (`volumes::plan`).
     Volume(VolumeStep),
+    /// Something about the declared ports (`network_ports::plan`).
+    Port(PortStep),
     /// Start, stop, or drain before a stop, as `runStrategy` says.
     Power(PowerStep),
     /// ACTIVE and matching the spec.
@@ -74,6 +77,7 @@ impl Step {
             }
             Step::RecordOwner(id, _) => format!("tag server {id} with its owner"),
             Step::Volume(step) => step.describe(),
+            Step::Port(step) => step.describe(),
             Step::Power(PowerStep::Start(id)) => format!("start server {id}, found SHUTOFF"),
             Step::Power(PowerStep::Stop(id) | PowerStep::Drain(id)) => {
                 format!("stop server {id} (runStrategy Halted)")
@@ -87,6 +91,7 @@ impl Step {
     pub fn writes(&self) -> bool {
         match self {
             Step::Volume(step) => step.writes(),
+            Step::Port(step) => step.writes(),
             Step::Power(step) => !matches!(step, PowerStep::Drain(_) | PowerStep::Pending(..)),
             _ => !matches!(
                 self,
@@ -191,6 +196,26 @@ pub fn with_volumes(
         _ => None,
     };
     volume_step.map_or(step, Step::Volume)
+}
+
+/// `step`, or what the declared ports need first: before the server is created (or
+/// while it builds) the ports it boots on, once it is converged their edits.
+pub fn with_ports(
+    step: Step,
+    vm: &VirtualMachine,
+    servers: &[Server],
+    look: Option<&network_ports::Look>,
+) -> Step {
+    let Some(look) = look else {
+        return step;
+    };
+    let kept = keeper(vm, servers).map(|s| s.id.as_str());
+    let port_step = match (&step, kept) {
+        (Step::Create | Step::Wait, _) => network_ports::plan::before_server(vm, look, kept),
+        (Step::Converged, Some(server)) => network_ports::plan::with_server(vm, look, server),
+        _ => None,
+    };
+    port_step.map_or(step, Step::Port)
 }
 
 /// The keys whose values differ between two metadata maps, for an event.

@@ -86,22 +86,38 @@ pub async fn all(
     )
     .await?;
     let flavor = flavor(compute, recorded.flavor.as_ref(), &spec.flavor, key).await?;
-    let names = spec
-        .networks
-        .clone()
-        .unwrap_or_else(|| ctx.config.defaults.networks.clone());
-    let mut networks = Vec::with_capacity(names.len());
-    for (i, name) in names.iter().enumerate() {
-        let lookup =
-            async { (network.find_network(name).await).map(|n| (n.id.to_string(), n.name)) };
-        let known = recorded.networks.get(i);
-        networks.push(resolve(known, name, "look up the network", key, lookup).await?);
-    }
+    let networks = networks(ctx, network, vm, key).await?;
     Ok(ResolvedReferences {
         image: Some(image),
         flavor: Some(flavor),
         networks,
     })
+}
+
+/// The networks the server is on: those of `spec.ports`, else `spec.networks`, else
+/// the operator's default ones; as recorded while the names are the same.
+pub async fn networks(
+    ctx: &Context,
+    network: &dyn Network,
+    vm: &VirtualMachine,
+    key: &str,
+) -> Result<Vec<Resolution>, ReconcileError> {
+    let spec = &vm.spec;
+    let names = match (&spec.ports, &spec.networks) {
+        (Some(ports), _) => ports.iter().map(|p| p.network.clone()).collect(),
+        (None, Some(networks)) => networks.clone(),
+        (None, None) => ctx.config.defaults.networks.clone(),
+    };
+    let recorded = recorded(vm)
+        .map(|r| r.networks.as_slice())
+        .unwrap_or_default();
+    let mut networks = Vec::with_capacity(names.len());
+    for (i, name) in names.iter().enumerate() {
+        let lookup =
+            async { (network.find_network(name).await).map(|n| (n.id.to_string(), n.name)) };
+        networks.push(resolve(recorded.get(i), name, "look up the network", key, lookup).await?);
+    }
+    Ok(networks)
 }
 
 #[cfg(test)]

@@ -87,6 +87,23 @@ async fn gone(
         Left::Wait => return Ok(Cleanup::Wait(ctx.timing.poll)),
         Left::Done(note) => note,
     };
+    let ports = if crate::controllers::virtual_machine::network_ports::wanted(vm) {
+        let neutron = tenant.ports.network(None);
+        let key = object_key(vm);
+        let left = crate::controllers::virtual_machine::network_ports::removal::ports(
+            neutron.as_ref(),
+            vm,
+            &ctx.cluster,
+            detach,
+            &key,
+        );
+        match left.await? {
+            None => return Ok(Cleanup::Wait(ctx.timing.poll)),
+            Some(note) => note,
+        }
+    } else {
+        String::new()
+    };
     let note = match (detach, vm.status.as_ref().and_then(|s| s.server_id.clone())) {
         (true, Some(id)) => format!(
             "server {id} keeps running without the operator's records ({RECONCILE_POLICY} detach-on-delete)"
@@ -94,11 +111,11 @@ async fn gone(
         (true, None) => "no server to detach".to_owned(),
         (false, _) => "server deleted".to_owned(),
     };
-    let note = if volumes.is_empty() {
-        note
-    } else {
-        format!("{note}; {volumes}")
-    };
+    let note = [note, volumes, ports]
+        .into_iter()
+        .filter(|n| !n.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ");
     finished(ctx, vm, if detach { "Detached" } else { "Deleted" }, note).await;
     Ok(Cleanup::Done)
 }

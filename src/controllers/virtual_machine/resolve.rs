@@ -6,7 +6,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::ResourceExt;
 use kube::api::Api;
 use verda_api::v1alpha1::{
-    InitScript, KeySelector, Resolution, ResolvedReferences, VirtualMachine, annotations,
+    InitScript, KeySelector, Resolution, ResolvedReferences, VirtualMachine, annotations, labels,
 };
 
 use crate::caches::cloud_view::ProjectView;
@@ -40,6 +40,8 @@ pub struct Observed {
     pub volumes: Option<crate::controllers::virtual_machine::volumes::Look>,
     /// Some load balancer lists the VirtualMachine in a pool (its status says so).
     pub in_pools: bool,
+    /// The declared ports, when the object has any.
+    pub ports: Option<crate::controllers::virtual_machine::network_ports::Look>,
 }
 
 /// Where a VirtualMachine looks: Nova, Neutron (networks, only to create) and the
@@ -76,6 +78,7 @@ pub async fn observe(from: &Sources<'_>, use_view: bool) -> Result<Observed, Rec
         create: None,
         volumes: None,
         in_pools: false,
+        ports: None,
         servers,
     };
     match keeper(vm, &observed.servers).map(|s| s.flavor.clone()) {
@@ -206,6 +209,8 @@ fn create_request(
             .iter()
             .map(|n| NetworkId::new(n.id.clone()))
             .collect(),
+        // Filled once the declared ports are known (`network_ports`).
+        ports: Vec::new(),
         user_data,
         key_name: spec.key_name.clone(),
         security_groups: spec.security_groups.clone().unwrap_or_default(),
@@ -241,6 +246,8 @@ async fn user_data(ctx: &Context, vm: &VirtualMachine) -> Result<Option<UserData
         } => script_in_secret(ctx, vm, r).await?,
         InitScript { .. } => return Ok(None),
     };
+    let index = vm.labels().get(labels::INDEX).map_or("", String::as_str);
+    let text = personalised(&text, &vm.name_any(), index);
     if text.len() > MAX_USER_DATA_BYTES {
         return Err(ReconcileError::Invalid {
             object: key,
@@ -253,6 +260,36 @@ async fn user_data(ctx: &Context, vm: &VirtualMachine) -> Result<Option<UserData
         });
     }
     Ok(Some(UserData(text)))
+}
+
+/// The placeholders of an init script, and the escape that keeps a literal `${`
+/// (written with escapes: a brace in a string would read as a block to tools).
+const NAME_VAR: &str = "$\u{7b}VERDA_NAME\u{7d}";
+const INDEX_VAR: &str = "$\u{7b}VERDA_INDEX\u{7d}";
+const ESCAPED: &str = "$$\u{7b}";
+
+/// The script with the replica's identity in place of `${VERDA_NAME}` and
+/// `${VERDA_INDEX}`; `$${` stays a literal `${` (shell scripts use `${...}` too).
+pub fn personalised(script: &str, name: &str, index: &str) -> String {
+    let mut out = String::with_capacity(script.len());
+    let mut rest = script;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        rest = &rest[at..];
+        let (put, skip) = if rest.starts_with(ESCAPED) {
+            (&ESCAPED[1..], ESCAPED.len())
+        } else if rest.starts_with(NAME_VAR) {
+            (name, NAME_VAR.len())
+        } else if rest.starts_with(INDEX_VAR) {
+            (index, INDEX_VAR.len())
+        } else {
+            ("$", 1)
+        };
+        out.push_str(put);
+        rest = &rest[skip..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The init script is missing: `what` says where it was looked for.
@@ -318,3 +355,18 @@ async fn script_in_secret(
 
 /// Nova takes user data as at most 65,535 characters of base64: 3 bytes per 4 characters.
 const MAX_USER_DATA_BYTES: usize = 65_535 / 4 * 3;
+
+#[cfg(test)]
+mod tests {
+    use super::personalised;
+
+    #[test]
+    fn a_replica_reads_its_name_and_index_and_the_rest_of_the_script_is_left_alone() {
+        let script = "#!/bin/sh\nhostname ${VERDA_NAME}\nid=${VERDA_INDEX}\necho $HOME ${USER} $${VERDA_NAME} $5\n";
+        assert_eq!(
+            personalised(script, "db-2", "2"),
+            "#!/bin/sh\nhostname db-2\nid=2\necho $HOME ${USER} ${VERDA_NAME} $5\n"
+        );
+        assert_eq!(personalised("i=${VERDA_INDEX};$", "web", ""), "i=;$");
+    }
+}

@@ -18,9 +18,11 @@ use crate::cloud::model::compute::ServerGroupPolicy;
 use crate::cloud::model::volume::Volume;
 use crate::cloud::owner::Owner;
 use crate::cloud::{BlockStorage, Compute};
+use crate::controllers::virtual_machine_group::addresses::{port_fate, replica_spec};
 use crate::controllers::virtual_machine_group::plan::Plan;
 use crate::runtime::ReconcileError;
 use crate::runtime::object::{object_key, replica_index};
+use crate::runtime::problem::Problem;
 
 /// The VirtualMachine of `group` with index `index`.
 pub fn new_vm(
@@ -28,7 +30,12 @@ pub fn new_vm(
     index: u32,
     hash: &str,
     server_group: Option<&ServerGroupId>,
-) -> VirtualMachine {
+) -> Result<VirtualMachine, ReconcileError> {
+    let template = replica_spec(group, index).map_err(|message| ReconcileError::Invalid {
+        object: object_key(group),
+        problem: Problem::AddressesInvalid,
+        message,
+    })?;
     let mut annotations_map = BTreeMap::new();
     if let Some(id) = server_group {
         annotations_map.insert(annotations::SERVER_GROUP.to_owned(), id.to_string());
@@ -36,7 +43,7 @@ pub fn new_vm(
     if let Some(policy) = group.annotations().get(annotations::RECONCILE_POLICY) {
         annotations_map.insert(annotations::RECONCILE_POLICY.to_owned(), policy.clone());
     }
-    VirtualMachine {
+    Ok(VirtualMachine {
         metadata: ObjectMeta {
             name: Some(format!("{}-{index}", group.name_any())),
             namespace: group.namespace(),
@@ -55,10 +62,10 @@ pub fn new_vm(
         spec: VirtualMachineSpec {
             cloud_credentials_ref: group.spec.cloud_credentials_ref.clone(),
             run_strategy: group.spec.run_strategy,
-            ..group.spec.template.clone()
+            ..template
         },
         status: None,
-    }
+    })
 }
 
 /// Gives the group's VirtualMachines the group's credentials reference when it changed
@@ -201,7 +208,7 @@ pub async fn run(
     let key = format!("{ns}/{}", group.name_any());
     let api: Api<VirtualMachine> = Api::namespaced(client.clone(), &ns);
     for index in &plan.create {
-        let vm = new_vm(group, *index, hash, server_group);
+        let vm = new_vm(group, *index, hash, server_group)?;
         match api.create(&PostParams::default(), &vm).await {
             Ok(_) => {}
             Err(kube::Error::Api(s)) if s.code == 409 => {}
@@ -223,6 +230,7 @@ pub async fn run(
             let index = replica_index(vm, &group.name_any());
             let fate = crate::controllers::virtual_machine_group::plan::volume_fate(group, index);
             set_volume_retention(&api, vm, fate, &key).await?;
+            set_port_retention(&api, vm, port_fate(group, index), &key).await?;
         }
         ignore_missing(
             api.delete(name, &DeleteParams::background())
@@ -243,21 +251,56 @@ pub async fn set_volume_retention(
     key: &str,
 ) -> Result<(), ReconcileError> {
     let now = vm.spec.volume_retention.unwrap_or_default().when_deleted;
-    if now == fate || vm.spec.volumes.as_ref().is_none_or(Vec::is_empty) {
+    let has = vm.spec.volumes.as_ref().is_some_and(|v| !v.is_empty());
+    set_retention(
+        api,
+        vm,
+        (has && now != fate).then_some(fate),
+        "volumeRetention",
+        key,
+    )
+    .await
+}
+
+/// The same for its declared ports (and floating IP).
+pub async fn set_port_retention(
+    api: &Api<VirtualMachine>,
+    vm: &VirtualMachine,
+    fate: Retention,
+    key: &str,
+) -> Result<(), ReconcileError> {
+    let now = vm.spec.network_retention.unwrap_or_default().when_deleted;
+    let has = vm.spec.ports.as_ref().is_some_and(|p| !p.is_empty());
+    set_retention(
+        api,
+        vm,
+        (has && now != fate).then_some(fate),
+        "networkRetention",
+        key,
+    )
+    .await
+}
+
+/// Writes `spec.<field>.whenDeleted` when `fate` says it must change.
+async fn set_retention(
+    api: &Api<VirtualMachine>,
+    vm: &VirtualMachine,
+    fate: Option<Retention>,
+    field: &str,
+    key: &str,
+) -> Result<(), ReconcileError> {
+    let Some(fate) = fate else {
         return Ok(());
-    }
-    let patch = json!({"spec": {"volumeRetention": {"whenDeleted": fate}}});
+    };
+    let patch = json!({"spec": {field: {"whenDeleted": fate}}});
+    let params = PatchParams::default();
     ignore_missing(
-        api.patch(
-            &vm.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(&patch),
-        )
-        .await
-        .map(drop),
+        api.patch(&vm.name_any(), &params, &Patch::Merge(&patch))
+            .await
+            .map(drop),
     )
     .map_err(ReconcileError::kube(
-        "set what becomes of a VirtualMachine's volumes",
+        "set what becomes of a VirtualMachine's volumes and ports",
         key,
     ))
 }

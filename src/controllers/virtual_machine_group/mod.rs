@@ -6,6 +6,7 @@
 //! create / drain / delete) → `apply` (the server group, then Kubernetes writes only;
 //! the VirtualMachine controller owns the servers) → `status`.
 
+pub mod addresses;
 pub mod apply;
 pub mod health;
 pub mod plan;
@@ -127,7 +128,8 @@ impl Reconciler for VirtualMachineGroup {
     }
 
     fn validate(group: &Self, _: &Context) -> Result<(), ReconcileError> {
-        refuse_template_import(group)
+        refuse_template_import(group)?;
+        addresses::validate(group)
     }
 
     fn current_status(&self) -> Option<&VirtualMachineGroupStatus> {
@@ -368,8 +370,27 @@ fn count_replacements(ctx: &Context, observed: &Observed, round: &plan::Plan) {
     }
 }
 
-/// With every VirtualMachine gone: the volumes kept for indices that had none (earlier
-/// scale-downs), deleted or detached as the group says; `Some` while deletes run.
+/// With every VirtualMachine gone: what was kept for indices that had none (earlier
+/// scale-downs), volumes then ports, as the group says; `Some` while deletes run.
+async fn retained(
+    group: &VirtualMachineGroup,
+    ctx: &Context,
+    removal: &Removal,
+) -> Result<Option<Cleanup>, ReconcileError> {
+    if let Some(wait) = retained_volumes(group, ctx, removal).await? {
+        return Ok(Some(wait));
+    }
+    let Removal::Delete(tenant) = removal else {
+        return Ok(None);
+    };
+    let neutron = tenant.ports.network(None);
+    let key = object_key(group);
+    let bound = addresses::delete_retained(neutron.as_ref(), group, &ctx.cluster, &key).await?;
+    Ok(bound.then_some(Cleanup::Wait(ctx.timing.poll)))
+}
+
+/// The volumes kept for indices that had none, deleted or detached as the group says;
+/// `Some` while deletes run.
 async fn retained_volumes(
     group: &VirtualMachineGroup,
     ctx: &Context,
@@ -434,11 +455,13 @@ async fn cleanup(
         let api: Api<VirtualMachine> =
             Api::namespaced(ctx.client.clone(), &group.namespace().unwrap_or_default());
         let fate = group.spec.volume_retention.unwrap_or_default().when_deleted;
+        let port_fate = addresses::retention(&group).when_deleted;
         for vm in vms
             .iter()
             .filter(|vm| vm.metadata.deletion_timestamp.is_none())
         {
             apply::set_volume_retention(&api, vm, fate, &key).await?;
+            apply::set_port_retention(&api, vm, port_fate, &key).await?;
             apply::ignore_missing(
                 api.delete(&vm.name_any(), &DeleteParams::background())
                     .await
@@ -448,7 +471,7 @@ async fn cleanup(
         }
         return Ok(Cleanup::Wait(ctx.timing.poll));
     }
-    if let Some(wait) = retained_volumes(&group, &ctx, &removal).await? {
+    if let Some(wait) = retained(&group, &ctx, &removal).await? {
         return Ok(wait);
     }
     if let Removal::Delete(tenant) = removal {

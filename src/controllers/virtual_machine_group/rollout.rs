@@ -118,12 +118,10 @@ pub fn stalled(
             .is_some_and(|at| now.duration_since(at).as_secs_f64() >= deadline.as_secs_f64())
 }
 
-/// Whether the replicas have data volumes (kept per index).
+/// Whether the replicas have data volumes or declared ports (kept per index): they are
+/// replaced in place, index by index.
 pub fn stateful(group: &VirtualMachineGroup) -> bool {
-    group
-        .spec
-        .template
-        .volumes
-        .as_ref()
-        .is_some_and(|v| !v.is_empty())
+    let volumes = group.spec.template.volumes.as_ref();
+    volumes.is_some_and(|v| !v.is_empty())
+        || crate::controllers::virtual_machine_group::addresses::has_ports(group)
 }

@@ -234,6 +234,7 @@ impl Network for Wired<dyn Network> {
     wired! {
         create fn create_floating_ip<'a>(&'a self, request: &'a CreateFloatingIp) -> CloudFuture<'a, FloatingIp>;
         create fn update_floating_ip<'a>(&'a self, id: &'a FloatingIpId, port: Option<&'a PortId>) -> CloudFuture<'a, FloatingIp>;
+        create fn create_port<'a>(&'a self, request: &'a net::CreatePort) -> CloudFuture<'a, Port>;
     }
     wired! {
         fn list_networks<'a>(&'a self, name: Option<&'a str>) -> CloudFuture<'a, Vec<net::Network>>;
@@ -243,6 +244,10 @@ impl Network for Wired<dyn Network> {
         fn get_subnet<'a>(&'a self, id: &'a SubnetId) -> CloudFuture<'a, Subnet>;
         fn find_subnet<'a>(&'a self, name_or_id: &'a str) -> CloudFuture<'a, Subnet>;
         fn list_ports<'a>(&'a self, filter: &'a PortFilter) -> CloudFuture<'a, Vec<Port>>;
+        fn update_port<'a>(&'a self, id: &'a PortId, request: &'a net::UpdatePort) -> CloudFuture<'a, Port>;
+        fn delete_port<'a>(&'a self, id: &'a PortId) -> CloudFuture<'a, ()>;
+        fn list_security_groups<'a>(&'a self, name: Option<&'a str>) -> CloudFuture<'a, Vec<net::SecurityGroup>>;
+        fn find_security_group<'a>(&'a self, name_or_id: &'a str) -> CloudFuture<'a, net::SecurityGroup>;
         fn get_floating_ip<'a>(&'a self, id: &'a FloatingIpId) -> CloudFuture<'a, FloatingIp>;
         fn list_floating_ips<'a>(&'a self, filter: &'a FloatingIpFilter) -> CloudFuture<'a, Vec<FloatingIp>>;
         fn delete_floating_ip<'a>(&'a self, id: &'a FloatingIpId) -> CloudFuture<'a, ()>;
