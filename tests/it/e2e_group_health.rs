@@ -79,7 +79,14 @@ async fn a_stopped_server_is_started_again_and_halted_keeps_the_same_servers_out
         (now[&format!("{GROUP}-0")] == (id.clone(), "ACTIVE".into())).then_some(())
     })
     .await;
-    assert!(env.event_reasons().await.contains(&"Started".to_owned()));
+    // The event is written after the start it tells of: it may come a moment later.
+    eventually("a Started event", LIMIT, || async {
+        env.event_reasons()
+            .await
+            .contains(&"Started".to_owned())
+            .then_some(())
+    })
+    .await;
 
     // Halted: every server SHUTOFF, none in any pool, the same servers.
     patch_group(&env, json!({"spec": {"runStrategy": "Halted"}})).await;
