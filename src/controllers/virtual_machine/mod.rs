@@ -84,7 +84,8 @@ async fn observe_ports(
         .iter()
         .map(|n| NetworkId::new(n.id.clone()))
         .collect();
-    let look = network_ports::observe(neutron, vm, &ctx.cluster, ids, &key).await?;
+    let record = network_ports::record(ctx, vm, &reconcile.owner);
+    let look = network_ports::observe(neutron, vm, record, ids, &key).await?;
     if let Some(create) = observed.create.as_mut() {
         let count = vm.spec.ports.as_ref().map_or(0, Vec::len);
         create.ports = look.boot_ports(count).unwrap_or_default();

@@ -93,7 +93,7 @@ async fn gone(
         let left = crate::controllers::virtual_machine::network_ports::removal::ports(
             neutron.as_ref(),
             vm,
-            &ctx.cluster,
+            crate::controllers::virtual_machine::network_ports::record(ctx, vm, owner),
             detach,
             &key,
         );

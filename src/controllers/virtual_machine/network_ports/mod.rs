@@ -3,8 +3,8 @@
 //! so the addresses and MACs stay.
 //!
 //! The owner is recorded in the port's `description` (Neutron keeps no tags given at
-//! create): `verda-uid-<uid>` for a VirtualMachine's own, `verda-uid-<group uid>-<n>`
-//! for replica `n` of a group, so a new VirtualMachine of that index finds them.
+//! create; [`port_record`]): the VirtualMachine's, or for replica `n` of a group the
+//! group's and `n`, with the cluster, so a new VirtualMachine of that index finds them.
 //! `observe` lists them (one call), `plan` decides the next step (pure), `apply` carries
 //! it out, `removal` keeps or deletes them as `networkRetention` says.
 
@@ -13,15 +13,14 @@ pub mod floating;
 pub mod plan;
 pub mod removal;
 
-use kube::{Resource, ResourceExt};
-use verda_api::v1alpha1::{NetworkPortStatus, VirtualMachine, VirtualMachineGroup};
+use verda_api::v1alpha1::{NetworkPortStatus, VirtualMachine};
 
 use crate::cloud::Network;
 use crate::cloud::ids::{NetworkId, PortId};
 use crate::cloud::model::network::{Port, PortFilter};
-use crate::cloud::owner::{ClusterId, port_record};
-use crate::runtime::ReconcileError;
-use crate::runtime::object::replica_index;
+use crate::cloud::owner::{Owner, port_record};
+use crate::controllers::virtual_machine::volumes::volume_owner;
+use crate::runtime::{Context, ReconcileError};
 
 /// The ports as this VirtualMachine sees them.
 #[derive(Clone, Debug)]
@@ -98,16 +97,10 @@ pub fn settled(vm: &VirtualMachine) -> bool {
 }
 
 /// The owner record of the VirtualMachine's ports: its group's and index when a
-/// group controls it, else its own.
-pub fn record(vm: &VirtualMachine, cluster: &ClusterId) -> String {
-    let group = vm
-        .owner_references()
-        .iter()
-        .find(|r| r.controller == Some(true) && r.kind == VirtualMachineGroup::kind(&()));
-    match group.and_then(|g| Some((g, replica_index(vm, &g.name)?))) {
-        Some((g, index)) => port_record(&g.uid, Some(index), cluster),
-        None => port_record(&vm.uid().unwrap_or_default(), None, cluster),
-    }
+/// group controls it, else its own (the same owner its data volumes record).
+pub fn record(ctx: &Context, vm: &VirtualMachine, owner: &Owner) -> String {
+    let whose = volume_owner(ctx, vm, owner);
+    port_record(&whose.owner.uid, whose.index, &ctx.cluster)
 }
 
 /// Lists the ports carrying the object's record (one call) and resolves the security
@@ -116,11 +109,10 @@ pub fn record(vm: &VirtualMachine, cluster: &ClusterId) -> String {
 pub async fn observe(
     neutron: &dyn Network,
     vm: &VirtualMachine,
-    cluster: &ClusterId,
+    record: String,
     networks: Vec<NetworkId>,
     key: &str,
 ) -> Result<Look, ReconcileError> {
-    let record = record(vm, cluster);
     let count = vm.spec.ports.as_ref().map_or(0, Vec::len);
     let mut groups = Vec::with_capacity(count);
     for i in 0..count {

@@ -7,7 +7,6 @@ use verda_api::v1alpha1::{Retention, VirtualMachine};
 
 use crate::cloud::Network;
 use crate::cloud::model::network::{Port, PortFilter, UpdatePort};
-use crate::cloud::owner::ClusterId;
 use crate::runtime::ReconcileError;
 
 /// Where the ports stand: `None` while Nova still holds one; else what became of them
@@ -15,11 +14,10 @@ use crate::runtime::ReconcileError;
 pub async fn ports(
     neutron: &dyn Network,
     vm: &VirtualMachine,
-    cluster: &ClusterId,
+    record: String,
     detach: bool,
     key: &str,
 ) -> Result<Option<String>, ReconcileError> {
-    let record = super::record(vm, cluster);
     let floating = super::floating::removal(neutron, vm, &record, detach, key).await?;
     let filter = PortFilter {
         descriptions: vec![record],
