@@ -78,6 +78,20 @@ pub fn object_key<K: Resource>(obj: &K) -> String {
     format!("{}/{}", obj.namespace().unwrap_or_default(), obj.name_any())
 }
 
+/// The VirtualMachineGroup that controls `vm`, and `vm`'s replica index in it.
+pub fn group_replica(
+    vm: &verda_api::v1alpha1::VirtualMachine,
+) -> Option<(
+    &k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference,
+    u32,
+)> {
+    use kube::Resource;
+    let group = vm.meta().owner_references.as_ref()?.iter().find(|r| {
+        r.controller == Some(true) && r.kind == verda_api::v1alpha1::VirtualMachineGroup::kind(&())
+    })?;
+    Some((group, replica_index(vm, &group.name)?))
+}
+
 /// The replica index of `vm`, a VirtualMachine of the group `group`: its label
 /// `verda.linecorp.com/index`; on one an earlier release created without it (its group
 /// labels it in place), the `<index>` of its name `<group>-<index>`.

@@ -4,7 +4,7 @@
 //! edited in place; a floating IP kept across a replacement; a taken address reported
 //! in Neutron's words; the ports deleted
 //! with the group; a crash right after a port create leaves neither a duplicate nor an
-//! orphan.
+//! orphan; new replicas cost a port create each and no lookup each.
 
 use crate::sim_support;
 use crate::support;
@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use kube::api::{DeleteParams, Patch, PatchParams};
 use serde_json::json;
-use support::e2e::{Env, eventually, test_timing};
+use support::e2e::{Env, calls_since, eventually, test_timing};
 use verda_api::conditions::{READY, is_true};
 use verda_api::v1alpha1::{VirtualMachine, VirtualMachineGroup};
 use verda_operator::cloud::model::network::{Port, PortFilter};
@@ -114,7 +114,14 @@ async fn replicas_keep_their_addresses_and_ports_across_every_replacement() {
     assert_eq!(fips.len(), 3, "a floating IP per replica: {fips:?}");
     // Each replica knows who it is at boot.
     let server = env.sim.servers().into_iter().find(|s| s.id == first[2].0);
-    let script = server.and_then(|s| s.user_data).expect("user data");
+    let server = server.expect("db-2's server");
+    let index = server.metadata.get("verda.linecorp.com:index");
+    assert_eq!(
+        index.map(String::as_str),
+        Some("2"),
+        "in the metadata service"
+    );
+    let script = server.user_data.expect("user data");
     assert_eq!(decoded(&script), "echo db-2 2 ${HOME}");
     let ports = ports_on(&env, &net).await;
     assert_eq!(ports.len(), 3, "{ports:?}");
@@ -262,4 +269,45 @@ async fn a_taken_address_is_reported_in_neutrons_words_and_an_edited_pair_update
         none.then_some(())
     })
     .await;
+}
+
+/// New replicas' ports are decided on one listing of the project's ports and on the
+/// operator's own creates: a fleet on declared ports costs one port create per replica,
+/// not a lookup each as well.
+#[tokio::test]
+async fn new_replicas_on_ports_cost_a_create_each_and_no_lookup_each() {
+    let env = Env::start(SimConfig::fast(), test_timing()).await;
+    let net = own_network(&env, "db-net").await;
+    let before = env.sim.request_counts();
+    let yaml = "apiVersion: verda.linecorp.com/v1alpha1\nkind: VirtualMachineGroup\nmetadata: {name: web}\nspec:\n  replicas: 6\n  template:\n    image: centos79\n    flavor: n3-1vcpu-2gb\n    ports: [{network: db-net}]\n";
+    let _: VirtualMachineGroup = env.create_from_yaml(yaml).await;
+    for i in 0..6 {
+        on_port(&env, &format!("web-{i}")).await;
+    }
+    let calls = calls_since(&env.sim, &before);
+    let count = |op: &str| calls.get(op).copied().unwrap_or(0);
+    assert_eq!(count("network/create_port"), 6, "{calls:?}");
+    assert!(
+        count("network/list_ports") <= 2,
+        "one listing of the project's ports, not a lookup per replica: {calls:?}"
+    );
+    assert_eq!(ports_on(&env, &net).await.len(), 6);
+
+    // A replica whose server went behind the operator's back asks Neutron again: the
+    // replacement boots on the same port, once Nova let it go.
+    let (server, port, _, _) = on_port(&env, "web-3").await;
+    env.sim.delete_server_out_of_band(&server);
+    eventually("web-3 is back on its port", LIMIT, || async {
+        let status = env
+            .api::<VirtualMachine>()
+            .get("web-3")
+            .await
+            .ok()?
+            .status?;
+        let back = status.server_id.as_deref() != Some(server.as_str())
+            && is_true(&status.conditions, READY);
+        (back && status.ports.first()?.id == port).then_some(())
+    })
+    .await;
+    assert_eq!(ports_on(&env, &net).await.len(), 6, "no port was added");
 }

@@ -142,6 +142,14 @@ async fn replicas_keep_their_ports_across_replacement_rollout_and_scaling_on_the
             "the VIP is an allowed pair: {pairs}"
         );
     }
+    // Replica 2 knows its index from the metadata service.
+    let shown = real.openstack("osh-demo", &["server", "show", &first[2].0]);
+    let properties = shown["properties"].to_string();
+    assert!(
+        properties.contains(r#"verda.linecorp.com:index":"2""#)
+            || properties.contains("verda.linecorp.com:index='2'"),
+        "replica 2's server metadata: {properties}"
+    );
     println!(
         "REAL group of 3 at .50/.51/.52 with a shared VIP: Ready in {:.1} s, {calls} cloud calls ({:.1} per VirtualMachine)",
         started.elapsed().as_secs_f64(),

@@ -20,6 +20,7 @@
 mod load_balancers;
 mod members;
 mod orphans;
+mod ports;
 mod servers;
 mod surroundings;
 mod volumes;
@@ -36,6 +37,7 @@ use verda_api::v1alpha1::{LoadBalancer, VirtualMachine, VirtualMachineGroup};
 
 pub use load_balancers::{Cached, LoadBalancerView, OctaviaTree, QUIET};
 pub use members::{MemberMemory, MemberSet};
+pub use ports::PortView;
 pub use servers::ServerView;
 pub use surroundings::Surroundings;
 pub use volumes::{VolumeOwner, VolumeView};
@@ -43,9 +45,9 @@ pub use volumes::{VolumeOwner, VolumeView};
 use crate::cloud::CloudPorts;
 use crate::cloud::model::compute::Server;
 use crate::cloud::model::loadbalancing::LbFilter;
-use crate::cloud::model::network::FloatingIpFilter;
+use crate::cloud::model::network::{FloatingIpFilter, PortFilter};
 use crate::cloud::orphans::ResourceKind;
-use crate::cloud::owner::{MANAGED_TAG, Owner, namespace_in};
+use crate::cloud::owner::{MANAGED_TAG, Owner, namespace_in, port_owner};
 use crate::lock::Lock;
 use crate::tenancy::Tenant;
 
@@ -69,11 +71,15 @@ pub struct ProjectView {
     /// Data volumes; refreshed only once some object of the project has one.
     pub volumes: VolumeView,
     pub load_balancers: LoadBalancerView,
+    /// Declared ports, by owner record; listed only on demand.
+    pub network_ports: PortView,
     /// Each LoadBalancer's pool members when it last converged (drift reports).
     pub lb_members: MemberMemory,
     ports: Lock<Option<Weak<dyn CloudPorts>>>,
     /// When a listing of servers was last taken on demand.
     server_listing_tried: Tried,
+    /// When the project's ports were last listed on demand.
+    port_listing_tried: Tried,
     /// When a listing of load balancers was last taken on demand, per region.
     lb_listings_tried: Lock<HashMap<Option<String>, Arc<Tried>>>,
 }
@@ -144,6 +150,25 @@ impl CloudView {
         view.servers.listed(since)
     }
 
+    /// As [`CloudView::servers_listed`], for the records of the project's ports (not
+    /// refreshed: the view's own creates keep it whole for the term).
+    pub async fn ports_listed(
+        &self,
+        ctx: Surroundings<'_>,
+        tenant: &Tenant,
+        view: &ProjectView,
+        since: Option<Instant>,
+    ) -> bool {
+        if view.network_ports.listed(since) {
+            return true;
+        }
+        if let Some((project, _)) = self.in_term(ctx, tenant, view) {
+            let listing = project.list_port_records();
+            list_once_since(&view.port_listing_tried, since, listing).await;
+        }
+        view.network_ports.listed(since)
+    }
+
     /// As [`CloudView::servers_listed`], for the load balancers of `region`.
     pub async fn load_balancers_listed(
         &self,
@@ -194,6 +219,9 @@ impl CloudView {
             .collect()
     }
 }
+
+/// What a listing of port records asks Neutron for.
+const PORT_RECORD_FIELDS: &[&str] = &["id", "network_id", "description"];
 
 /// When a listing was last taken on demand, held while it is taken.
 type Tried = tokio::sync::Mutex<Option<Instant>>;
@@ -366,6 +394,29 @@ impl Project<'_> {
             }
             Err(error) => {
                 tracing::warn!(project = self.id, %error, "could not refresh the view of servers; reconciles read Nova until the next refresh")
+            }
+        }
+    }
+
+    /// The owner records of the project's ports: one listing of IDs and descriptions.
+    async fn list_port_records(&self) {
+        let asked = Instant::now();
+        let filter = PortFilter {
+            project_id: Some(self.id.to_owned()),
+            fields: PORT_RECORD_FIELDS,
+            ..PortFilter::default()
+        };
+        match self.ports.network(None).list_ports(&filter).await {
+            Ok(listed) => {
+                let ours = listed.into_iter().filter(|p| {
+                    port_owner(&p.description)
+                        .is_some_and(|(_, _, c)| c == self.ctx.cluster.as_str())
+                });
+                let shown = ours.map(|p| p.description).collect();
+                self.view.network_ports.listing(shown, asked);
+            }
+            Err(error) => {
+                tracing::warn!(project = self.id, %error, "could not list the project's ports; each new VirtualMachine's ports are looked up instead")
             }
         }
     }

@@ -67,11 +67,16 @@ impl NetworkPort for OpenStackClient {
                 .query_opt(
                     "network_id",
                     filter.network_id.as_ref().map(|n| n.to_string()),
-                );
+                )
+                .query_opt("project_id", filter.project_id.as_deref());
             let req = filter
                 .descriptions
                 .iter()
                 .fold(req, |req, d| req.query("description", d.as_str()));
+            let req = filter
+                .fields
+                .iter()
+                .fold(req, |req, f| req.query("fields", *f));
             self.list_all(req, "ports", "list ports").await
         })
     }

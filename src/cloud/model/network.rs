@@ -129,6 +129,9 @@ pub struct PortFilter {
     pub network_id: Option<NetworkId>,
     /// Any of these descriptions (a repeated filter matches any value).
     pub descriptions: Vec<String>,
+    pub project_id: Option<String>,
+    /// Only these attributes of each port (none: all).
+    pub fields: &'static [&'static str],
 }
 
 #[derive(Clone, Debug, PartialEq, Deserialize)]

@@ -14,6 +14,7 @@ use crate::cloud::ids::{FlavorId, ServerId};
 use crate::cloud::model::compute::CreateServer;
 use crate::cloud::owner::Owner;
 use crate::cloud::{Compute, MetadataMode, ignore_not_found};
+use crate::controllers::virtual_machine::network_ports;
 use crate::controllers::virtual_machine::plan::Step;
 use crate::controllers::virtual_machine::power::{self, PowerStep};
 use crate::controllers::virtual_machine::resolve::Observed;
@@ -76,7 +77,7 @@ pub async fn run(
         }
         Step::RecordOwner(id, tags) => record_owner(compute, id, &tags, &key).await?,
         Step::Volume(step) => volume_step(ctx, tenant, kept, &key, step).await?,
-        Step::Port(step) => port_step(tenant, kept, &key, step, poll).await?,
+        Step::Port(step) => port_step(ctx, tenant, observed, (kept, &key), step).await?,
         Step::Power(step) => power(compute, step, &key, poll).await?,
         Step::Converged => converged(vm, observed, kept, ctx.timing.resync),
     };
@@ -140,22 +141,24 @@ async fn volume_step(
 
 /// A declared-port step; the server (if any) waits on it.
 async fn port_step(
+    ctx: &Context,
     tenant: &Tenant,
-    server: Option<ServerId>,
-    key: &str,
-    step: crate::controllers::virtual_machine::network_ports::plan::PortStep,
-    poll: Duration,
+    observed: &Observed,
+    (server, key): (Option<ServerId>, &str),
+    step: network_ports::plan::PortStep,
 ) -> Result<Outcome, ReconcileError> {
-    use crate::controllers::virtual_machine::network_ports::plan::PortStep;
+    use network_ports::plan::PortStep;
     let message = match &step {
         PortStep::Wait(why) => why.clone(),
         other => other.describe(),
     };
     let writes = step.writes();
     let neutron = tenant.ports.network(None);
-    let note =
-        crate::controllers::virtual_machine::network_ports::apply::run(neutron.as_ref(), step, key)
-            .await?;
+    let view = ctx.view.of(tenant);
+    let record = observed.ports.as_ref().map_or("", |l| l.record.as_str());
+    let memory = (&view.network_ports, record);
+    let note = network_ports::apply::run(neutron.as_ref(), memory, step, key).await?;
+    let poll = ctx.timing.poll;
     Ok(Outcome {
         event: note.map(|n| (EventType::Normal, "PortReady", n)),
         ..provisioning(server, message, if writes { Duration::ZERO } else { poll })
@@ -178,12 +181,12 @@ async fn create(
     if let Some(resolved) = &observed.resolved {
         record_resolved(ctx, vm, resolved).await?;
     }
-    let id = tenant
-        .ports
-        .compute()
-        .create_server(request)
-        .await
-        .map_err(ReconcileError::cloud("create server", &key))?;
+    let created = tenant.ports.compute().create_server(request).await;
+    if let (Err(_), Some(look)) = (&created, &observed.ports) {
+        // Nova may have refused a port gone or bound elsewhere: Neutron says next.
+        ctx.view.of(tenant).network_ports.forget(&look.record);
+    }
+    let id = created.map_err(ReconcileError::cloud("create server", &key))?;
     let recorded = vm.status.as_ref().and_then(|s| s.server_id.clone());
     let event = match recorded {
         Some(old) => (

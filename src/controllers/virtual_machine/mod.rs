@@ -67,6 +67,7 @@ pub fn run(
 async fn observe_ports(
     reconcile: &Reconcile<VirtualMachine>,
     observed: &mut resolve::Observed,
+    use_view: bool,
 ) -> Result<network_ports::Look, ReconcileError> {
     let (ctx, vm, neutron) = (
         &reconcile.ctx,
@@ -85,7 +86,12 @@ async fn observe_ports(
         .map(|n| NetworkId::new(n.id.clone()))
         .collect();
     let record = network_ports::record(ctx, vm, &reconcile.owner);
-    let look = network_ports::observe(neutron, vm, record, ids, &key).await?;
+    let known = match use_view {
+        true => network_ports::known(reconcile, &observed.servers, &record).await,
+        false => None,
+    };
+    let view = &reconcile.ports.view.network_ports;
+    let look = network_ports::observe(neutron, view, vm, (record, known), ids, &key).await?;
     if let Some(create) = observed.create.as_mut() {
         let count = vm.spec.ports.as_ref().map_or(0, Vec::len);
         create.ports = look.boot_ports(count).unwrap_or_default();
@@ -155,10 +161,10 @@ impl Reconciler for VirtualMachine {
             observed.in_pools = power::in_pools(&ctx.caches.current(), obj).await;
         }
         // Settled and converged as recorded: the ports are as the status says (the
-        // shared cloud view does not list ports; a look costs a call per object).
+        // shared cloud view does not refresh ports; a look costs a call per object).
         let settled = use_view && observed.from_view && network_ports::settled(obj);
         if network_ports::wanted(obj) && !settled {
-            observed.ports = Some(observe_ports(reconcile, &mut observed).await?);
+            observed.ports = Some(observe_ports(reconcile, &mut observed, use_view).await?);
         }
         if volumes::wanted(obj) {
             let owner = volumes::volume_owner(ctx, obj, owner);
@@ -245,7 +251,13 @@ impl Reconciler for VirtualMachine {
                     // A port write changes no server.
                     (plan::Step::Port(_), _) => {}
                     (plan::Step::Create, _) => ports.view.servers.creating(owner),
-                    _ if written.writes() => ports.view.servers.forget(owner),
+                    _ if written.writes() => {
+                        ports.view.servers.forget(owner);
+                        // A server deleted or changed may still hold its ports.
+                        if let Some(look) = &observed.ports {
+                            ports.view.network_ports.forget(&look.record);
+                        }
+                    }
                     _ => {}
                 };
                 forget();

@@ -11,13 +11,14 @@ use verda_api::v1alpha1::VirtualMachine;
 
 use crate::cloud::ids::{FlavorId, ServerId, joined};
 use crate::cloud::model::compute::{Server, ServerStatus};
-use crate::cloud::owner::Owner;
+use crate::cloud::owner::{META_INDEX, Owner};
 use crate::controllers::virtual_machine::network_ports::{self, plan::PortStep};
 use crate::controllers::virtual_machine::power::{self, PowerStep};
 use crate::controllers::virtual_machine::volumes::Look;
 use crate::controllers::virtual_machine::volumes::plan::{VolumeStep, before_server, with_server};
 use crate::runtime::context::Timing;
 use crate::runtime::keeper::{InError, duplicates, in_error};
+use crate::runtime::object::group_replica;
 
 /// Reasons of a Ready=False condition caused by a server in ERROR.
 pub const SERVER_ERROR: &str = "ServerError";
@@ -118,11 +119,27 @@ pub fn keeper<'a>(vm: &VirtualMachine, servers: &'a [Server]) -> Option<&'a Serv
     crate::runtime::keeper::keeper(servers, recorded, |s| s.id.as_str(), active, |_| true)
 }
 
-/// The metadata the server must carry: the user's plus the owner record.
+/// The metadata the server must carry: the user's plus the owner record, and a group
+/// replica's index (the metadata service tells the server who it is).
 pub fn desired_metadata(vm: &VirtualMachine, owner: &Owner) -> BTreeMap<String, String> {
     let mut metadata = vm.spec.metadata.clone().unwrap_or_default();
     metadata.extend(owner.server_metadata());
+    if let Some((_, index)) = group_replica(vm) {
+        metadata.insert(META_INDEX.to_owned(), index.to_string());
+    }
     metadata
+}
+
+/// Whether the server's metadata is `wanted`. A replica's server made before replicas
+/// recorded their index lacks only that: it gets it when replaced, not by a write to
+/// every server of the fleet on upgrade.
+fn metadata_is(have: &BTreeMap<String, String>, wanted: &BTreeMap<String, String>) -> bool {
+    let without_index = || {
+        let mut wanted = wanted.clone();
+        wanted.remove(META_INDEX);
+        &wanted == have
+    };
+    have == wanted || (!have.contains_key(META_INDEX) && without_index())
 }
 
 /// Decides the next step. `in_pools`: some load balancer lists the VirtualMachine.
@@ -169,7 +186,7 @@ pub fn plan(
         {
             return Step::MergeMetadata(server.id.clone(), metadata);
         }
-    } else if server.metadata != metadata {
+    } else if !metadata_is(&server.metadata, &metadata) {
         return Step::SetMetadata(server.id.clone(), metadata);
     }
     let tags = owner.tags_added_to(&server.tags);

@@ -267,3 +267,42 @@ fn each_failure_in_a_row_doubles_the_wait_before_the_replacement() {
     assert_eq!(replace_delay(REPLACE, 6), REPLACE * 32);
     assert_eq!(replace_delay(REPLACE, 60), REPLACE * 32, "capped");
 }
+
+fn replica() -> VirtualMachine {
+    vm(r#"
+apiVersion: verda.linecorp.com/v1alpha1
+kind: VirtualMachine
+metadata:
+  name: vm-sample
+  namespace: default
+  uid: u-1
+  labels: {verda.linecorp.com/index: "4"}
+  ownerReferences:
+    - {apiVersion: verda.linecorp.com/v1alpha1, kind: VirtualMachineGroup, name: vm, uid: g-1, controller: true}
+spec:
+  image: centos79
+  flavor: n3-1vcpu-2gb
+  initScript: {value: ls}
+  description: generated operator
+"#)
+}
+
+#[test]
+fn a_replica_records_its_index_on_new_servers_and_leaves_older_ones_alone() {
+    let wanted = desired_metadata(&replica(), &owner());
+    assert_eq!(wanted.get(META_INDEX).map(String::as_str), Some("4"));
+    assert_eq!(
+        desired_metadata(&published(), &owner()).get(META_INDEX),
+        None
+    );
+    // A server of an earlier release, without the index: converged as it is.
+    let older = server("s1", ServerStatus::Active);
+    assert_eq!(plan_for(&replica(), &[older]), Step::Converged);
+    // One that records another index is corrected.
+    let mut moved = server("s1", ServerStatus::Active);
+    moved.metadata.insert(META_INDEX.to_owned(), "3".into());
+    let Step::SetMetadata(_, metadata) = plan_for(&replica(), &[moved]) else {
+        panic!("expected a metadata update");
+    };
+    assert_eq!(metadata.get(META_INDEX).map(String::as_str), Some("4"));
+}

@@ -90,10 +90,13 @@ async fn gone(
     let ports = if crate::controllers::virtual_machine::network_ports::wanted(vm) {
         let neutron = tenant.ports.network(None);
         let key = object_key(vm);
+        let record = crate::controllers::virtual_machine::network_ports::record(ctx, vm, owner);
+        // Kept, detached or deleted: whoever takes the record next asks Neutron.
+        ctx.view.of(tenant).network_ports.forget(&record);
         let left = crate::controllers::virtual_machine::network_ports::removal::ports(
             neutron.as_ref(),
             vm,
-            crate::controllers::virtual_machine::network_ports::record(ctx, vm, owner),
+            record,
             detach,
             &key,
         );

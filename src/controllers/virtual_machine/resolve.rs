@@ -6,7 +6,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::ResourceExt;
 use kube::api::Api;
 use verda_api::v1alpha1::{
-    InitScript, KeySelector, Resolution, ResolvedReferences, VirtualMachine, annotations, labels,
+    InitScript, KeySelector, Resolution, ResolvedReferences, VirtualMachine, annotations,
 };
 
 use crate::caches::cloud_view::ProjectView;
@@ -17,7 +17,7 @@ use crate::cloud::owner::Owner;
 use crate::cloud::{Compute, Network};
 use crate::controllers::virtual_machine::plan::{FlavorCheck, keeper};
 use crate::controllers::virtual_machine::references;
-use crate::runtime::object::object_key;
+use crate::runtime::object::{group_replica, object_key};
 use crate::runtime::problem::Problem;
 use crate::runtime::{Context, ReconcileError};
 use crate::tenancy::Tenant;
@@ -246,8 +246,8 @@ async fn user_data(ctx: &Context, vm: &VirtualMachine) -> Result<Option<UserData
         } => script_in_secret(ctx, vm, r).await?,
         InitScript { .. } => return Ok(None),
     };
-    let index = vm.labels().get(labels::INDEX).map_or("", String::as_str);
-    let text = personalised(&text, &vm.name_any(), index);
+    let index = group_replica(vm).map(|(_, i)| i.to_string());
+    let text = personalised(&text, &vm.name_any(), index.as_deref().unwrap_or_default());
     if text.len() > MAX_USER_DATA_BYTES {
         return Err(ReconcileError::Invalid {
             object: key,

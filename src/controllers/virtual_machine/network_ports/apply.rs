@@ -1,23 +1,30 @@
 //! Carries out a [`PortStep`]: the only Neutron port writes of a VirtualMachine.
 
+use crate::caches::cloud_view::PortView;
 use crate::cloud::Network;
 use crate::cloud::model::network::UpdatePort;
 use crate::controllers::virtual_machine::network_ports::plan::PortStep;
 use crate::runtime::ReconcileError;
 
-/// Carries out `step`; what it did, for an event.
+/// Carries out `step`; what it did, for an event. `view` learns of the port created, or
+/// that the record's next look goes to Neutron.
 pub async fn run(
     neutron: &dyn Network,
+    (view, record): (&PortView, &str),
     step: PortStep,
     key: &str,
 ) -> Result<Option<String>, ReconcileError> {
+    if !matches!(step, PortStep::Create(_)) && step.writes() {
+        view.forget(record);
+    }
     let mut done = None;
     match step {
         PortStep::Create(request) => {
-            let port = neutron
-                .create_port(&request)
-                .await
+            let created = neutron.create_port(&request).await;
+            let port = created
+                .inspect_err(|_| view.forget(record))
                 .map_err(ReconcileError::cloud("create a port", key))?;
+            view.created(record, port.clone());
             done = Some(format!(
                 "port {} ({}) created on network {} for the server to boot on",
                 port.id,

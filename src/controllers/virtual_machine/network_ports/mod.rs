@@ -15,11 +15,14 @@ pub mod removal;
 
 use verda_api::v1alpha1::{NetworkPortStatus, VirtualMachine};
 
+use crate::caches::cloud_view::PortView;
 use crate::cloud::Network;
 use crate::cloud::ids::{NetworkId, PortId};
+use crate::cloud::model::compute::Server;
 use crate::cloud::model::network::{Port, PortFilter};
 use crate::cloud::owner::{Owner, port_record};
 use crate::controllers::virtual_machine::volumes::volume_owner;
+use crate::runtime::reconciler::Reconcile;
 use crate::runtime::{Context, ReconcileError};
 
 /// The ports as this VirtualMachine sees them.
@@ -103,13 +106,50 @@ pub fn record(ctx: &Context, vm: &VirtualMachine, owner: &Owner) -> String {
     port_record(&whose.owner.uid, whose.index, &ctx.cluster)
 }
 
-/// Lists the ports carrying the object's record (one call) and resolves the security
-/// groups they should have (remembered lookups: no call once known). `networks`: the
-/// resolved network of each spec entry.
+/// The record's ports as the shared view knows them, when it may answer: while the
+/// server the status records is there (a replacement waits on Nova letting the old one
+/// go, which only Neutron tells), from a recent read or create of this process; for an
+/// object that never had a server and is about to create, from the project's listing.
+pub async fn known(
+    reconcile: &Reconcile<VirtualMachine>,
+    servers: &[Server],
+    record: &str,
+) -> Option<Vec<Port>> {
+    let Reconcile {
+        ctx,
+        obj: vm,
+        owner,
+        tenant,
+        ports,
+        ..
+    } = reconcile;
+    let recorded = vm.status.as_ref().and_then(|s| s.server_id.as_deref());
+    if recorded.is_some_and(|id| !servers.iter().any(|s| s.id.as_str() == id)) {
+        return None;
+    }
+    let view = &ports.view;
+    if let Some(found) = view.network_ports.settled(record, ctx.view_max_age()) {
+        return Some(found);
+    }
+    if recorded.is_some() || !reconcile.policy.writes() || vm.spec.import.is_some() {
+        return None;
+    }
+    let since = ctx.reach.assignment.since(&owner.namespace);
+    let listed = ctx
+        .view
+        .ports_listed(ctx.surroundings(), tenant, view, since)
+        .await;
+    (listed && view.network_ports.vouches_none(record, since)).then(Vec::new)
+}
+
+/// The ports carrying the object's record (`known`, else one listing, kept in `view`),
+/// and the security groups they should have (remembered lookups: no call once known).
+/// `networks`: the resolved network of each spec entry.
 pub async fn observe(
     neutron: &dyn Network,
+    view: &PortView,
     vm: &VirtualMachine,
-    record: String,
+    (record, known): (String, Option<Vec<Port>>),
     networks: Vec<NetworkId>,
     key: &str,
 ) -> Result<Look, ReconcileError> {
@@ -121,14 +161,21 @@ pub async fn observe(
             None => None,
         });
     }
-    let filter = PortFilter {
-        descriptions: vec![record.clone()],
-        ..PortFilter::default()
+    let found = match known {
+        Some(found) => found,
+        None => {
+            let filter = PortFilter {
+                descriptions: vec![record.clone()],
+                ..PortFilter::default()
+            };
+            let found = neutron
+                .list_ports(&filter)
+                .await
+                .map_err(ReconcileError::cloud("list ports", key))?;
+            view.record(&record, &found);
+            found
+        }
     };
-    let found = neutron
-        .list_ports(&filter)
-        .await
-        .map_err(ReconcileError::cloud("list ports", key))?;
     let floating = floating::observe(neutron, vm, &record, key).await?;
     Ok(Look {
         record,

@@ -15,8 +15,7 @@ pub mod plan;
 pub mod removal;
 pub mod status;
 
-use kube::{Resource, ResourceExt};
-use verda_api::v1alpha1::{VirtualMachine, VirtualMachineGroup};
+use verda_api::v1alpha1::VirtualMachine;
 
 use crate::caches::cloud_view::{VolumeOwner, VolumeView};
 use crate::cloud::BlockStorage;
@@ -24,7 +23,7 @@ use crate::cloud::ids::VolumeId;
 use crate::cloud::model::compute::Server;
 use crate::cloud::model::volume::Volume;
 use crate::cloud::owner::Owner;
-use crate::runtime::object::replica_index;
+use crate::runtime::object::group_replica;
 use crate::runtime::{Context, ReconcileError};
 
 /// The volumes as this VirtualMachine sees them.
@@ -42,18 +41,13 @@ pub struct Look {
 /// Whose volumes a VirtualMachine's are: its group's, at its index, when a group
 /// controls it; else its own.
 pub fn volume_owner(ctx: &Context, vm: &VirtualMachine, owner: &Owner) -> VolumeOwner {
-    let group = vm
-        .owner_references()
-        .iter()
-        .find(|r| r.controller == Some(true) && r.kind == VirtualMachineGroup::kind(&()));
-    let index = group.and_then(|g| replica_index(vm, &g.name));
-    match (group, index) {
-        (Some(g), Some(index)) => VolumeOwner {
+    match group_replica(vm) {
+        Some((g, index)) => VolumeOwner {
             owner: Owner::new(g.uid.clone(), owner.namespace.clone(), g.name.clone())
                 .in_cluster(&ctx.cluster),
             index: Some(index),
         },
-        _ => VolumeOwner {
+        None => VolumeOwner {
             owner: owner.clone(),
             index: None,
         },
