@@ -80,14 +80,7 @@ impl PortView {
     /// there is (a record the view held nothing of was vouched empty before the create).
     pub fn created(&self, record: &str, port: Port) {
         let mut records = self.records.lock();
-        let entry = records
-            .by_record
-            .entry(record.to_owned())
-            .or_insert_with(|| Entry {
-                ports: Vec::new(),
-                confirmed: Instant::now(),
-                stale: false,
-            });
+        let entry = entry_of(&mut records, record, false);
         if !entry.stale {
             entry.ports.push(port);
             entry.confirmed = Instant::now();
@@ -97,16 +90,7 @@ impl PortView {
     /// After any other write, or one whose outcome is unknown: the next look goes to
     /// Neutron.
     pub fn forget(&self, record: &str) {
-        let mut records = self.records.lock();
-        let entry = records
-            .by_record
-            .entry(record.to_owned())
-            .or_insert_with(|| Entry {
-                ports: Vec::new(),
-                confirmed: Instant::now(),
-                stale: true,
-            });
-        entry.stale = true;
+        entry_of(&mut self.records.lock(), record, true).stale = true;
     }
 
     /// Takes in a listing of the project's port records, asked for at `asked`.
@@ -115,6 +99,18 @@ impl PortView {
         records.shown = shown;
         records.listed = Some(asked);
     }
+}
+
+/// The record's entry; a new one holds no port (`stale`: none known yet).
+fn entry_of<'a>(records: &'a mut Records, record: &str, stale: bool) -> &'a mut Entry {
+    records
+        .by_record
+        .entry(record.to_owned())
+        .or_insert_with(|| Entry {
+            ports: Vec::new(),
+            confirmed: Instant::now(),
+            stale,
+        })
 }
 
 #[cfg(test)]
