@@ -144,6 +144,7 @@ pub trait Network: Send + Sync {
     fn get_subnet<'a>(&'a self, id: &'a SubnetId) -> CloudFuture<'a, Subnet>;
     fn find_subnet<'a>(&'a self, name_or_id: &'a str) -> CloudFuture<'a, Subnet>;
     fn list_ports<'a>(&'a self, filter: &'a PortFilter) -> CloudFuture<'a, Vec<Port>>;
+    fn get_port<'a>(&'a self, id: &'a PortId) -> CloudFuture<'a, Port>;
     fn create_port<'a>(&'a self, request: &'a net::CreatePort) -> CloudFuture<'a, Port>;
     fn update_port<'a>(
         &'a self,

@@ -432,3 +432,56 @@ fn a_groups_template_leaves_volume_retention_to_the_group() {
         Some(&old),
     );
 }
+
+#[test]
+fn declared_ports_keep_their_networks_addresses_and_the_port_taken_over() {
+    const PORT: &str = "3f1c2a4e-0000-4000-8000-00000000000a";
+    let ports = |entry: Value| json!({"image": "i", "flavor": "f", "ports": [entry]});
+    let old = vm(ports(json!({"network": "db", "portID": PORT})));
+    assert_accepted(&old, None);
+    let cases: Vec<(Value, &str)> = vec![
+        (
+            json!({"image": "i", "flavor": "f", "networks": ["a"], "ports": [{"network": "db"}]}),
+            "give either spec.networks or spec.ports",
+        ),
+        (
+            json!({"image": "i", "flavor": "f", "floatingIP": {"network": "public"}}),
+            "spec.floatingIP needs spec.ports",
+        ),
+        (
+            ports(json!({"network": "db", "portID": PORT, "fixedIPs": ["10.0.0.5"]})),
+            "give either portID",
+        ),
+        (ports(json!({"network": "db", "portID": "p-1"})), "portID"),
+    ];
+    for (spec, expected) in cases {
+        assert_refused(&vm(spec), None, expected);
+    }
+    let other = vm(ports(
+        json!({"network": "db", "portID": PORT.replace('a', "b")}),
+    ));
+    assert_refused(&other, Some(&old), "portID is immutable");
+    let dropped = vm(ports(json!({"network": "db"})));
+    assert_refused(&dropped, Some(&old), "portID is immutable");
+    let moved = vm(ports(json!({"network": "web", "portID": PORT})));
+    assert_refused(
+        &moved,
+        Some(&old),
+        "the networks of spec.ports are immutable",
+    );
+    let fixed = vm(ports(json!({"network": "db", "fixedIPs": ["10.0.0.5"]})));
+    let refixed = vm(ports(json!({"network": "db", "fixedIPs": ["10.0.0.6"]})));
+    assert_refused(&refixed, Some(&fixed), "fixedIPs is immutable");
+    let paired = vm(ports(json!({"network": "db", "fixedIPs": ["10.0.0.5"],
+        "allowedAddressPairs": [{"ipAddress": "10.0.0.100"}]})));
+    assert_accepted(&paired, Some(&fixed));
+    // A template's ports neither choose addresses nor take a port over.
+    for entry in [
+        json!({"network": "db", "portID": PORT}),
+        json!({"network": "db", "fixedIPs": ["10.0.0.5"]}),
+    ] {
+        let template = json!({"image": "i", "flavor": "f", "ports": [entry]});
+        let group = vmg(json!({"replicas": 2, "template": template}));
+        assert_refused(&group, None, "a template's ports may not");
+    }
+}

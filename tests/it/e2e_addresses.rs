@@ -4,7 +4,8 @@
 //! edited in place; a floating IP kept across a replacement; a taken address reported
 //! in Neutron's words; the ports deleted
 //! with the group; a crash right after a port create leaves neither a duplicate nor an
-//! orphan; new replicas cost a port create each and no lookup each.
+//! orphan; new replicas cost a port create each and no lookup each; a port made outside
+//! is taken over by `portID`.
 
 use crate::sim_support;
 use crate::support;
@@ -16,7 +17,8 @@ use serde_json::json;
 use support::e2e::{Env, calls_since, eventually, test_timing};
 use verda_api::conditions::{READY, is_true};
 use verda_api::v1alpha1::{VirtualMachine, VirtualMachineGroup};
-use verda_operator::cloud::model::network::{Port, PortFilter};
+use verda_operator::cloud::ids::NetworkId;
+use verda_operator::cloud::model::network::{CreatePort, Port, PortFilter};
 use verda_operator::sim::SimConfig;
 
 const LIMIT: Duration = Duration::from_secs(30);
@@ -310,4 +312,65 @@ async fn new_replicas_on_ports_cost_a_create_each_and_no_lookup_each() {
     })
     .await;
     assert_eq!(ports_on(&env, &net).await.len(), 6, "no port was added");
+}
+
+/// `ports[].portID` takes over a port made outside Kubernetes: the server boots on it,
+/// it records the owner from then on and goes with the VirtualMachine; a port that is
+/// not there, or on another network, is refused in the Ready condition.
+#[tokio::test]
+async fn a_port_made_outside_is_taken_over_and_a_wrong_one_refused() {
+    let env = Env::start(SimConfig::fast(), test_timing()).await;
+    let net = own_network(&env, "db-net").await;
+    let neutron = env.cloud().network(None);
+    let made = neutron
+        .create_port(&CreatePort {
+            network: NetworkId::new(net.clone()),
+            name: "made-by-hand".into(),
+            description: "the db VIP".into(),
+            ..CreatePort::default()
+        })
+        .await
+        .expect("a port made outside");
+    let vm = |name: &str, port: &str| {
+        format!(
+            "apiVersion: verda.linecorp.com/v1alpha1\nkind: VirtualMachine\nmetadata: {{name: {name}}}\nspec:\n  image: centos79\n  flavor: n3-1vcpu-2gb\n  ports: [{{network: db-net, portID: {port}}}]\n"
+        )
+    };
+    let _: VirtualMachine = env.create_from_yaml(&vm("adopter", made.id.as_str())).await;
+    let (server, port, ip, _) = on_port(&env, "adopter").await;
+    assert_eq!(
+        port,
+        made.id.as_str(),
+        "the server boots on the port made outside"
+    );
+    assert_eq!(ip, made.addresses()[0]);
+    let ports = ports_on(&env, &net).await;
+    assert_eq!(ports.len(), 1, "no port was created: {ports:?}");
+    assert!(
+        ports[0].description.starts_with("verda-uid-"),
+        "{:?}",
+        ports[0]
+    );
+    assert_eq!(ports[0].device_id, server);
+
+    let api = env.api::<VirtualMachine>();
+    let missing = "0b7f7d1e-3c1a-4a5e-9f00-000000000000";
+    let _: VirtualMachine = env.create_from_yaml(&vm("missing", missing)).await;
+    let said = eventually("missing reports the port not there", LIMIT, || async {
+        let s = api.get("missing").await.ok()?.status?;
+        let ready = s.conditions.iter().find(|c| c.type_ == READY)?;
+        (ready.reason == "ImportNotFound").then(|| ready.message.clone())
+    })
+    .await;
+    assert!(said.contains(missing) && said.contains("portID"), "{said}");
+    assert_eq!(env.sim.servers().len(), 1, "nothing else was created");
+
+    // Deleted: the port taken over goes with it (networkRetention.whenDeleted: Delete).
+    api.delete("adopter", &DeleteParams::default())
+        .await
+        .expect("deleted");
+    eventually("the port taken over is deleted", LIMIT, || async {
+        ports_on(&env, &net).await.is_empty().then_some(())
+    })
+    .await;
 }

@@ -5,8 +5,9 @@
 //! keepalived VIP as an allowed address pair; `openstack server delete` of replica 1
 //! and a template change bring servers back on the same ports (same IDs, IPs, MACs);
 //! scale 3→2 keeps index 2's port and 2→3 boots on it again; a VirtualMachine asking
-//! for a taken address reports Neutron's words; one with a floating IP keeps it across
-//! a replacement; deleting everything leaves no port and no floating IP.
+//! for a taken address reports Neutron's words; one takes over a port made with the CLI
+//! (`portID`); one with a floating IP keeps it across a replacement; replica 2's server
+//! has its index in its metadata; deleting everything leaves no port and no floating IP.
 //! Run by `hack/real-systems.sh` (stage `volumes`).
 
 use crate::support;
@@ -323,7 +324,8 @@ async fn floating_ip(real: &Real, ns: &Namespace, vms: &Api<VirtualMachine>, op:
 }
 
 /// A VirtualMachine asking for replica 0's address is told so in Neutron's words and
-/// creates nothing; one with a free fixed address gets it, and its port goes with it.
+/// creates nothing; one taking over a port made with the CLI (`portID`) boots on it,
+/// and the port goes with it.
 async fn taken_address(real: &Real, ns: &Namespace, vms: &Api<VirtualMachine>, op: &Operator) {
     let vm = |name: &str, ip: &str| {
         format!(
@@ -355,16 +357,45 @@ async fn taken_address(real: &Real, ns: &Namespace, vms: &Api<VirtualMachine>, o
             .server_id
             .is_none()
     );
-    apply(real, ns, &vm("own", "10.20.0.60"));
-    let (_, port, ip, _) = on_port(vms, op, "own").await;
-    assert_eq!(ip, "10.20.0.60");
+    // A port made with the CLI, taken over by `portID`: the server boots on it.
+    let made = real.openstack(
+        "osh-demo",
+        &[
+            "port",
+            "create",
+            "--network",
+            NETWORK,
+            "--fixed-ip",
+            "ip-address=10.20.0.60",
+            "made-by-hand",
+        ],
+    );
+    let made = made["id"]
+        .as_str()
+        .expect("the port made with the CLI")
+        .to_owned();
+    let own = format!(
+        "apiVersion: verda.linecorp.com/v1alpha1\nkind: VirtualMachine\nmetadata: {{name: own}}\nspec:\n  image: cirros\n  flavor: m1.tiny\n  ports: [{{network: {NETWORK}, portID: {made}}}]\n"
+    );
+    apply(real, ns, &own);
+    let (server, port, ip, _) = on_port(vms, op, "own").await;
+    assert_eq!((port.as_str(), ip.as_str()), (made.as_str(), "10.20.0.60"));
+    let shown = real.openstack("osh-demo", &["port", "show", &made]);
+    assert_eq!(shown["device_id"].as_str(), Some(server.as_str()));
+    let recorded = shown["description"].as_str().unwrap_or_default();
+    assert!(
+        recorded.starts_with("verda-uid-"),
+        "owner recorded: {recorded}"
+    );
     real.kubectl(&["-n", &ns.name, "delete", "vm", "own", "thief"]);
     until(
-        "own's port is deleted with it",
+        "own's port, taken over, is deleted with it",
         LIMIT,
         &context(op),
         || async { (!port_ids(real).contains(&port)).then_some(()) },
     )
     .await;
-    println!("REAL a taken address is refused in Neutron's words: {said}");
+    println!(
+        "REAL a taken address is refused in Neutron's words: {said}; port {made} made with the CLI taken over and deleted with its VirtualMachine"
+    );
 }

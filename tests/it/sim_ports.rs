@@ -463,3 +463,36 @@ async fn server_delete_keeps_the_users_port_unbound_and_deletes_novas_own() {
     );
     assert_eq!(kept["fixed_ips"], p["fixed_ips"]);
 }
+
+/// The operator's listing of its project's port records: `project_id` filters, and
+/// `fields` keeps only what was asked (Neutron answers a port without a description
+/// with an empty one).
+#[tokio::test]
+async fn project_ports_are_listed_with_only_the_fields_asked() {
+    let c = Client::fast().await;
+    let project = c.sim.credentials().project_id;
+    let (net, _) = own_network(&c, "db-net").await;
+    let p = made(&c, json!({"network_id": net, "description": "verda-uid-a"})).await;
+    let id = p["id"].as_str().expect("an ID");
+    let path = format!(
+        "/network/v2.0/ports?project_id={project}&fields=id&fields=network_id&fields=description"
+    );
+    let listed = get(&c, &path).await;
+    let ours: Vec<&Value> = listed["ports"]
+        .as_array()
+        .expect("ports")
+        .iter()
+        .filter(|p| p["id"] == id)
+        .collect();
+    assert_eq!(
+        ours,
+        [&json!({"id": id, "network_id": net, "description": "verda-uid-a"})]
+    );
+    let other = c.sim.team_credentials().project_id;
+    let theirs = get(
+        &c,
+        &format!("/network/v2.0/ports?project_id={other}&fields=id"),
+    )
+    .await;
+    assert_eq!(theirs, json!({"ports": []}));
+}

@@ -15,6 +15,7 @@ const IPV4: &str = r"^((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}(25[0-
 /// One port of the server, on one network (a network appears at most once).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, KubeSchema)]
 #[serde(rename_all = "camelCase")]
+#[x_kube(validation = kube::core::Rule::new("!has(self.portID) || !has(self.fixedIPs)").message("give either portID (the port keeps its own addresses) or fixedIPs, not both"))]
 pub struct PortSpec {
     /// The network, by name or UUID. Immutable.
     #[schemars(length(min = 1, max = 255))]
@@ -26,6 +27,17 @@ pub struct PortSpec {
     #[schemars(length(min = 1, max = 8), inner(regex(pattern = IPV4)))]
     #[x_kube(validation = kube::core::Rule::new("self == oldSelf").message("fixedIPs is immutable: the port keeps its address for the life of the VirtualMachine; create a new VirtualMachine for another"))]
     pub fixed_ips: Option<Vec<String>>,
+    /// An existing port to take over instead of creating one, by UUID: the server boots
+    /// on it, and from then on it records the owner in its description and goes with the
+    /// VirtualMachine as a created port does (`networkRetention`, `detach-on-delete`).
+    /// It must be on `network`, free or bound to this VirtualMachine's server. Its
+    /// allowed address pairs become this entry's. A VirtualMachine only. Immutable.
+    #[serde(default, rename = "portID", skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(
+        pattern = r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
+    ))]
+    #[x_kube(validation = kube::core::Rule::new("self == oldSelf").message("portID is immutable: the port taken over is the VirtualMachine's; create a new VirtualMachine to take over another"))]
+    pub port_id: Option<String>,
     /// More addresses the port may answer for (a keepalived VIP, say). Edits update the
     /// port in place.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -50,6 +50,7 @@ const RECREATE: &str =
     validation = kube::core::Rule::new("!has(self.spec.floatingIP) || has(self.spec.ports)").message("spec.floatingIP needs spec.ports: the floating IP stays on the first declared port, which outlives the server").field_path(".spec.floatingIP"),
     validation = immutable_spec_field("floatingIP", "the floating IP is allocated once for the VirtualMachine; create a new VirtualMachine for another"),
     validation = kube::core::Rule::new("has(self.spec.ports) == has(oldSelf.spec.ports) && (!has(self.spec.ports) || self.spec.ports.map(p, p.network) == oldSelf.spec.ports.map(p, p.network))").message("the networks of spec.ports are immutable: a server's ports are made with it; allowedAddressPairs and securityGroups may change").field_path(".spec.ports"),
+    validation = kube::core::Rule::new("!has(self.spec.ports) || !has(oldSelf.spec.ports) || self.spec.ports.map(p, has(p.portID) ? p.portID : '') == oldSelf.spec.ports.map(p, has(p.portID) ? p.portID : '')").message("portID is immutable: a port taken over is the VirtualMachine's; create a new VirtualMachine to take over another").field_path(".spec.ports"),
     validation = immutable_spec_field("keyName", RECREATE),
     validation = immutable_spec_field("securityGroups", RECREATE),
     validation = immutable_spec_field("availabilityZone", RECREATE),

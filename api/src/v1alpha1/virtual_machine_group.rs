@@ -64,6 +64,7 @@ pub struct VirtualMachineGroupSpec {
     #[x_kube(validation = kube::core::Rule::new("!has(self.cloudCredentialsRef)").message("set cloudCredentialsRef on the group (spec.cloudCredentialsRef), not in its template: every VirtualMachine of a group uses the group's credentials"))]
     #[x_kube(validation = kube::core::Rule::new("!has(self.runStrategy)").message("set runStrategy on the group (spec.runStrategy), not in its template: a change of power is no new template to roll out"))]
     #[x_kube(validation = kube::core::Rule::new("!has(self.networkRetention)").message("set networkRetention on the group (spec.networkRetention: whenScaled, whenDeleted), not in its template: the group decides what becomes of each replica's ports"))]
+    #[x_kube(validation = kube::core::Rule::new("!has(self.ports) || self.ports.all(p, !has(p.portID))").message("a template's ports may not take over a port (portID): every replica would claim the same one; give the group spec.addresses for fixed addresses instead"))]
     #[x_kube(validation = kube::core::Rule::new("!has(self.ports) || self.ports.all(p, !has(p.fixedIPs))").message("a template's ports may not carry fixedIPs: every replica would claim the same address; give the group spec.addresses (from, or list) instead"))]
     #[x_kube(validation = kube::core::Rule::new("!has(self.volumeRetention)").message("set volumeRetention on the group (spec.volumeRetention: whenScaled, whenDeleted), not in its template: the group decides what becomes of each replica's volumes"))]
     pub template: VirtualMachineSpec,

@@ -81,6 +81,13 @@ impl NetworkPort for OpenStackClient {
         })
     }
 
+    fn get_port<'a>(&'a self, id: &'a PortId) -> CloudFuture<'a, Port> {
+        Box::pin(async move {
+            let req = neutron("get_port", Method::GET, format!("/ports/{id}"));
+            self.fetch(&req, "port", &format!("get port {id}")).await
+        })
+    }
+
     fn find_security_group<'a>(&'a self, name_or_id: &'a str) -> CloudFuture<'a, SecurityGroup> {
         Box::pin(self.remembered(
             Kind::SecurityGroup,

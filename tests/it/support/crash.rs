@@ -244,6 +244,7 @@ impl Network for Wired<dyn Network> {
         fn get_subnet<'a>(&'a self, id: &'a SubnetId) -> CloudFuture<'a, Subnet>;
         fn find_subnet<'a>(&'a self, name_or_id: &'a str) -> CloudFuture<'a, Subnet>;
         fn list_ports<'a>(&'a self, filter: &'a PortFilter) -> CloudFuture<'a, Vec<Port>>;
+        fn get_port<'a>(&'a self, id: &'a PortId) -> CloudFuture<'a, Port>;
         fn update_port<'a>(&'a self, id: &'a PortId, request: &'a net::UpdatePort) -> CloudFuture<'a, Port>;
         fn delete_port<'a>(&'a self, id: &'a PortId) -> CloudFuture<'a, ()>;
         fn list_security_groups<'a>(&'a self, name: Option<&'a str>) -> CloudFuture<'a, Vec<net::SecurityGroup>>;

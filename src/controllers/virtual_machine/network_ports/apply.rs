@@ -32,6 +32,9 @@ pub async fn run(
                 request.network
             ));
         }
+        PortStep::Adopt(adoption) => {
+            done = Some(super::adoption::adopt(neutron, &adoption, key).await?);
+        }
         PortStep::DeleteDuplicate(id) => {
             crate::cloud::ignore_not_found(neutron.delete_port(&id).await)
                 .map_err(ReconcileError::cloud("delete a duplicate port", key))?;

@@ -8,6 +8,7 @@
 //! `observe` lists them (one call), `plan` decides the next step (pure), `apply` carries
 //! it out, `removal` keeps or deletes them as `networkRetention` says.
 
+pub mod adoption;
 pub mod apply;
 pub mod floating;
 pub mod plan;

@@ -5,7 +5,7 @@
 use kube::ResourceExt;
 use verda_api::v1alpha1::VirtualMachine;
 
-use crate::cloud::ids::PortId;
+use crate::cloud::ids::{NetworkId, PortId};
 use crate::cloud::model::network::{AddressPair, CreatePort, Port};
 use crate::controllers::virtual_machine::network_ports::Look;
 use crate::controllers::virtual_machine::network_ports::floating::{self, FloatingStep};
@@ -15,6 +15,8 @@ use crate::controllers::virtual_machine::network_ports::floating::{self, Floatin
 pub enum PortStep {
     /// No port on this network carries the owner record.
     Create(Box<CreatePort>),
+    /// `portID` names the port to take over: it gets the owner record.
+    Adopt(Box<Adoption>),
     /// A crash between create and record made a second one; it is bound to nothing.
     DeleteDuplicate(PortId),
     /// `allowedAddressPairs` or `securityGroups` changed in the spec.
@@ -30,10 +32,23 @@ pub enum PortStep {
     Floating(FloatingStep),
 }
 
+/// A port named by `ports[].portID`, to take over.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Adoption {
+    pub id: PortId,
+    /// The network the spec entry resolved to, and its name there.
+    pub network: NetworkId,
+    pub entry: String,
+    pub record: String,
+    /// The VirtualMachine's server, which the port may already be bound to.
+    pub server: Option<String>,
+}
+
 impl PortStep {
     pub fn describe(&self) -> String {
         match self {
             Self::Create(request) => format!("create port {}", request.name),
+            Self::Adopt(adoption) => format!("take over port {}", adoption.id),
             Self::DeleteDuplicate(id) => format!("delete duplicate port {id}"),
             Self::Update { id, .. } => format!("update port {id}"),
             Self::Wait(_) => "change anything".to_owned(),
@@ -67,10 +82,20 @@ fn wanted_pairs(vm: &VirtualMachine, i: usize, port_mac: &str) -> Vec<AddressPai
         .collect()
 }
 
-/// The create request of spec entry `i`: named `<VirtualMachine>-<network>`.
-fn create(vm: &VirtualMachine, look: &Look, i: usize) -> Option<PortStep> {
+/// The create request of spec entry `i`: named `<VirtualMachine>-<network>`; or the
+/// takeover of the port it names.
+fn create(vm: &VirtualMachine, look: &Look, i: usize, server: Option<&str>) -> Option<PortStep> {
     let spec = vm.spec.ports.as_ref()?.get(i)?;
     let network = look.networks.get(i)?;
+    if let Some(id) = &spec.port_id {
+        return Some(PortStep::Adopt(Box::new(Adoption {
+            id: PortId::new(id.clone()),
+            network: network.clone(),
+            entry: spec.network.clone(),
+            record: look.record.clone(),
+            server: server.map(str::to_owned),
+        })));
+    }
     let request = CreatePort {
         network: network.clone(),
         name: format!("{}-{}", vm.name_any(), spec.network),
@@ -126,7 +151,8 @@ fn present<'a>(
 ) -> Result<&'a Port, PortStep> {
     let found = look.candidates(i, server);
     let Some(kept) = found.first() else {
-        return Err(create(vm, look, i).unwrap_or_else(|| PortStep::Wait("no network".into())));
+        let step = create(vm, look, i, server);
+        return Err(step.unwrap_or_else(|| PortStep::Wait("no network".into())));
     };
     if let Some(extra) = found.iter().skip(1).find(|p| p.device().is_none()) {
         return Err(PortStep::DeleteDuplicate(extra.id.clone()));
