@@ -109,6 +109,14 @@ pub fn replica_index(vm: &verda_api::v1alpha1::VirtualMachine, group: &str) -> O
         .ok()
 }
 
+/// Whether the object is about to create its first server: it has never recorded one,
+/// and would create (not import, not paused). Only then may a listing of the project
+/// vouch that nothing of it exists yet.
+pub fn first_create(vm: &verda_api::v1alpha1::VirtualMachine, creates: bool) -> bool {
+    let recorded = vm.status.as_ref().and_then(|s| s.server_id.as_ref());
+    creates && vm.spec.import.is_none() && recorded.is_none()
+}
+
 #[cfg(test)]
 mod tests {
     use verda_api::v1alpha1::VirtualMachine;

@@ -140,14 +140,16 @@ impl CloudView {
         view: &ProjectView,
         since: Option<Instant>,
     ) -> bool {
-        if view.servers.listed(since) {
-            return true;
-        }
-        if let Some((project, wakers)) = self.in_term(ctx, tenant, view) {
-            let listing = project.refresh_servers(&wakers);
-            list_once_since(&view.server_listing_tried, since, listing).await;
-        }
-        view.servers.listed(since)
+        let listed = || view.servers.listed(since);
+        let tried = &view.server_listing_tried;
+        self.listed_once(
+            (ctx, tenant, view),
+            tried,
+            since,
+            listed,
+            |project, wakers| async move { project.refresh_servers(&wakers).await },
+        )
+        .await
     }
 
     /// As [`CloudView::servers_listed`], for the records of the project's ports (not
@@ -159,14 +161,16 @@ impl CloudView {
         view: &ProjectView,
         since: Option<Instant>,
     ) -> bool {
-        if view.network_ports.listed(since) {
-            return true;
-        }
-        if let Some((project, _)) = self.in_term(ctx, tenant, view) {
-            let listing = project.list_port_records();
-            list_once_since(&view.port_listing_tried, since, listing).await;
-        }
-        view.network_ports.listed(since)
+        let listed = || view.network_ports.listed(since);
+        let tried = &view.port_listing_tried;
+        self.listed_once(
+            (ctx, tenant, view),
+            tried,
+            since,
+            listed,
+            |project, _| async move { project.list_port_records().await },
+        )
+        .await
     }
 
     /// As [`CloudView::servers_listed`], for the load balancers of `region`.
@@ -178,19 +182,44 @@ impl CloudView {
         region: Option<&str>,
         since: Option<Instant>,
     ) -> bool {
-        if view.load_balancers.listed(region, since) {
+        let tried = {
+            let mut listings = view.lb_listings_tried.lock();
+            let entry = listings.entry(region.map(str::to_owned)).or_default();
+            entry.clone()
+        };
+        let listed = || view.load_balancers.listed(region, since);
+        self.listed_once(
+            (ctx, tenant, view),
+            &tried,
+            since,
+            listed,
+            |project, wakers| async move {
+                project.refresh_load_balancers(&wakers, region, false).await
+            },
+        )
+        .await
+    }
+
+    /// Whether `listed` holds; if not, takes `listing` first (see
+    /// [`CloudView::servers_listed`]), once since `since` whoever asks.
+    async fn listed_once<'a, F>(
+        &self,
+        (ctx, tenant, view): (Surroundings<'a>, &'a Tenant, &'a ProjectView),
+        tried: &Tried,
+        since: Option<Instant>,
+        listed: impl Fn() -> bool,
+        listing: impl FnOnce(Project<'a>, Wakers) -> F,
+    ) -> bool
+    where
+        F: Future<Output = ()>,
+    {
+        if listed() {
             return true;
         }
         if let Some((project, wakers)) = self.in_term(ctx, tenant, view) {
-            let tried = {
-                let mut listings = view.lb_listings_tried.lock();
-                let entry = listings.entry(region.map(str::to_owned)).or_default();
-                entry.clone()
-            };
-            let listing = project.refresh_load_balancers(&wakers, region, false);
-            list_once_since(&tried, since, listing).await;
+            list_once_since(tried, since, listing(project, wakers)).await;
         }
-        view.load_balancers.listed(region, since)
+        listed()
     }
 
     /// `tenant`'s project as a refresh sees it, and the reconciles it wakes; none

@@ -17,7 +17,7 @@ use crate::cloud::owner::Owner;
 use crate::cloud::{Compute, Network};
 use crate::controllers::virtual_machine::plan::{FlavorCheck, keeper};
 use crate::controllers::virtual_machine::references;
-use crate::runtime::object::{group_replica, object_key};
+use crate::runtime::object::{first_create, group_replica, object_key};
 use crate::runtime::problem::Problem;
 use crate::runtime::{Context, ReconcileError};
 use crate::tenancy::Tenant;
@@ -151,8 +151,7 @@ async fn vouched_none(from: &Sources<'_>) -> bool {
         owner,
         ..
     } = *from;
-    let recorded = vm.status.as_ref().and_then(|s| s.server_id.as_ref());
-    if !from.creates || vm.spec.import.is_some() || recorded.is_some() {
+    if !first_create(vm, from.creates) {
         return false;
     }
     let since = ctx.reach.assignment.since(&owner.namespace);

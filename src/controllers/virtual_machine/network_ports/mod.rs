@@ -23,6 +23,7 @@ use crate::cloud::model::compute::Server;
 use crate::cloud::model::network::{Port, PortFilter};
 use crate::cloud::owner::{Owner, port_record};
 use crate::controllers::virtual_machine::volumes::volume_owner;
+use crate::runtime::object::first_create;
 use crate::runtime::reconciler::Reconcile;
 use crate::runtime::{Context, ReconcileError};
 
@@ -132,7 +133,7 @@ pub async fn known(
     if let Some(found) = view.network_ports.settled(record, ctx.view_max_age()) {
         return Some(found);
     }
-    if recorded.is_some() || !reconcile.policy.writes() || vm.spec.import.is_some() {
+    if !first_create(vm, reconcile.policy.writes()) {
         return None;
     }
     let since = ctx.reach.assignment.since(&owner.namespace);
