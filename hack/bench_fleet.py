@@ -56,6 +56,9 @@ RSS_TRACE = os.environ.get("VERDA_BENCH_RSS_TRACE")
 # "1": every replica on a declared port (`template.ports` on the seeded `private`
 # network): what declared ports cost in calls, against a run without.
 PORTS = os.environ.get("VERDA_BENCH_PORTS") == "1"
+# Every LoadBalancer with every listener, pool and monitor option, its group's members
+# weighted (a one-group split).
+LB_OPTIONS = os.environ.get("VERDA_BENCH_LB_OPTIONS") == "1"
 CONFIRM_SECS = 5
 WRITE = re.compile(r"^(create|delete|update|replace|set|resize|confirm|add|remove)_")
 
@@ -130,6 +133,8 @@ def manifests(groups, namespace):
                 "monitors": [{"protocol": protocol, "port": port,
                               "endpoint": "/health/alive"}],
             })
+        if LB_OPTIONS:
+            every_option(ports, f"group-{i}")
         docs.append({
             "apiVersion": "verda.linecorp.com/v1alpha1",
             "kind": "LoadBalancer",
@@ -140,6 +145,28 @@ def manifests(groups, namespace):
     # One YAML stream, as a user's manifest file: each document in flow style
     # (kubectl reads a stream whose first document looks like JSON as JSON only).
     return "".join(f"---\n{flow(d)}\n" for d in docs)
+
+
+def every_option(ports, group):
+    """Gives both ports every listener, pool and monitor option."""
+    for p in ports:
+        p["timeouts"] = {"clientData": "40s", "memberConnect": "3s",
+                         "memberData": "1m", "tcpInspect": "0s"}
+        p["connectionLimit"] = 10000
+        p["allowedCIDRs"] = ["10.0.0.0/8"]
+        rs = p["realServers"]
+        del rs["virtualMachineGroupRef"]
+        rs["groups"] = [{"name": group, "weight": 5}]
+        p["monitors"][0].update({"maxRetriesDown": 2, "delaySeconds": 7,
+                                 "timeoutSeconds": 4, "maxRetries": 2})
+    http, https = ports
+    http["insertHeaders"] = {"X-Forwarded-For": True, "X-Forwarded-Proto": True}
+    http["realServers"].update({"protocol": "proxy", "algorithm": "least-connections",
+                                "sessionPersistence": {"type": "app-cookie",
+                                                       "cookieName": "sid"}})
+    http["monitors"][0].update({"httpMethod": "HEAD", "expectedCodes": "200-204"})
+    https["realServers"].update({"protocol": "tcp", "algorithm": "source-ip",
+                                 "sessionPersistence": {"type": "source-ip"}})
 
 
 def flow(value):

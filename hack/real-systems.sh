@@ -11,6 +11,9 @@
 #            group's per-replica volumes across replacement, roll-out and scaling;
 #            tests/it/real_addresses.rs: a group's per-replica ports and fixed
 #            addresses on the real Neutron, kept across the same;
+#   health   tests/it/real_group_health.rs: a group healing itself; tests/it/real_lb_options.rs:
+#            listener, pool and monitor options and a traffic split between two groups
+#            on the real Octavia;
 #   upgrade  the previous release (RELEASES) built from git and run with its own
 #            dist/install.yaml, then upgraded in place (tests/it/real_upgrade.rs);
 #   chaos    two replicas under seeded random faults (tests/it/real_chaos.rs; the seed
@@ -249,11 +252,11 @@ if stage volumes; then
 fi
 
 if stage health; then
-  log "groups that keep themselves healthy"
+  log "groups that keep themselves healthy; load balancer options and traffic split"
   t7=$(date +%s)
   [[ -n ${sa_kubeconfig:-} ]] || fresh_cluster "$ROOT/dist/install.yaml"
-  real_tests real_group_health::
-  log "group health passed in $(($(date +%s) - t7)) s"
+  real_tests real_group_health:: real_lb_options::
+  log "group health and load balancer options passed in $(($(date +%s) - t7)) s"
 fi
 
 if stage upgrade; then

@@ -68,6 +68,7 @@ async fn load_balancer_tree_is_built_observed_and_cascade_deleted() {
         description: None,
         default_pool_id: None,
         tags: vec![owner().tag()],
+        options: Default::default(),
     };
     let (listener, c1) = while_immutable(|| h.client.create_listener(&listener_req)).await;
     let pool_req = CreatePool {
@@ -78,6 +79,7 @@ async fn load_balancer_tree_is_built_observed_and_cascade_deleted() {
         name: "verda-default-web-80".into(),
         description: None,
         tags: vec![owner().tag()],
+        session_persistence: None,
     };
     let (pool, c2) = while_immutable(|| h.client.create_pool(&pool_req)).await;
     let monitor_req = CreateHealthMonitor {
@@ -269,6 +271,7 @@ async fn writes_while_pending_answer_an_immutable_conflict_that_is_not_retried()
             description: None,
             default_pool_id: None,
             tags: vec![],
+            options: Default::default(),
         })
         .await
         .unwrap_err();
@@ -434,6 +437,7 @@ fn listener_tree(port: u16, monitor: MonitorType, members: &[&str]) -> ListenerT
             description: None,
             default_pool_id: None,
             tags: vec![owner().tag()],
+            options: Default::default(),
         },
         pool: CreatePool {
             listener_id: None,
@@ -443,6 +447,7 @@ fn listener_tree(port: u16, monitor: MonitorType, members: &[&str]) -> ListenerT
             name: name.clone(),
             description: None,
             tags: vec![owner().tag()],
+            session_persistence: None,
         },
         members: members
             .iter()

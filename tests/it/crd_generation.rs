@@ -87,6 +87,7 @@ fn printer_columns_show_what_kubectl_get_users_look_for() {
             ("VIP", ".status.vip"),
             ("STATUS", ".status.provisioningStatus"),
             ("MEMBERS", ".status.members"),
+            ("SPLIT", ".status.split"),
             ("AGE", ".metadata.creationTimestamp"),
         ],
     );

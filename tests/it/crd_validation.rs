@@ -2,6 +2,7 @@
 //! each rule of the schema refuses the bad input it is written for, with its message.
 
 use crate::support;
+use support::merge;
 
 use serde_json::{Value, json};
 use support::crd_schema::{documents, refusals, repo_root};
@@ -278,12 +279,12 @@ fn load_balancer_rules_refuse_bad_input_with_their_message() {
         ),
         (
             json!({"ports": [lb_port(80, json!({"protocol": "http", "port": 80}))]}),
-            "realServers needs exactly one of virtualMachineGroupRef, virtualMachines or addresses",
+            "realServers needs exactly one of virtualMachineGroupRef, groups, virtualMachines or addresses",
         ),
         (
             json!({"ports": [lb_port(80, json!({"protocol": "http", "port": 80,
                    "virtualMachineGroupRef": "web", "addresses": ["10.0.0.1"]}))]}),
-            "realServers needs exactly one of virtualMachineGroupRef, virtualMachines or addresses",
+            "realServers needs exactly one of virtualMachineGroupRef, groups, virtualMachines or addresses",
         ),
         (
             json!({"ports": [lb_port(80, json!({"protocol": "http", "port": 0, "virtualMachineGroupRef": "web"}))]}),
@@ -315,6 +316,100 @@ fn load_balancer_rules_refuse_bad_input_with_their_message() {
 }
 
 #[test]
+fn load_balancer_options_refuse_wrong_combinations_with_their_reason() {
+    let full = json!({"port": 80, "protocol": "http",
+        "timeouts": {"clientData": "50s", "memberConnect": "5s", "memberData": "1m30s", "tcpInspect": "0s"},
+        "connectionLimit": 10000, "allowedCIDRs": ["10.0.0.0/8"],
+        "insertHeaders": {"X-Forwarded-For": true, "X-Forwarded-Proto": true},
+        "realServers": {"protocol": "proxy", "port": 80, "algorithm": "least-connections",
+            "sessionPersistence": {"type": "app-cookie", "cookieName": "sid"},
+            "groups": [{"name": "web-blue", "weight": 90}, {"name": "web-green", "weight": 10}]},
+        "monitors": [{"protocol": "http", "endpoint": "/health", "maxRetriesDown": 3, "httpMethod": "HEAD"}]});
+    assert_accepted(&lb(json!({"ports": [full.clone()]})), None);
+    let with = |patch: Value| {
+        let mut port = full.clone();
+        merge(&mut port, &patch);
+        lb(json!({ "ports": [port] }))
+    };
+    let cases: Vec<(Value, &str)> = vec![
+        (
+            json!({"realServers": {"protocol": "https"}}),
+            "realServers.protocol does not fit the listener's protocol",
+        ),
+        (
+            json!({"protocol": "proxy"}),
+            "proxy and proxyv2 are protocols of realServers",
+        ),
+        (
+            json!({"protocol": "tcp", "realServers": {"protocol": "tcp"}}),
+            "insertHeaders applies only to http listeners",
+        ),
+        (
+            json!({"realServers": {"sessionPersistence": {"type": "app-cookie", "cookieName": null}}}),
+            "cookieName is required with app-cookie and allowed with it only",
+        ),
+        (
+            json!({"realServers": {"sessionPersistence": {"type": "source-ip", "cookieName": "sid"}}}),
+            "cookieName is required with app-cookie and allowed with it only",
+        ),
+        (
+            json!({"allowedCIDRs": ["10.0.0.0/33"]}),
+            "allowedCIDRs must be networks",
+        ),
+        (
+            json!({"timeouts": {"clientData": "5x"}}),
+            "/spec/ports/0/timeouts/clientData",
+        ),
+        (
+            json!({"timeouts": {"memberData": "577h"}}),
+            "a listener timeout may be at most 576h",
+        ),
+        (
+            json!({"realServers": {"groups": [{"name": "web-blue", "weight": 1}, {"name": "web-blue", "weight": 2}]}}),
+            "each group may appear only once in groups",
+        ),
+        (
+            json!({"realServers": {"groups": [{"name": "web-blue", "weight": 257}]}}),
+            "/spec/ports/0/realServers/groups/0/weight",
+        ),
+        (
+            json!({"realServers": {"virtualMachineGroupRef": "web"}}),
+            "realServers needs exactly one of virtualMachineGroupRef, groups, virtualMachines or addresses",
+        ),
+        (
+            json!({"monitors": [{"protocol": "tcp", "httpMethod": "GET"}]}),
+            "httpMethod applies only to http and https monitors",
+        ),
+    ];
+    for (patch, expected) in cases {
+        assert_refused(&with(patch), None, expected);
+    }
+    // Octavia cannot change a listener's or pool's protocol: refused, the rest edits.
+    let old = lb(json!({ "ports": [full.clone()] }));
+    for patch in [
+        json!({"protocol": "tcp", "insertHeaders": null}),
+        json!({"realServers": {"protocol": "http"}}),
+    ] {
+        assert_refused(
+            &with(patch),
+            Some(&old),
+            "the protocol and realServers.protocol of a port cannot change",
+        );
+    }
+    assert_accepted(&with(json!({"connectionLimit": 5})), Some(&old));
+    let moved = json!({"port": 8080, "protocol": "tcp", "realServers": {"protocol": "tcp", "port": 80, "addresses": ["10.0.0.1"]}});
+    assert_accepted(&lb(json!({ "ports": [moved] })), Some(&old));
+    let udp = json!({"port": 53, "protocol": "udp",
+        "realServers": {"protocol": "udp", "port": 53, "addresses": ["10.0.0.1"],
+            "sessionPersistence": {"type": "http-cookie"}}});
+    assert_refused(
+        &lb(json!({ "ports": [udp] })),
+        None,
+        "udp members keep sessions by source-ip only",
+    );
+}
+
+#[test]
 fn load_balancer_location_is_immutable() {
     let old =
         lb(json!({"region": "tokyo1", "zone": "dev", "ports": [lb_port(80, group_servers())]}));
@@ -336,20 +431,6 @@ fn load_balancer_location_is_immutable() {
 }
 
 /// JSON merge patch (RFC 7386): what `kubectl patch --type merge` does.
-fn merge(target: &mut Value, patch: &Value) {
-    match (target.as_object_mut(), patch.as_object()) {
-        (Some(t), Some(p)) => {
-            for (k, v) in p {
-                if v.is_null() {
-                    t.remove(k);
-                } else {
-                    merge(t.entry(k.clone()).or_insert(Value::Null), v);
-                }
-            }
-        }
-        _ => *target = patch.clone(),
-    }
-}
 
 #[test]
 fn load_balancer_service_type_is_immutable() {

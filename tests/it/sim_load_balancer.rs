@@ -29,7 +29,7 @@ async fn post(c: &Client, path: &str, body: Value) -> reqwest::Response {
         .unwrap()
 }
 
-async fn get(c: &Client, path: &str) -> Value {
+pub(crate) async fn get(c: &Client, path: &str) -> Value {
     json_of(
         c.req(Method::GET, &format!("{LB}{path}"))
             .send()
@@ -39,7 +39,7 @@ async fn get(c: &Client, path: &str) -> Value {
     .await
 }
 
-async fn wait_active(c: &Client, lb: &str) {
+pub(crate) async fn wait_active(c: &Client, lb: &str) {
     for _ in 0..400 {
         if get(c, &format!("/loadbalancers/{lb}")).await["loadbalancer"]["provisioning_status"]
             == "ACTIVE"

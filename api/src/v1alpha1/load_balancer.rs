@@ -12,6 +12,9 @@ use super::rules::immutable_spec_field;
 const REPLACE: &str =
     "Octavia cannot move an existing load balancer; create a new LoadBalancer instead";
 
+/// A port kept from the last spec keeps its listener and member protocols.
+const PROTOCOLS_KEPT: &str = "self.spec.ports.all(p, oldSelf.spec.ports.all(q, q.port != p.port || (q.protocol == p.protocol && q.realServers.protocol == p.realServers.protocol)))";
+
 /// The desired state of an Octavia load balancer.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, KubeSchema)]
 #[kube(
@@ -28,11 +31,13 @@ const REPLACE: &str =
     printcolumn = r#"{"name":"External-IP","type":"string","jsonPath":".status.floatingIP","priority":1}"#,
     printcolumn = r#"{"name":"Status","type":"string","jsonPath":".status.provisioningStatus"}"#,
     printcolumn = r#"{"name":"Members","type":"string","jsonPath":".status.members","description":"Ready members over all members, every pool"}"#,
+    printcolumn = r#"{"name":"Split","type":"string","jsonPath":".status.split","description":"Member weight of each group, for ports that split traffic between groups"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#,
     validation = immutable_spec_field("region", REPLACE),
     validation = immutable_spec_field("zone", REPLACE),
     validation = immutable_spec_field("vipSubnet", REPLACE),
-    validation = immutable_spec_field("serviceType", "Octavia cannot change the flavor of an existing load balancer; create a new LoadBalancer instead")
+    validation = immutable_spec_field("serviceType", "Octavia cannot change the flavor of an existing load balancer; create a new LoadBalancer instead"),
+    validation = kube::core::Rule::new(PROTOCOLS_KEPT).message("the protocol and realServers.protocol of a port cannot change (Octavia cannot change a listener's or pool's protocol): remove the port and add it again, or listen on another port").field_path(".spec.ports")
 )]
 #[serde(rename_all = "camelCase")]
 pub struct LoadBalancerSpec {
@@ -96,15 +101,24 @@ pub enum VipType {
     Public,
 }
 
+/// Which member protocols a listener protocol can pass traffic to (Octavia's rule).
+const POOL_FOR_LISTENER: &str = "self.protocol == 'http' ? self.realServers.protocol in ['http', 'proxy', 'proxyv2'] : \
+self.protocol == 'https' ? self.realServers.protocol in ['https', 'tcp', 'proxy', 'proxyv2'] : \
+self.protocol == 'tcp' ? self.realServers.protocol in ['http', 'https', 'tcp', 'proxy', 'proxyv2'] : \
+self.protocol == 'udp' ? self.realServers.protocol == 'udp' : false";
+
 /// One listening port and where its traffic goes.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, KubeSchema)]
 #[serde(rename_all = "camelCase")]
+#[x_kube(validation = kube::core::Rule::new("self.protocol != 'proxy' && self.protocol != 'proxyv2'").message("proxy and proxyv2 are protocols of realServers (PROXY protocol to the members), not of a listener: use tcp or http here"))]
+#[x_kube(validation = kube::core::Rule::new(POOL_FOR_LISTENER).message("realServers.protocol does not fit the listener's protocol: an http listener passes to http, proxy or proxyv2 members; https to https, tcp, proxy or proxyv2; tcp to any but udp; udp to udp"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.insertHeaders) || self.protocol == 'http'").message("insertHeaders applies only to http listeners: Octavia adds headers only where it reads HTTP"))]
 pub struct LoadBalancerPort {
     /// Port the VIP listens on (1-65535).
     #[schemars(range(min = 1, max = 65535))]
     pub port: i32,
     /// Listener protocol: `http`, `https` (TLS passed through to the members), `tcp` or
-    /// `udp`.
+    /// `udp`. Immutable: Octavia cannot change a listener's protocol.
     pub protocol: Protocol,
     /// The pool members: one source of addresses, and the protocol and port they serve.
     pub real_servers: RealServers,
@@ -113,6 +127,135 @@ pub struct LoadBalancerPort {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 8))]
     pub monitors: Vec<HealthMonitor>,
+    /// How long the listener waits on clients and members; Octavia's defaults where
+    /// absent. Edited in place.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeouts: Option<ListenerTimeouts>,
+    /// Most connections the listener accepts at once; unlimited when absent. Edited in
+    /// place.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 1_000_000_000))]
+    pub connection_limit: Option<i32>,
+    /// Source networks allowed to connect, e.g. `10.0.0.0/8`; every source when absent.
+    /// Edited in place.
+    #[serde(
+        default,
+        rename = "allowedCIDRs",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(length(min = 1, max = 64), inner(length(max = 64)))]
+    #[x_kube(validation = kube::core::Rule::new("self.all(c, isCIDR(c))").message("allowedCIDRs must be networks such as 10.0.0.0/8 or fd00::/8"))]
+    pub allowed_cidrs: Option<Vec<String>>,
+    /// Headers the load balancer adds to each request it passes on (`http` listeners
+    /// only). Edited in place.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub insert_headers: Option<InsertHeaders>,
+}
+
+/// Listener timeouts, as durations such as `50s`, `500ms` or `1m30s` (at most 576h,
+/// Octavia's 24 days).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ListenerTimeouts {
+    /// Inactivity allowed on the client side. Octavia's default is 50s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^([0-9]{1,11}(ms|s|m|h))+$"), length(max = 32))]
+    #[x_kube(validation = timeout_bound())]
+    pub client_data: Option<String>,
+    /// Time allowed to connect to a member. Octavia's default is 5s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^([0-9]{1,11}(ms|s|m|h))+$"), length(max = 32))]
+    #[x_kube(validation = timeout_bound())]
+    pub member_connect: Option<String>,
+    /// Inactivity allowed on the member side. Octavia's default is 50s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^([0-9]{1,11}(ms|s|m|h))+$"), length(max = 32))]
+    #[x_kube(validation = timeout_bound())]
+    pub member_data: Option<String>,
+    /// Time to wait for more TCP content before choosing a member. Octavia's default
+    /// is 0s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^([0-9]{1,11}(ms|s|m|h))+$"), length(max = 32))]
+    #[x_kube(validation = timeout_bound())]
+    pub tcp_inspect: Option<String>,
+}
+
+/// A listener timeout is at most Octavia's longest.
+fn timeout_bound() -> kube::core::Rule {
+    kube::core::Rule::new("duration(self) <= duration('576h')")
+        .message("a listener timeout may be at most 576h (24 days), Octavia's longest")
+}
+
+/// The longest listener timeout Octavia takes: 24 days, in milliseconds.
+pub const MAX_TIMEOUT_MS: u64 = 2_073_600_000;
+
+/// A Go-style duration (`50s`, `500ms`, `1m30s`) in milliseconds; `None` when it is
+/// not one, or is longer than [`MAX_TIMEOUT_MS`].
+pub fn timeout_millis(text: &str) -> Option<u64> {
+    let mut total: u64 = 0;
+    let mut rest = text;
+    if rest.is_empty() {
+        return None;
+    }
+    while !rest.is_empty() {
+        let digits = rest.find(|c: char| !c.is_ascii_digit())?;
+        let n: u64 = rest[..digits].parse().ok()?;
+        rest = &rest[digits..];
+        let (unit, len) = if rest.starts_with("ms") {
+            (1, 2)
+        } else {
+            match rest.as_bytes().first()? {
+                b's' => (1_000, 1),
+                b'm' => (60_000, 1),
+                b'h' => (3_600_000, 1),
+                _ => return None,
+            }
+        };
+        total = total.checked_add(n.checked_mul(unit)?)?;
+        rest = &rest[len..];
+    }
+    (total <= MAX_TIMEOUT_MS).then_some(total)
+}
+
+/// Request headers the load balancer inserts.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct InsertHeaders {
+    /// The client's address.
+    #[serde(
+        default,
+        rename = "X-Forwarded-For",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub x_forwarded_for: Option<bool>,
+    /// The listener's port.
+    #[serde(
+        default,
+        rename = "X-Forwarded-Port",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub x_forwarded_port: Option<bool>,
+    /// The client's protocol (`http` or `https`).
+    #[serde(
+        default,
+        rename = "X-Forwarded-Proto",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub x_forwarded_proto: Option<bool>,
+}
+
+impl InsertHeaders {
+    /// The names of the headers turned on, in Octavia's spelling.
+    pub fn enabled(&self) -> Vec<&'static str> {
+        [
+            ("X-Forwarded-For", self.x_forwarded_for),
+            ("X-Forwarded-Port", self.x_forwarded_port),
+            ("X-Forwarded-Proto", self.x_forwarded_proto),
+        ]
+        .into_iter()
+        .filter(|(_, on)| *on == Some(true))
+        .map(|(name, _)| name)
+        .collect()
+    }
 }
 
 /// Traffic protocol of a listener or pool.
@@ -124,21 +267,46 @@ pub enum Protocol {
     Https,
     Tcp,
     Udp,
+    /// Members only: TCP with the PROXY protocol (v1) header first.
+    Proxy,
+    /// Members only: TCP with the PROXY protocol v2 header first.
+    Proxyv2,
 }
 
-/// The backend servers of a port. Exactly one of `virtualMachineGroupRef`,
+/// The backend servers of a port. Exactly one of `virtualMachineGroupRef`, `groups`,
 /// `virtualMachines` or `addresses` is set.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, KubeSchema)]
 #[serde(rename_all = "camelCase")]
 #[x_kube(validation = kube::core::Rule::new(
-    "[has(self.virtualMachineGroupRef), has(self.virtualMachines), has(self.addresses)].filter(x, x).size() == 1"
-).message("realServers needs exactly one of virtualMachineGroupRef, virtualMachines or addresses"))]
+    "[has(self.virtualMachineGroupRef), has(self.groups), has(self.virtualMachines), has(self.addresses)].filter(x, x).size() == 1"
+).message("realServers needs exactly one of virtualMachineGroupRef, groups, virtualMachines or addresses"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.sessionPersistence) || self.sessionPersistence.type == 'source-ip' || self.protocol != 'udp'").message("udp members keep sessions by source-ip only"))]
 pub struct RealServers {
-    /// Protocol the members serve.
+    /// Protocol the members serve: `http`, `https`, `tcp`, `udp`, or `proxy` /
+    /// `proxyv2` (TCP with the PROXY protocol header). Immutable: Octavia cannot change
+    /// a pool's protocol.
     pub protocol: Protocol,
     /// Port the members serve on (1-65535).
     #[schemars(range(min = 1, max = 65535))]
     pub port: i32,
+    /// How a member is chosen for a new connection: `round-robin` when absent. Edited
+    /// in place.
+    // No schema default: a field defaulted inside the atomic `ports` list would make
+    // every `kubectl apply` of an unchanged manifest a change, and server-side apply a
+    // conflict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub algorithm: Option<Algorithm>,
+    /// Keep a client on the member it first reached. Edited in place.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_persistence: Option<SessionPersistence>,
+    /// Several VirtualMachineGroups in the same namespace behind this port, each with
+    /// the weight (0-256) of every one of its members: a blue/green or canary split.
+    /// Weight 0 keeps the group's members in the pool without new connections; a
+    /// group leaves the pool when it leaves this list. Edited in place, in one batch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 8))]
+    #[x_kube(validation = kube::core::Rule::new("self.all(g, self.exists_one(h, h.name == g.name))").message("each group may appear only once in groups"))]
+    pub groups: Option<Vec<WeightedGroup>>,
     /// Name of a VirtualMachineGroup in the same namespace: its Ready VirtualMachines
     /// are the members, and scaling the group updates them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -155,11 +323,90 @@ pub struct RealServers {
     pub addresses: Option<Vec<String>>,
 }
 
+impl RealServers {
+    /// The groups this port draws on: `virtualMachineGroupRef` or the names in `groups`.
+    pub fn group_names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self
+            .virtual_machine_group_ref
+            .iter()
+            .map(String::as_str)
+            .collect();
+        names.extend(self.groups.iter().flatten().map(|g| g.name.as_str()));
+        names
+    }
+
+    /// Whether this port draws on the group `name`.
+    pub fn draws_on_group(&self, name: &str) -> bool {
+        self.group_names().contains(&name)
+    }
+
+    /// The member weight `groups` gives the members of `name`; `None` for Octavia's default.
+    pub fn weight_of(&self, name: &str) -> Option<u32> {
+        self.groups
+            .iter()
+            .flatten()
+            .find(|g| g.name == name)
+            .map(|g| g.weight as u32)
+    }
+}
+
+/// One group of a traffic split.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WeightedGroup {
+    /// Name of a VirtualMachineGroup in the same namespace.
+    #[schemars(length(min = 1, max = 253))]
+    pub name: String,
+    /// Weight of each of its members (0-256): their share of new connections is their
+    /// weight over the sum of every member's weight.
+    #[schemars(range(min = 0, max = 256))]
+    pub weight: i32,
+}
+
+/// How the pool chooses a member.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Algorithm {
+    #[default]
+    RoundRobin,
+    LeastConnections,
+    SourceIp,
+}
+
+/// Session persistence of a pool.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = kube::core::Rule::new("self.type == 'app-cookie' ? has(self.cookieName) : !has(self.cookieName)").message("cookieName is required with app-cookie and allowed with it only"))]
+pub struct SessionPersistence {
+    /// `source-ip`, `http-cookie` (the load balancer sets a cookie) or `app-cookie`
+    /// (the application's cookie named `cookieName`).
+    #[serde(rename = "type")]
+    pub kind: PersistenceType,
+    /// The application's cookie (`app-cookie` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        length(min = 1, max = 255),
+        regex(pattern = r"^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")
+    )]
+    pub cookie_name: Option<String>,
+}
+
+/// Session persistence type.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum PersistenceType {
+    #[default]
+    SourceIp,
+    HttpCookie,
+    AppCookie,
+}
+
 /// A health check of the members.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, KubeSchema)]
 #[serde(rename_all = "camelCase")]
 #[x_kube(validation = kube::core::Rule::new("!has(self.timeoutSeconds) || !has(self.delaySeconds) || self.timeoutSeconds <= self.delaySeconds").message("timeoutSeconds must not exceed delaySeconds"))]
 #[x_kube(validation = kube::core::Rule::new("!has(self.endpoint) || self.protocol == 'http' || self.protocol == 'https'").message("endpoint applies only to http and https monitors"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.httpMethod) || self.protocol == 'http' || self.protocol == 'https'").message("httpMethod applies only to http and https monitors"))]
 pub struct HealthMonitor {
     /// Check type: `http`, `https`, `tcp`, `udp-connect`, `tls-hello` or `ping`.
     pub protocol: MonitorProtocol,
@@ -187,6 +434,29 @@ pub struct HealthMonitor {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(regex(pattern = r"^[0-9]{3}((-[0-9]{3})|(,[0-9]{3})*)$"))]
     pub expected_codes: Option<String>,
+    /// Consecutive failures before a member is ERROR (1-10). Default 3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 10))]
+    pub max_retries_down: Option<i32>,
+    /// Method of http and https checks. Default `GET`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_method: Option<HttpMethod>,
+}
+
+/// HTTP method of a health check.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum HttpMethod {
+    #[default]
+    Get,
+    Head,
+    Post,
+    Put,
+    Delete,
+    Trace,
+    Options,
+    Patch,
+    Connect,
 }
 
 /// Health monitor type.
@@ -236,6 +506,10 @@ pub struct LoadBalancerStatus {
     /// Ready members over all members, summed over every pool (e.g. `2/3`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub members: Option<String>,
+    /// The member weight of each group, for ports that split traffic between groups
+    /// (e.g. `web-blue=90 web-green=10`; per port, `443: …; 80: …`, when they differ).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<String>,
     /// Per port, in the order of `spec.ports`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ports: Vec<PortStatus>,
@@ -293,4 +567,7 @@ pub struct MemberStatus {
     /// Octavia operating status: ONLINE, OFFLINE, ERROR, NO_MONITOR, …
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub operating_status: Option<String>,
+    /// The member's weight, where a port splits traffic between groups.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weight: Option<u32>,
 }

@@ -14,7 +14,7 @@ use super::{schema, views};
 use crate::query::Params;
 use crate::state::Sim;
 use crate::world::World;
-use crate::world::octavia::{Listener, Prov};
+use crate::world::octavia::{Listener, ListenerOptions, Prov};
 use crate::world::octavia_lifecycle as lifecycle;
 
 pub(super) fn routes(r: Router<Sim>, p: &str) -> Router<Sim> {
@@ -41,6 +41,7 @@ pub(super) fn build(w: &mut World, lb_id: &str, req: &Map<String, Value>) -> Lis
             .and_then(Value::as_i64)
             .unwrap_or(-1),
         default_pool_id: str_field(req, "default_pool_id"),
+        options: super::options::listener_options(req, ListenerOptions::default()),
     }
 }
 
@@ -69,6 +70,8 @@ async fn create(
         return Err(super::envelope::lb_not_found(&cx, &lb_id));
     }
     super::envelope::ensure_mutable(&cx, &w, &lb_id, None)?;
+    let vip = w.octavia.lbs[&lb_id].vip_address.clone();
+    super::options::check_listener(&cx, &req, &protocol, &vip)?;
     let clash = w.octavia.listeners.values().any(|l| {
         l.lb_id == lb_id && l.protocol_port == port && is_udp(&l.protocol) == is_udp(&protocol)
     });
@@ -123,13 +126,20 @@ async fn update(
     let req = body(&cx, &bytes, "listener")?;
     schema::check(&cx, schema::LISTENER_PUT, &req)?;
     let mut w = sim.world_of(&cx.project);
-    let lb_id = w
+    let (lb_id, protocol) = w
         .octavia
         .listeners
         .get(&id)
-        .map(|l| l.lb_id.clone())
+        .map(|l| (l.lb_id.clone(), l.protocol.clone()))
         .ok_or_else(|| not_found(&cx, &id))?;
     super::envelope::ensure_mutable(&cx, &w, &lb_id, None)?;
+    let vip = w
+        .octavia
+        .lbs
+        .get(&lb_id)
+        .map(|lb| lb.vip_address.clone())
+        .unwrap_or_default();
+    super::options::check_listener(&cx, &req, &protocol, &vip)?;
     if let Some(pool) =
         str_field(&req, "default_pool_id").filter(|p| !w.octavia.pools.contains_key(p))
     {
@@ -147,6 +157,7 @@ async fn update(
     if let Some(c) = req.get("connection_limit").and_then(Value::as_i64) {
         l.connection_limit = c;
     }
+    l.options = super::options::listener_options(&req, l.options.clone());
     lifecycle::lock_tree(&mut w, &lb_id);
     let body = json!({"listener": views::listener(&w, &w.octavia.listeners[&id])});
     Ok(cx.ok(200, &body))

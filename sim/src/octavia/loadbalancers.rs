@@ -81,9 +81,15 @@ async fn create(
     let cx = enter(&sim, "create_load_balancer", &headers).await?;
     let req = body(&cx, &bytes, "loadbalancer")?;
     schema::check(&cx, schema::LOAD_BALANCER, &req)?;
-    super::populated::check(&cx, &req)?;
     let mut w = sim.world_of(&cx.project);
     let (subnet_id, network_id, existing) = vip(&cx, &w, &req)?;
+    // The VIP is not chosen before the graph is checked: its subnet tells its IP version.
+    let vip_family = w
+        .subnets
+        .iter()
+        .find(|s| s.id == subnet_id)
+        .map_or_else(String::new, |s| s.pool_start.to_string());
+    super::populated::check(&cx, &req, &vip_family)?;
     let flavor_id = str_field(&req, "flavor_id");
     if let Some(f) = flavor_id
         .as_deref()

@@ -10,6 +10,7 @@ mod listeners;
 mod loadbalancers;
 mod members;
 mod monitors;
+mod options;
 mod pools;
 mod populated;
 mod schema;

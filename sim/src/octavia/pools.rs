@@ -42,6 +42,10 @@ pub(super) fn build(
         listener_id,
         protocol: str_field(req, "protocol").unwrap_or_default(),
         lb_algorithm: str_field(req, "lb_algorithm").unwrap_or_default(),
+        session_persistence: req
+            .get("session_persistence")
+            .filter(|v| !v.is_null())
+            .cloned(),
         members: vec![],
         monitor_id: None,
     }
@@ -91,6 +95,11 @@ async fn create(
         listener_id.as_deref(),
         str_field(&req, "loadbalancer_id"),
     )?;
+    let listener_protocol = listener_id
+        .as_ref()
+        .and_then(|l| w.octavia.listeners.get(l))
+        .map(|l| l.protocol.clone());
+    super::options::check_pool(&cx, &req, listener_protocol.as_deref())?;
     super::envelope::ensure_mutable(&cx, &w, &lb_id, None)?;
     let pool = build(&mut w, &lb_id, listener_id.clone(), &req);
     if let Some(l) = listener_id.and_then(|l| w.octavia.listeners.get_mut(&l)) {
@@ -156,9 +165,13 @@ async fn update(
         .pools
         .get_mut(&id)
         .ok_or_else(|| pool_not_found(&cx, &id))?;
+    super::options::check_persistence(&cx, &req, &p.protocol)?;
     update_meta(&mut p.meta, &req);
     if let Some(a) = algorithm {
         p.lb_algorithm = a;
+    }
+    if let Some(sp) = req.get("session_persistence") {
+        p.session_persistence = (!sp.is_null()).then(|| sp.clone());
     }
     lifecycle::lock_tree(&mut w, &lb_id);
     let body = json!({"pool": views::pool(&Operating::of(&w), &w.octavia.pools[&id])});

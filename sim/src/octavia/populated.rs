@@ -31,8 +31,9 @@ fn members_of(pool: &Map<String, Value>) -> impl Iterator<Item = &Map<String, Va
         .filter_map(Value::as_object)
 }
 
-/// Every object of the graph against its single-create type, and the rules across them.
-pub(super) fn check(cx: &Cx, req: &Map<String, Value>) -> Result<(), Response> {
+/// Every object of the graph against its single-create type, and the rules across them
+/// (`vip`: an address of the VIP's subnet, for the IP version of allowed CIDRs).
+pub(super) fn check(cx: &Cx, req: &Map<String, Value>, vip: &str) -> Result<(), Response> {
     let mut ports: Vec<(u64, bool)> = Vec::new();
     for listener in listeners_of(req) {
         schema::check(cx, schema::LISTENER_SINGLE, listener)?;
@@ -43,10 +44,12 @@ pub(super) fn check(cx: &Cx, req: &Map<String, Value>) -> Result<(), Response> {
             return Err(listeners::port_in_use(cx, &protocol, port));
         }
         ports.push((port, udp));
+        super::options::check_listener(cx, listener, &protocol, vip)?;
         let Some(pool) = object(listener, "default_pool") else {
             continue;
         };
         schema::check(cx, schema::POOL_POST, pool)?;
+        super::options::check_pool(cx, pool, Some(&protocol))?;
         for member in members_of(pool) {
             schema::check(cx, schema::MEMBER_POST, member)?;
         }

@@ -6,8 +6,7 @@
 //! (Octavia's API reference, "Faults"); WSME stops at the first attribute
 //! that fails, in the order the type declares them, which the tables below keep.
 //!
-//! Deliberately not here: UUID formats, TLS, L7, session persistence and other
-//! attributes the operator never sends, unknown attributes, and checks that need the
+//! Deliberately not here: UUID formats, TLS, L7 and other attributes the operator never sends, unknown attributes, and checks that need the
 //! cloud's state or more than one field (the handlers make those).
 
 use std::sync::LazyLock;
@@ -106,14 +105,31 @@ pub(super) const LOAD_BALANCER: &[Attr] = &[
     TAGS,
     opt("availability_zone", Type::Text(255)),
 ];
+/// `timeout_*` of a listener: milliseconds, at most 24 days (`constants.MAX_TIMEOUT`).
+const TIMEOUT: Type = Type::Int(Some(0), Some(2_073_600_000));
+const CONNECTION_LIMIT: Attr = opt("connection_limit", Type::Int(Some(-1), None));
+const CLIENT_DATA: Attr = opt("timeout_client_data", TIMEOUT);
+const MEMBER_CONNECT: Attr = opt("timeout_member_connect", TIMEOUT);
+const MEMBER_DATA: Attr = opt("timeout_member_data", TIMEOUT);
+const TCP_INSPECT: Attr = opt("timeout_tcp_inspect", TIMEOUT);
+/// Checked in `options.rs`: WSME's `DictType(str, str)` and `[CidrType]`.
+const INSERT_HEADERS: Attr = opt("insert_headers", Type::Other);
+const ALLOWED_CIDRS: Attr = opt("allowed_cidrs", Type::Other);
+
 pub(super) const LISTENER_POST: &[Attr] = &[
     NAME,
     DESCRIPTION,
     req("protocol", Type::OneOf(LISTENER_PROTOCOLS)),
     req("protocol_port", PORT),
-    opt("connection_limit", Type::Int(Some(-1), None)),
+    CONNECTION_LIMIT,
+    INSERT_HEADERS,
     req("loadbalancer_id", Type::Other),
+    CLIENT_DATA,
+    MEMBER_CONNECT,
+    MEMBER_DATA,
+    TCP_INSPECT,
     TAGS,
+    ALLOWED_CIDRS,
 ];
 /// `ListenerSingleCreate`: a listener inside a load balancer create (no parent ID).
 pub(super) const LISTENER_SINGLE: &[Attr] = &[
@@ -121,26 +137,42 @@ pub(super) const LISTENER_SINGLE: &[Attr] = &[
     DESCRIPTION,
     req("protocol", Type::OneOf(LISTENER_PROTOCOLS)),
     req("protocol_port", PORT),
-    opt("connection_limit", Type::Int(Some(-1), None)),
+    CONNECTION_LIMIT,
+    INSERT_HEADERS,
+    CLIENT_DATA,
+    MEMBER_CONNECT,
+    MEMBER_DATA,
+    TCP_INSPECT,
     TAGS,
+    ALLOWED_CIDRS,
 ];
 pub(super) const LISTENER_PUT: &[Attr] = &[
     NAME,
     DESCRIPTION,
-    opt("connection_limit", Type::Int(Some(-1), None)),
+    CONNECTION_LIMIT,
+    INSERT_HEADERS,
+    CLIENT_DATA,
+    MEMBER_CONNECT,
+    MEMBER_DATA,
+    TCP_INSPECT,
     TAGS,
+    ALLOWED_CIDRS,
 ];
+/// Checked in `options.rs`: WSME's `SessionPersistencePOST`.
+const SESSION_PERSISTENCE: Attr = opt("session_persistence", Type::Other);
 pub(super) const POOL_POST: &[Attr] = &[
     NAME,
     DESCRIPTION,
     req("protocol", Type::OneOf(POOL_PROTOCOLS)),
     req("lb_algorithm", Type::OneOf(ALGORITHMS)),
+    SESSION_PERSISTENCE,
     TAGS,
 ];
 pub(super) const POOL_PUT: &[Attr] = &[
     NAME,
     DESCRIPTION,
     opt("lb_algorithm", Type::OneOf(ALGORITHMS)),
+    SESSION_PERSISTENCE,
     TAGS,
 ];
 /// `MemberPOST`, also each item of the batch update.

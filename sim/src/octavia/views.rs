@@ -57,16 +57,17 @@ pub(super) fn listener(w: &World, l: &Listener) -> Value {
     } else {
         "ONLINE"
     };
-    let _ = w;
+    let o = &l.options;
     merge(
         meta(w, &l.meta, operating),
         json!({
             "protocol": l.protocol, "protocol_port": l.protocol_port, "connection_limit": l.connection_limit,
             "default_tls_container_ref": null, "sni_container_refs": [], "default_pool_id": l.default_pool_id,
-            "l7policies": [], "insert_headers": {}, "loadbalancers": [{"id": l.lb_id}],
-            "timeout_client_data": 50000, "timeout_member_connect": 5000, "timeout_member_data": 50000,
-            "timeout_tcp_inspect": 0, "client_ca_tls_container_ref": null, "client_authentication": "NONE",
-            "client_crl_container_ref": null, "allowed_cidrs": null, "tls_ciphers": null, "tls_versions": null,
+            "l7policies": [], "insert_headers": o.insert_headers, "loadbalancers": [{"id": l.lb_id}],
+            "timeout_client_data": o.timeout_client_data, "timeout_member_connect": o.timeout_member_connect,
+            "timeout_member_data": o.timeout_member_data, "timeout_tcp_inspect": o.timeout_tcp_inspect,
+            "client_ca_tls_container_ref": null, "client_authentication": "NONE", "client_crl_container_ref": null,
+            "allowed_cidrs": (!o.allowed_cidrs.is_empty()).then_some(&o.allowed_cidrs), "tls_ciphers": null, "tls_versions": null,
             "alpn_protocols": null, "hsts_max_age": null, "hsts_include_subdomains": false, "hsts_preload": false
         }),
     )
@@ -76,13 +77,24 @@ pub(super) fn pool(op: &Operating, p: &Pool) -> Value {
     merge(
         meta(op.w, &p.meta, op.pool(p)),
         json!({
-            "protocol": p.protocol, "lb_algorithm": p.lb_algorithm, "session_persistence": null,
+            "protocol": p.protocol, "lb_algorithm": p.lb_algorithm, "session_persistence": persistence(p),
             "loadbalancers": [{"id": p.lb_id}], "listeners": ids(p.listener_id.iter()),
             "members": ids(p.members.iter().map(|m| &m.meta.id)), "healthmonitor_id": p.monitor_id,
             "tls_container_ref": null, "ca_tls_container_ref": null, "crl_container_ref": null,
             "tls_enabled": false, "tls_ciphers": null, "tls_versions": null, "alpn_protocols": null
         }),
     )
+}
+
+/// Octavia shows every session persistence field, null where not set.
+fn persistence(p: &Pool) -> Value {
+    let Some(sp) = &p.session_persistence else {
+        return Value::Null;
+    };
+    json!({
+        "type": sp.get("type"), "cookie_name": sp.get("cookie_name"),
+        "persistence_timeout": null, "persistence_granularity": null
+    })
 }
 
 pub(super) fn member(op: &Operating, p: &Pool, m: &Member) -> Value {

@@ -71,6 +71,32 @@ pub(crate) struct Listener {
     pub protocol_port: u64,
     pub connection_limit: i64,
     pub default_pool_id: Option<String>,
+    pub options: ListenerOptions,
+}
+
+/// A listener's timeouts (ms), allowed sources and inserted headers.
+#[derive(Debug, Clone)]
+pub(crate) struct ListenerOptions {
+    pub timeout_client_data: u64,
+    pub timeout_member_connect: u64,
+    pub timeout_member_data: u64,
+    pub timeout_tcp_inspect: u64,
+    pub allowed_cidrs: Vec<String>,
+    pub insert_headers: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Default for ListenerOptions {
+    /// Octavia's defaults (`[haproxy_amphora]` of octavia.conf).
+    fn default() -> Self {
+        Self {
+            timeout_client_data: 50_000,
+            timeout_member_connect: 5_000,
+            timeout_member_data: 50_000,
+            timeout_tcp_inspect: 0,
+            allowed_cidrs: Vec::new(),
+            insert_headers: serde_json::Map::new(),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -92,6 +118,8 @@ pub(crate) struct Pool {
     pub listener_id: Option<String>,
     pub protocol: String,
     pub lb_algorithm: String,
+    /// `{type, cookie_name}` as sent, or none.
+    pub session_persistence: Option<serde_json::Value>,
     pub members: Vec<Member>,
     pub monitor_id: Option<String>,
 }

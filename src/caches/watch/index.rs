@@ -40,11 +40,8 @@ impl Keyed for LoadBalancer {
     fn keys(&self) -> Vec<String> {
         let mut keys: Vec<String> = Vec::new();
         for rs in self.spec.ports.iter().map(|p| &p.real_servers) {
-            match (&rs.virtual_machine_group_ref, &rs.virtual_machines) {
-                (Some(group), _) => keys.push(group_key(group)),
-                (None, Some(names)) => keys.extend(names.iter().map(|n| vm_key(n))),
-                (None, None) => {}
-            }
+            keys.extend(rs.group_names().into_iter().map(group_key));
+            keys.extend(rs.virtual_machines.iter().flatten().map(|n| vm_key(n)));
         }
         keys.sort();
         keys.dedup();

@@ -2,6 +2,8 @@
 //! names (absent options are omitted, so Octavia's defaults apply); responses keep the
 //! fields the operator reads.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::cloud::ids::{
@@ -214,6 +216,29 @@ pub struct Listener {
     pub loadbalancers: Vec<Ref<LoadBalancerId>>,
     #[serde(default)]
     pub tags: Vec<String>,
+    #[serde(flatten)]
+    pub options: ListenerOptions,
+}
+
+/// The listener settings a LoadBalancer port declares: in a create, an update, and
+/// as Octavia shows them (`null` where it shows none).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListenerOptions {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection_limit: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_client_data: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_member_connect: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_member_data: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_tcp_inspect: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed_cidrs: Option<Vec<String>>,
+    /// Header name → `"true"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub insert_headers: Option<BTreeMap<String, String>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -228,6 +253,8 @@ pub struct CreateListener {
     pub default_pool_id: Option<PoolId>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
+    #[serde(flatten)]
+    pub options: ListenerOptions,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -240,6 +267,8 @@ pub struct UpdateListener {
     pub default_pool_id: Option<PoolId>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tags: Option<Vec<String>>,
+    #[serde(flatten)]
+    pub options: ListenerOptions,
 }
 
 #[derive(Clone, Debug, PartialEq, Deserialize)]
@@ -263,6 +292,27 @@ pub struct Pool {
     pub members: Vec<Ref<MemberId>>,
     #[serde(default)]
     pub tags: Vec<String>,
+    #[serde(default)]
+    pub session_persistence: Option<SessionPersistence>,
+}
+
+/// A pool's session persistence.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionPersistence {
+    #[serde(rename = "type")]
+    pub kind: PersistenceType,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cookie_name: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum PersistenceType {
+    SourceIp,
+    HttpCookie,
+    AppCookie,
+    #[serde(other)]
+    Unknown,
 }
 
 /// `POST /v2/lbaas/pools`: attach to a listener (its default pool) or a load balancer.
@@ -279,6 +329,8 @@ pub struct CreatePool {
     pub description: Option<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_persistence: Option<SessionPersistence>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -289,6 +341,9 @@ pub struct UpdatePool {
     pub description: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lb_algorithm: Option<LbAlgorithm>,
+    /// `Some(None)` sends `null`: no session persistence.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_persistence: Option<Option<SessionPersistence>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Deserialize)]

@@ -109,7 +109,9 @@ async fn write(inputs: &Inputs<'_>, step: Step) -> Result<Outcome, ReconcileErro
             poll,
         )),
         Step::CreateListener(i, lb_id) => quiet(create_listener(inputs, i, &lb_id).await?),
+        Step::UpdateListener(i, id) => quiet(update_listener(inputs, i, &id).await?),
         Step::CreatePool(i, listener) => quiet(create_pool(inputs, i, &listener).await?),
+        Step::UpdatePool(i, id) => quiet(update_pool(inputs, i, &id).await?),
         Step::CreateMonitor(i, pool, settings) => {
             quiet(create_monitor(inputs, i, &pool, &settings).await?)
         }
@@ -272,6 +274,33 @@ async fn create_listener(
             &inputs.owner.key(),
         ))?;
     Ok(format!("created listener {} for port {}", l.id, port.port))
+}
+
+async fn update_listener(
+    inputs: &Inputs<'_>,
+    i: usize,
+    id: &ListenerId,
+) -> Result<String, ReconcileError> {
+    let port = &inputs.lb.spec.ports[i];
+    inputs
+        .octavia
+        .update_listener(id, &desired::update_listener(port))
+        .await
+        .map_err(ReconcileError::cloud(
+            "update a listener",
+            &inputs.owner.key(),
+        ))?;
+    Ok(format!("updated the listener of port {}", port.port))
+}
+
+async fn update_pool(inputs: &Inputs<'_>, i: usize, id: &PoolId) -> Result<String, ReconcileError> {
+    let port = &inputs.lb.spec.ports[i];
+    inputs
+        .octavia
+        .update_pool(id, &desired::update_pool(port))
+        .await
+        .map_err(ReconcileError::cloud("update a pool", &inputs.owner.key()))?;
+    Ok(format!("updated the pool of port {}", port.port))
 }
 
 async fn create_pool(

@@ -43,18 +43,8 @@ pub fn created(
             (None, None) => None,
             _ => return None,
         };
-        tree.listeners.push(Listener {
-            id: listener.id.clone(),
-            name: wanted.listener.name.clone(),
-            description: wanted.listener.description.clone().unwrap_or_default(),
-            protocol: wanted.listener.protocol,
-            protocol_port: wanted.listener.protocol_port,
-            provisioning_status: listener.provisioning_status,
-            operating_status: listener.operating_status,
-            default_pool_id: Some(pool.id.clone()),
-            loadbalancers: vec![Ref { id: lb.id.clone() }],
-            tags: wanted.listener.tags.clone(),
-        });
+        tree.listeners
+            .push(written_listener(&wanted.listener, listener, pool, lb));
         tree.pools.push(Pool {
             id: pool.id.clone(),
             name: wanted.pool.name.clone(),
@@ -70,6 +60,7 @@ pub fn created(
             loadbalancers: vec![Ref { id: lb.id.clone() }],
             members: Vec::new(),
             tags: wanted.pool.tags.clone(),
+            session_persistence: wanted.pool.session_persistence.clone(),
         });
         tree.monitors.extend(monitor);
         let written: Vec<Member> = wanted.members.iter().map(written_member).collect();
@@ -120,6 +111,28 @@ pub fn members(tree: &OctaviaTree, status: &StatusTree) -> Option<OctaviaTree> {
             .insert(pool.id.to_string(), pool_members(now, before));
     }
     Some(confirmed)
+}
+
+/// The listener `asked` for, as Octavia `made` it with `pool` on `lb`.
+fn written_listener(
+    asked: &crate::cloud::model::loadbalancing::CreateListener,
+    made: &crate::cloud::model::loadbalancing::ListenerStatus,
+    pool: &PoolStatus,
+    lb: &LoadBalancer,
+) -> Listener {
+    Listener {
+        id: made.id.clone(),
+        name: asked.name.clone(),
+        description: asked.description.clone().unwrap_or_default(),
+        protocol: asked.protocol,
+        protocol_port: asked.protocol_port,
+        provisioning_status: made.provisioning_status,
+        operating_status: made.operating_status,
+        default_pool_id: Some(pool.id.clone()),
+        loadbalancers: vec![Ref { id: lb.id.clone() }],
+        tags: asked.tags.clone(),
+        options: asked.options.clone(),
+    }
 }
 
 /// The monitor `asked` for, as Octavia `made` it on `pool`.
@@ -247,6 +260,7 @@ spec:
         vec![Backend {
             name: "web-0".into(),
             address: "10.0.1.5".into(),
+            weight: None,
         }]
     }
 

@@ -1,8 +1,11 @@
 //! What Octavia should hold for a LoadBalancer spec: the requests that create each
 //! object and the comparisons that say whether an existing one still matches. Pure.
 
+use std::collections::BTreeMap;
+
 use verda_api::v1alpha1::{
-    HealthMonitor as MonitorSpec, LoadBalancer, LoadBalancerPort, MonitorProtocol, Protocol,
+    Algorithm, HealthMonitor as MonitorSpec, HttpMethod, LoadBalancer, LoadBalancerPort,
+    MonitorProtocol, PersistenceType, Protocol, RealServers, timeout_millis,
 };
 
 use crate::cloud::ids::{ListenerId, LoadBalancerId, PoolId};
@@ -17,6 +20,8 @@ pub fn protocol(p: Protocol) -> os::Protocol {
         Protocol::Https => os::Protocol::Https,
         Protocol::Tcp => os::Protocol::Tcp,
         Protocol::Udp => os::Protocol::Udp,
+        Protocol::Proxy => os::Protocol::Proxy,
+        Protocol::Proxyv2 => os::Protocol::ProxyV2,
     }
 }
 
@@ -45,6 +50,132 @@ pub fn listener(owner: &Owner, lb: &LoadBalancerId, port: &LoadBalancerPort) -> 
         description: None,
         default_pool_id: None,
         tags: vec![owner.tag()],
+        options: listener_options(port),
+    }
+}
+
+/// Octavia's defaults for the listener settings a port leaves out (ms; -1 is no limit).
+const DEFAULT_CONNECTION_LIMIT: i64 = -1;
+const DEFAULT_CLIENT_DATA: u64 = 50_000;
+const DEFAULT_MEMBER_CONNECT: u64 = 5_000;
+const DEFAULT_MEMBER_DATA: u64 = 50_000;
+const DEFAULT_TCP_INSPECT: u64 = 0;
+
+/// The listener settings the port declares, and only those: a create leaves the rest
+/// to Octavia's defaults.
+pub fn listener_options(port: &LoadBalancerPort) -> os::ListenerOptions {
+    let timeouts = port.timeouts.clone().unwrap_or_default();
+    let ms = |t: &Option<String>| t.as_deref().and_then(timeout_millis);
+    os::ListenerOptions {
+        connection_limit: port.connection_limit.map(i64::from),
+        timeout_client_data: ms(&timeouts.client_data),
+        timeout_member_connect: ms(&timeouts.member_connect),
+        timeout_member_data: ms(&timeouts.member_data),
+        timeout_tcp_inspect: ms(&timeouts.tcp_inspect),
+        allowed_cidrs: port.allowed_cidrs.clone(),
+        insert_headers: port.insert_headers.as_ref().map(|h| {
+            h.enabled()
+                .into_iter()
+                .map(|name| (name.to_owned(), "true".to_owned()))
+                .collect()
+        }),
+    }
+}
+
+/// Every listener setting, Octavia's default where the port declares none: what an
+/// update sends, so that a setting taken out of the spec goes back to its default.
+pub fn listener_settings(port: &LoadBalancerPort) -> os::ListenerOptions {
+    let declared = listener_options(port);
+    let http = port.protocol == Protocol::Http;
+    os::ListenerOptions {
+        connection_limit: Some(
+            declared
+                .connection_limit
+                .unwrap_or(DEFAULT_CONNECTION_LIMIT),
+        ),
+        timeout_client_data: Some(declared.timeout_client_data.unwrap_or(DEFAULT_CLIENT_DATA)),
+        timeout_member_connect: Some(
+            declared
+                .timeout_member_connect
+                .unwrap_or(DEFAULT_MEMBER_CONNECT),
+        ),
+        timeout_member_data: Some(declared.timeout_member_data.unwrap_or(DEFAULT_MEMBER_DATA)),
+        timeout_tcp_inspect: Some(declared.timeout_tcp_inspect.unwrap_or(DEFAULT_TCP_INSPECT)),
+        allowed_cidrs: Some(declared.allowed_cidrs.unwrap_or_default()),
+        // Octavia refuses insert_headers, even empty, on a listener that is not HTTP.
+        insert_headers: http.then(|| declared.insert_headers.unwrap_or_default()),
+    }
+}
+
+/// Whether an existing listener has the port's settings. A number Octavia did not show
+/// (a tree confirmed from a create that left it to the default) is taken as matching.
+pub fn listener_matches(port: &LoadBalancerPort, existing: &os::Listener) -> bool {
+    let want = listener_settings(port);
+    let have = &existing.options;
+    let same = |w: Option<u64>, h: Option<u64>| h.is_none() || h == w;
+    let cidrs = |c: &Option<Vec<String>>| {
+        let mut c = c.clone().unwrap_or_default();
+        c.sort();
+        c
+    };
+    let headers = |h: &Option<BTreeMap<String, String>>| -> Vec<String> {
+        h.iter()
+            .flatten()
+            .filter(|(_, v)| v.eq_ignore_ascii_case("true"))
+            .map(|(k, _)| k.to_ascii_lowercase())
+            .collect()
+    };
+    (have.connection_limit.is_none() || have.connection_limit == want.connection_limit)
+        && same(want.timeout_client_data, have.timeout_client_data)
+        && same(want.timeout_member_connect, have.timeout_member_connect)
+        && same(want.timeout_member_data, have.timeout_member_data)
+        && same(want.timeout_tcp_inspect, have.timeout_tcp_inspect)
+        && cidrs(&want.allowed_cidrs) == cidrs(&have.allowed_cidrs)
+        && headers(&want.insert_headers) == headers(&have.insert_headers)
+}
+
+/// The one listener update that gives it every setting of the port.
+pub fn update_listener(port: &LoadBalancerPort) -> os::UpdateListener {
+    os::UpdateListener {
+        options: listener_settings(port),
+        ..os::UpdateListener::default()
+    }
+}
+
+fn algorithm(a: Algorithm) -> os::LbAlgorithm {
+    match a {
+        Algorithm::RoundRobin => os::LbAlgorithm::RoundRobin,
+        Algorithm::LeastConnections => os::LbAlgorithm::LeastConnections,
+        Algorithm::SourceIp => os::LbAlgorithm::SourceIp,
+    }
+}
+
+fn persistence(rs: &RealServers) -> Option<os::SessionPersistence> {
+    let sp = rs.session_persistence.as_ref()?;
+    Some(os::SessionPersistence {
+        kind: match sp.kind {
+            PersistenceType::SourceIp => os::PersistenceType::SourceIp,
+            PersistenceType::HttpCookie => os::PersistenceType::HttpCookie,
+            PersistenceType::AppCookie => os::PersistenceType::AppCookie,
+        },
+        cookie_name: sp.cookie_name.clone(),
+    })
+}
+
+/// Whether an existing pool chooses members and keeps sessions as the port says.
+pub fn pool_matches(port: &LoadBalancerPort, existing: &os::Pool) -> bool {
+    let rs = &port.real_servers;
+    existing.lb_algorithm == algorithm(rs.algorithm.unwrap_or_default())
+        && existing.session_persistence == persistence(rs)
+}
+
+/// The one pool update that gives it the port's algorithm and session persistence.
+pub fn update_pool(port: &LoadBalancerPort) -> os::UpdatePool {
+    let rs = &port.real_servers;
+    os::UpdatePool {
+        lb_algorithm: Some(algorithm(rs.algorithm.unwrap_or_default())),
+        session_persistence: Some(persistence(rs)),
+        ..os::UpdatePool::default()
     }
 }
 
@@ -54,10 +185,11 @@ pub fn pool(owner: &Owner, listener: &ListenerId, port: &LoadBalancerPort) -> os
         listener_id: Some(listener.clone()),
         loadbalancer_id: None,
         protocol: protocol(port.real_servers.protocol),
-        lb_algorithm: os::LbAlgorithm::RoundRobin,
+        lb_algorithm: algorithm(port.real_servers.algorithm.unwrap_or_default()),
         name: port_name(owner, port),
         description: None,
         tags: vec![owner.tag()],
+        session_persistence: persistence(&port.real_servers),
     }
 }
 
@@ -70,6 +202,8 @@ pub struct MonitorSettings {
     pub max_retries: u32,
     pub url_path: Option<String>,
     pub expected_codes: Option<String>,
+    pub max_retries_down: u32,
+    pub http_method: Option<HttpMethod>,
 }
 
 pub fn monitor_settings(port: &LoadBalancerPort) -> Option<MonitorSettings> {
@@ -82,7 +216,14 @@ pub fn monitor_settings(port: &LoadBalancerPort) -> Option<MonitorSettings> {
         max_retries: m.max_retries.unwrap_or(3) as u32,
         url_path: http.then(|| m.endpoint.clone().unwrap_or_else(|| "/".to_owned())),
         expected_codes: http.then(|| m.expected_codes.clone().unwrap_or_else(|| "200".to_owned())),
+        max_retries_down: m.max_retries_down.unwrap_or(3) as u32,
+        http_method: http.then(|| m.http_method.unwrap_or_default()),
     })
+}
+
+/// The monitor's HTTP method as Octavia spells it.
+fn method_word(s: &MonitorSettings) -> Option<String> {
+    s.http_method.and_then(word)
 }
 
 /// Whether an existing monitor has these settings.
@@ -93,6 +234,12 @@ pub fn monitor_matches(settings: &MonitorSettings, existing: &os::HealthMonitor)
         && existing.max_retries == settings.max_retries
         && (settings.url_path.is_none() || existing.url_path == settings.url_path)
         && (settings.expected_codes.is_none() || existing.expected_codes == settings.expected_codes)
+        && existing
+            .max_retries_down
+            .is_none_or(|d| d == settings.max_retries_down)
+        && (settings.http_method.is_none()
+            || existing.http_method.is_none()
+            || existing.http_method == method_word(settings))
 }
 
 pub fn create_monitor(
@@ -107,10 +254,10 @@ pub fn create_monitor(
         delay: s.delay,
         timeout: s.timeout,
         max_retries: s.max_retries,
-        max_retries_down: None,
+        max_retries_down: Some(s.max_retries_down),
         url_path: s.url_path.clone(),
         expected_codes: s.expected_codes.clone(),
-        http_method: None,
+        http_method: method_word(s),
         name: port_name(owner, port),
         tags: vec![owner.tag()],
     }
@@ -137,10 +284,10 @@ pub fn update_monitor(s: &MonitorSettings) -> os::UpdateHealthMonitor {
         delay: Some(s.delay),
         timeout: Some(s.timeout),
         max_retries: Some(s.max_retries),
-        max_retries_down: None,
+        max_retries_down: Some(s.max_retries_down),
         url_path: s.url_path.clone(),
         expected_codes: s.expected_codes.clone(),
-        http_method: None,
+        http_method: method_word(s),
     }
 }
 
@@ -149,6 +296,8 @@ pub fn update_monitor(s: &MonitorSettings) -> os::UpdateHealthMonitor {
 pub struct Backend {
     pub name: String,
     pub address: String,
+    /// The member weight a traffic split gives it; Octavia's default (1) when `None`.
+    pub weight: Option<u32>,
 }
 
 /// The batch member set of a port's pool. The monitor checks `monitor_port` only when
@@ -169,21 +318,24 @@ pub fn members(port: &LoadBalancerPort, backends: &[Backend]) -> Vec<os::MemberS
             monitor_port,
             name: b.name.clone(),
             subnet_id: None,
-            weight: None,
+            weight: b.weight,
             tags: vec![],
         })
         .collect()
 }
 
-/// What makes two members the same: name, address and ports.
-type MemberKey<'a> = (&'a str, &'a str, u16, Option<u16>);
+/// What makes two members the same: name, address, ports and weight (Octavia's
+/// default, 1, where none was given).
+type MemberKey<'a> = (&'a str, &'a str, u16, Option<u16>, u32);
 
 fn wanted_key(m: &os::MemberSpec) -> MemberKey<'_> {
-    (&m.name, &m.address, m.protocol_port, m.monitor_port)
+    let weight = m.weight.unwrap_or(1);
+    (&m.name, &m.address, m.protocol_port, m.monitor_port, weight)
 }
 
 fn existing_key(m: &os::Member) -> MemberKey<'_> {
-    (&m.name, &m.address, m.protocol_port, m.monitor_port)
+    let weight = m.weight.unwrap_or(1);
+    (&m.name, &m.address, m.protocol_port, m.monitor_port, weight)
 }
 
 /// Whether `wanted` keeps every existing member and only adds to them.

@@ -84,7 +84,7 @@ pub fn run(
             }
             let name = group.name_any();
             drawing_on(&by_group, &*group, &[group_key(&name)], |rs| {
-                rs.virtual_machine_group_ref.as_deref() == Some(name.as_str())
+                rs.draws_on_group(&name)
             })
         })
         .reconcile_on(refreshed)

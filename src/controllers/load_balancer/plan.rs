@@ -36,7 +36,11 @@ pub enum Step {
     Wait(ProvisioningStatus),
     /// A listener for the port at this index, on this load balancer.
     CreateListener(usize, LoadBalancerId),
+    /// The listener's settings (timeouts, limits, sources, headers) differ from the port's.
+    UpdateListener(usize, ListenerId),
     CreatePool(usize, ListenerId),
+    /// The pool's algorithm or session persistence differs from the port's.
+    UpdatePool(usize, PoolId),
     CreateMonitor(usize, PoolId, MonitorSettings),
     UpdateMonitor(usize, HealthMonitorId, MonitorSettings),
     DeleteMonitor(HealthMonitorId),
@@ -68,7 +72,9 @@ impl Step {
             ),
             Step::ReplaceErrored(id) => format!("replace load balancer {id}, which is in ERROR"),
             Step::CreateListener(i, _) => format!("create the listener of spec.ports[{i}]"),
+            Step::UpdateListener(i, _) => format!("update the listener of spec.ports[{i}]"),
             Step::CreatePool(i, _) => format!("create the pool of spec.ports[{i}]"),
+            Step::UpdatePool(i, _) => format!("update the pool of spec.ports[{i}]"),
             Step::CreateMonitor(i, ..) => format!("create the health monitor of spec.ports[{i}]"),
             Step::UpdateMonitor(i, ..) => format!("update the health monitor of spec.ports[{i}]"),
             Step::DeleteMonitor(id) => format!("delete health monitor {id}"),
@@ -260,11 +266,17 @@ fn port_tree<'a>(
             None => Step::DeleteListener(listener.id.clone()),
         });
     }
+    if !desired::listener_matches(port, listener) {
+        return Err(Step::UpdateListener(index, listener.id.clone()));
+    }
     let Some(pool) = pool else {
         return Err(Step::CreatePool(index, listener.id.clone()));
     };
     if pool.protocol != desired::protocol(port.real_servers.protocol) {
         return Err(Step::DeletePool(pool.id.clone()));
+    }
+    if !desired::pool_matches(port, pool) {
+        return Err(Step::UpdatePool(index, pool.id.clone()));
     }
     let monitor = pool
         .healthmonitor_id

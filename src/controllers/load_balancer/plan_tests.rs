@@ -74,6 +74,7 @@ fn backend(name: &str, address: &str) -> Backend {
     Backend {
         name: name.into(),
         address: address.into(),
+        weight: None,
     }
 }
 
@@ -86,6 +87,8 @@ fn health(delay: u32) -> desired::MonitorSettings {
         max_retries: 3,
         url_path: Some("/health".into()),
         expected_codes: Some("200".into()),
+        max_retries_down: 3,
+        http_method: Some(verda_api::v1alpha1::HttpMethod::Get),
     }
 }
 
@@ -183,6 +186,106 @@ fn members_follow_the_backends_in_one_batch_and_converge() {
     );
     let observed = tree(&[("web-1", "10.0.0.11"), ("web-0", "10.0.0.10")]);
     assert_eq!(plan_for(&lb, &observed, &two), Step::Converged);
+}
+
+/// `tree(members)` with the listener and pool as Octavia shows them with its defaults.
+fn shown_with_defaults(members: &[(&str, &str)]) -> Observed {
+    let mut observed = tree(members);
+    observed.listeners[0] = serde_json::from_value(json!({"id": "l-80", "protocol": "HTTP",
+        "protocol_port": 80, "provisioning_status": "ACTIVE", "operating_status": "ONLINE",
+        "default_pool_id": "p-80", "connection_limit": -1, "timeout_client_data": 50000,
+        "timeout_member_connect": 5000, "timeout_member_data": 50000, "timeout_tcp_inspect": 0,
+        "allowed_cidrs": null, "insert_headers": {}}))
+    .expect("listener");
+    observed.pools[0] = serde_json::from_value(json!({"id": "p-80", "protocol": "HTTP",
+        "lb_algorithm": "ROUND_ROBIN", "session_persistence": null, "provisioning_status": "ACTIVE",
+        "operating_status": "ONLINE", "healthmonitor_id": "hm-80"}))
+    .expect("pool");
+    observed
+}
+
+#[test]
+fn octavias_defaults_match_a_port_that_sets_no_option() {
+    let lb = published();
+    assert_eq!(
+        plan_for(&lb, &shown_with_defaults(&[]), &[]),
+        Step::Converged
+    );
+}
+
+#[test]
+fn a_listener_option_changed_is_one_update_with_every_setting() {
+    let mut lb = published();
+    lb.spec.ports[0].timeouts = Some(verda_api::v1alpha1::ListenerTimeouts {
+        client_data: Some("1m30s".into()),
+        ..Default::default()
+    });
+    lb.spec.ports[0].allowed_cidrs = Some(vec!["10.0.0.0/8".into()]);
+    let observed = shown_with_defaults(&[]);
+    assert_eq!(
+        plan_for(&lb, &observed, &[]),
+        Step::UpdateListener(0, ListenerId::new("l-80"))
+    );
+    let update = desired::update_listener(&lb.spec.ports[0]);
+    let wire = serde_json::to_value(&update).expect("serializes");
+    assert_eq!(
+        wire,
+        json!({"connection_limit": -1, "timeout_client_data": 90000,
+            "timeout_member_connect": 5000, "timeout_member_data": 50000,
+            "timeout_tcp_inspect": 0, "allowed_cidrs": ["10.0.0.0/8"], "insert_headers": {}})
+    );
+    // A setting taken out again goes back to Octavia's default, in the same way.
+    let mut updated = observed.clone();
+    updated.listeners[0].options = update.options;
+    assert_eq!(plan_for(&lb, &updated, &[]), Step::Converged);
+    lb.spec.ports[0].allowed_cidrs = None;
+    assert_eq!(
+        plan_for(&lb, &updated, &[]),
+        Step::UpdateListener(0, ListenerId::new("l-80"))
+    );
+}
+
+#[test]
+fn an_algorithm_or_persistence_change_updates_the_pool_in_place() {
+    let mut lb = published();
+    lb.spec.ports[0].real_servers.session_persistence =
+        Some(verda_api::v1alpha1::SessionPersistence {
+            kind: verda_api::v1alpha1::PersistenceType::AppCookie,
+            cookie_name: Some("sid".into()),
+        });
+    assert_eq!(
+        plan_for(&lb, &shown_with_defaults(&[]), &[]),
+        Step::UpdatePool(0, PoolId::new("p-80"))
+    );
+    let wire = serde_json::to_value(desired::update_pool(&lb.spec.ports[0])).expect("json");
+    assert_eq!(
+        wire,
+        json!({"lb_algorithm": "ROUND_ROBIN",
+            "session_persistence": {"type": "APP_COOKIE", "cookie_name": "sid"}})
+    );
+    lb.spec.ports[0].real_servers.session_persistence = None;
+    let wire = serde_json::to_value(desired::update_pool(&lb.spec.ports[0])).expect("json");
+    assert_eq!(wire["session_persistence"], serde_json::Value::Null);
+}
+
+#[test]
+fn a_weight_change_rewrites_the_members_in_one_batch() {
+    let lb = published();
+    let weighted = |weight| Backend {
+        weight,
+        ..backend("web-0", "10.0.0.10")
+    };
+    // Members made without a weight have Octavia's, 1.
+    let observed = tree(&[("web-0", "10.0.0.10")]);
+    assert_eq!(
+        plan_for(&lb, &observed, &[weighted(Some(1))]),
+        Step::Converged
+    );
+    let step = plan_for(&lb, &observed, &[weighted(Some(0))]);
+    let Step::ReplaceMembers(0, _, members) = step else {
+        panic!("expected a member batch, got {step:?}");
+    };
+    assert_eq!(members[0].weight, Some(0));
 }
 
 #[test]

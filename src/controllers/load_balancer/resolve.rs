@@ -66,11 +66,12 @@ pub async fn backends(caches: &WatchCaches, lb: &LoadBalancer, project: &str) ->
     let mut result = Backends::default();
     for port in &lb.spec.ports {
         let rs = &port.real_servers;
-        if let Some(group) = &rs.virtual_machine_group_ref
-            && !result.missing_groups.contains(group)
-            && !exists(&caches.groups, &ns, group).await
-        {
-            result.missing_groups.push(group.clone());
+        for group in rs.group_names() {
+            if !result.missing_groups.iter().any(|g| g == group)
+                && !exists(&caches.groups, &ns, group).await
+            {
+                result.missing_groups.push(group.to_owned());
+            }
         }
         result.ports.push(port_backends(rs, &vms));
         result.starting.push(starting(rs, &vms, Timestamp::now()));
@@ -89,7 +90,7 @@ pub fn in_project(vm: &VirtualMachine, project: &str) -> bool {
 /// The group's VirtualMachines created less than [`STARTING_HOLD`] ago that are still
 /// provisioning: not serving, not failed, not leaving.
 pub fn starting(rs: &RealServers, vms: &[Arc<VirtualMachine>], now: Timestamp) -> usize {
-    if rs.virtual_machine_group_ref.is_none() {
+    if rs.group_names().is_empty() {
         return 0;
     }
     vms.iter()
@@ -119,11 +120,12 @@ pub fn starting(rs: &RealServers, vms: &[Arc<VirtualMachine>], now: Timestamp) -
 /// Whether `vm` is one of the real servers `rs` names: a member of its group, or one
 /// of its VirtualMachines (a port has exactly one source).
 pub fn draws_from(rs: &RealServers, vm: &VirtualMachine) -> bool {
-    match (&rs.virtual_machine_group_ref, &rs.virtual_machines) {
-        (Some(group), _) => vm.labels().get(labels::GROUP) == Some(group),
-        (None, Some(names)) => names.iter().any(|n| *n == vm.name_any()),
-        (None, None) => false,
+    if let Some(names) = &rs.virtual_machines {
+        return names.iter().any(|n| *n == vm.name_any());
     }
+    vm.labels()
+        .get(labels::GROUP)
+        .is_some_and(|group| rs.draws_on_group(group))
 }
 
 /// The backends of one port: its addresses, or the serving VirtualMachines it names.
@@ -134,13 +136,23 @@ pub fn port_backends(rs: &RealServers, vms: &[Arc<VirtualMachine>]) -> Vec<Backe
             .map(|a| Backend {
                 name: a.clone(),
                 address: a.clone(),
+                weight: None,
             })
             .collect();
     }
     let mut backends: Vec<Backend> = vms
         .iter()
         .filter(|vm| draws_from(rs, vm))
-        .filter_map(|vm| serving_backend(vm))
+        .filter_map(|vm| {
+            let weight = vm
+                .labels()
+                .get(labels::GROUP)
+                .and_then(|group| rs.weight_of(group));
+            Some(Backend {
+                weight,
+                ..serving_backend(vm)?
+            })
+        })
         .collect();
     backends.sort();
     backends
@@ -162,6 +174,7 @@ pub fn serving_backend(vm: &VirtualMachine) -> Option<Backend> {
     Some(Backend {
         name: vm.name_any(),
         address: status.primary_ip.clone()?,
+        weight: None,
     })
 }
 
@@ -174,7 +187,7 @@ pub async fn health_watched(caches: &WatchCaches, lb: &LoadBalancer) -> bool {
         .spec
         .ports
         .iter()
-        .filter_map(|p| p.real_servers.virtual_machine_group_ref.as_deref())
+        .flat_map(|p| p.real_servers.group_names())
         .collect();
     if refs.is_empty() {
         return false;

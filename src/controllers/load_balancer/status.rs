@@ -66,6 +66,7 @@ pub fn next_status(
     };
     let (ready, total) = member_counts(&status.ports);
     status.members = Some(format!("{ready}/{total}"));
+    status.split = split(lb);
     set_conditions(&mut status.conditions, lb, outcome, missing_groups, now);
     status.observed_generation = lb.metadata.generation;
     status
@@ -153,6 +154,11 @@ fn port_statuses(lb: &LoadBalancer, observed: &Observed) -> Vec<PortStatus> {
                                 OperatingStatus::Unknown => None,
                                 s => word(s),
                             },
+                            weight: port
+                                .real_servers
+                                .groups
+                                .is_some()
+                                .then(|| m.weight.unwrap_or(1)),
                         })
                         .collect()
                 })
@@ -168,4 +174,31 @@ fn port_statuses(lb: &LoadBalancer, observed: &Observed) -> Vec<PortStatus> {
             }
         })
         .collect()
+}
+
+/// `web-blue=90 web-green=10` for the ports that split traffic between groups; per port
+/// (`443: …; 8443: …`) when their splits differ; `None` when no port splits.
+pub fn split(lb: &LoadBalancer) -> Option<String> {
+    let per_port: Vec<(i32, String)> = lb
+        .spec
+        .ports
+        .iter()
+        .filter_map(|p| {
+            let groups = p.real_servers.groups.as_ref()?;
+            let text: Vec<String> = groups
+                .iter()
+                .map(|g| format!("{}={}", g.name, g.weight))
+                .collect();
+            Some((p.port, text.join(" ")))
+        })
+        .collect();
+    let first = per_port.first()?;
+    if per_port.iter().all(|(_, text)| *text == first.1) {
+        return Some(first.1.clone());
+    }
+    let listed: Vec<String> = per_port
+        .iter()
+        .map(|(port, text)| format!("{port}: {text}"))
+        .collect();
+    Some(listed.join("; "))
 }

@@ -69,8 +69,8 @@ pub fn run(
             lb.spec
                 .ports
                 .iter()
-                .filter_map(|p| p.real_servers.virtual_machine_group_ref.clone())
-                .map(|name| ObjectRef::new(&name).within(&ns))
+                .flat_map(|p| p.real_servers.group_names())
+                .map(|name| ObjectRef::new(name).within(&ns))
                 .collect::<Vec<_>>()
         })
         .run(reconcile_in_task::<VirtualMachineGroup>, error_policy, ctx)

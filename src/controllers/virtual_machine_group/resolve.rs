@@ -104,7 +104,7 @@ fn pool_listing(lb: &LoadBalancer, group: &str) -> BTreeMap<String, bool> {
         .ports
         .iter()
         .enumerate()
-        .filter(|(_, p)| p.real_servers.virtual_machine_group_ref.as_deref() == Some(group))
+        .filter(|(_, p)| p.real_servers.draws_on_group(group))
         .map(|(i, _)| i)
         .collect();
     let status_ports = lb

@@ -151,6 +151,16 @@ impl Real {
             .count()
     }
 
+    /// Requests (every method) the operator has sent to Octavia so far, from its access
+    /// log.
+    pub fn octavia_requests(&self) -> usize {
+        std::fs::read_to_string(self.openstack_logs.join("octavia-api.log"))
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.ends_with(USER_AGENT_END))
+            .count()
+    }
+
     /// Runs a one-shot `verda-operator` command (`orphans …`) as the operator's
     /// ServiceAccount on the demo project; panics with its output when it fails.
     pub fn operator_command(&self, args: &[&str]) -> String {
