@@ -106,3 +106,39 @@ async fn an_attached_volume_extends_only_from_3_42() {
         .unwrap();
     assert_eq!(new.status(), 202);
 }
+
+/// `openstack server create --image` (python-openstackclient 10.2) sends the image boot
+/// as a mapping beside `imageRef`; Nova boots the image, with no volume.
+#[tokio::test]
+async fn the_clis_local_image_mapping_boots_the_image_without_a_volume() {
+    let c = Client::fast().await;
+    let image = "244965c2-7e98-469d-b7cc-fe423698200a";
+    let local = |uuid: &str| {
+        json!({"block_device_mapping_v2": [{"source_type": "image", "destination_type": "local",
+            "boot_index": 0, "uuid": uuid, "delete_on_termination": true}]})
+    };
+    let id = c.create_server("cli-vm", local(image)).await;
+    let server = c.wait_server(&id).await;
+    assert_eq!(server["status"], "ACTIVE", "{server}");
+    assert_eq!(server["os-extended-volumes:volumes_attached"], json!([]));
+    let volumes = cinder(&c, Method::GET, "/volumes/detail", 3)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(json_of(volumes).await["volumes"], json!([]));
+    let mut body = json!({"server": {"name": "bad", "imageRef": image, "flavorRef": "10",
+        "networks": "none"}});
+    body["server"]["block_device_mapping_v2"] =
+        local("00000000-0000-4000-8000-000000000000")["block_device_mapping_v2"].clone();
+    let refused = c
+        .nova(Method::POST, "/servers", 64)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 400);
+    assert_eq!(
+        json_of(refused).await["badRequest"]["message"],
+        "Image 00000000-0000-4000-8000-000000000000 could not be found."
+    );
+}

@@ -3,8 +3,10 @@
 //! the volume is at least the image's `min_disk`, the volume type exists, the type only
 //! from microversion 2.67), and the boot volume it then makes in Cinder, attached as
 //! the root disk and deleted with the server. Worded as the real Nova 34 answers
-//! (`sim/cinder-wire.md`). Other mappings (volume or snapshot sources, several disks)
-//! are refused: the operator never sends them.
+//! (`sim/cinder-wire.md`). An image source with a `local` destination is the image
+//! boot itself, as the `openstack` CLI spells it beside `imageRef`. Other mappings
+//! (volume or snapshot sources, several disks) are refused: the operator never sends
+//! them.
 
 use chrono::Utc;
 use serde_json::Value;
@@ -23,6 +25,19 @@ pub(super) struct Boot {
 }
 
 const GIB: u64 = 1 << 30;
+
+/// The image boot spelt out beside `imageRef`, as python-openstackclient sends it: the
+/// server boots on the hypervisor's disk, no volume is made.
+fn local_image(
+    cx: &Cx,
+    w: &World,
+    image_id: &str,
+) -> Result<Option<Boot>, axum::response::Response> {
+    if !w.images.iter().any(|i| i.id == image_id) {
+        return Err(cx.err(400, &format!("Image {image_id} could not be found.")));
+    }
+    Ok(None)
+}
 
 /// The boot volume of `mapping`, if the request has one, or Nova's 400.
 pub(super) fn requested(
@@ -47,6 +62,9 @@ pub(super) fn requested(
         ));
     }
     let field = |k: &str| bdm.get(k).and_then(Value::as_str).unwrap_or_default();
+    if field("source_type") == "image" && field("destination_type") == "local" {
+        return local_image(cx, w, field("uuid"));
+    }
     if field("source_type") != "image" || field("destination_type") != "volume" {
         return Err(cx.err(
             400,
