@@ -114,8 +114,9 @@ pub fn listener_matches(port: &LoadBalancerPort, existing: &os::Listener) -> boo
     let have = &existing.options;
     let same = |w: Option<u64>, h: Option<u64>| h.is_none() || h == w;
     let cidrs = |c: &Option<Vec<String>>| {
-        let mut c = c.clone().unwrap_or_default();
+        let mut c: Vec<String> = c.iter().flatten().map(|c| network(c)).collect();
         c.sort();
+        c.dedup();
         c
     };
     let headers = |h: &Option<BTreeMap<String, String>>| -> Vec<String> {
@@ -132,6 +133,33 @@ pub fn listener_matches(port: &LoadBalancerPort, existing: &os::Listener) -> boo
         && same(want.timeout_tcp_inspect, have.timeout_tcp_inspect)
         && cidrs(&want.allowed_cidrs) == cidrs(&have.allowed_cidrs)
         && headers(&want.insert_headers) == headers(&have.insert_headers)
+}
+
+/// The network a CIDR names, written canonically (`10.1.2.3/8` is `10.0.0.0/8`), so
+/// that however Octavia keeps what it was given, the same networks compare equal.
+fn network(cidr: &str) -> String {
+    let (address, prefix) = cidr.split_once('/').unwrap_or((cidr, ""));
+    let Ok(ip) = address.parse::<std::net::IpAddr>() else {
+        return cidr.to_owned();
+    };
+    let bits: u32 = if ip.is_ipv4() { 32 } else { 128 };
+    let prefix = prefix.parse::<u32>().unwrap_or(bits).min(bits);
+    let keep = |value: u128| match bits - prefix {
+        128 => 0,
+        host => value >> host << host,
+    };
+    match ip {
+        std::net::IpAddr::V4(v4) => {
+            let masked = keep(u128::from(u32::from(v4))) as u32;
+            format!("{}/{prefix}", std::net::Ipv4Addr::from(masked))
+        }
+        std::net::IpAddr::V6(v6) => {
+            format!(
+                "{}/{prefix}",
+                std::net::Ipv6Addr::from(keep(u128::from(v6)))
+            )
+        }
+    }
 }
 
 /// The one listener update that gives it every setting of the port.
@@ -374,4 +402,20 @@ pub fn ignored_monitors(lb: &LoadBalancer) -> Vec<String> {
             format!("port {}: {}", p.port, rest.join(", "))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::network;
+
+    #[test]
+    fn cidrs_compare_as_the_networks_they_name() {
+        assert_eq!(network("10.1.2.3/8"), "10.0.0.0/8");
+        assert_eq!(network("10.0.0.0/8"), "10.0.0.0/8");
+        assert_eq!(network("192.168.7.9"), "192.168.7.9/32");
+        assert_eq!(network("0.0.0.0/0"), "0.0.0.0/0");
+        assert_eq!(network("fd00::1/8"), "fd00::/8");
+        assert_eq!(network("::/0"), "::/0");
+        assert_eq!(network("not-a-cidr"), "not-a-cidr");
+    }
 }
