@@ -157,7 +157,7 @@ async fn skip_pauses_cloud_writes_keeps_status_fresh_and_leaves_the_server_on_de
     let servers = env.sim.servers();
     assert_eq!(servers.len(), 1);
     assert_eq!(servers[0].id, kept);
-    assert!(env.event_reasons().await.contains(&"Abandoned".to_owned()));
+    env.event_seen("Abandoned").await;
 
     // The orphan inventory finds it; the running operator's gauge counts it.
     let listing = verda_operator::orphans::list(env.cloud().as_ref(), &env.ctx.cluster)
@@ -223,7 +223,7 @@ async fn detach_on_delete_leaves_the_server_running_without_the_operators_record
         server.metadata.get("team").map(String::as_str),
         Some("data")
     );
-    assert!(env.event_reasons().await.contains(&"Detached".to_owned()));
+    env.event_seen("Detached").await;
     // Nothing names this cluster any more: not an orphan either.
     let listing = verda_operator::orphans::list(env.cloud().as_ref(), &env.ctx.cluster)
         .await
@@ -337,7 +337,7 @@ async fn import_takes_over_an_existing_server_and_refuses_what_it_cannot_own() {
         "its metadata stays"
     );
     assert_eq!(server.metadata.get("tier").map(String::as_str), Some("web"));
-    assert!(env.event_reasons().await.contains(&"Imported".to_owned()));
+    env.event_seen("Imported").await;
 
     // Owned now: a second object may not take it.
     env.create_from_yaml::<VirtualMachine>(&vm_yaml("thief", &format!("  import: {{id: {id}}}\n")))

@@ -155,6 +155,23 @@ impl Env {
         .await
     }
 
+    /// Waits for an event with `reason` in the test namespace: an event is written
+    /// after the status it tells of, so it may come a moment later.
+    pub async fn event_seen(&self, reason: &str) {
+        eventually(
+            &format!("a {reason} event"),
+            Duration::from_secs(30),
+            || async {
+                self.event_reasons()
+                    .await
+                    .iter()
+                    .any(|r| r == reason)
+                    .then_some(())
+            },
+        )
+        .await;
+    }
+
     /// The reason of every event in the test namespace.
     pub async fn event_reasons(&self) -> Vec<String> {
         let events: Api<k8s_openapi::api::core::v1::Event> = self.api();
