@@ -242,7 +242,14 @@ pub mod duration {
     pub fn parse(text: &str) -> Result<Duration, String> {
         let text = text.trim();
         if let Ok(secs) = text.parse::<u64>() {
-            return Ok(Duration::from_secs(secs));
+            // Zero is refused here as with a unit: a period or lease of nothing would
+            // spin (or panic) rather than wait.
+            return match secs {
+                0 => Err(format!(
+                    "invalid duration {text:?}: use a positive number with s, m or h, e.g. 5m"
+                )),
+                secs => Ok(Duration::from_secs(secs)),
+            };
         }
         let mut total = 0u64;
         let mut number = String::new();
@@ -327,6 +334,9 @@ mod tests {
         let bad = Config::parse("resyncPeriod: 5 minutes").expect_err("bad duration");
         assert!(bad.to_string().contains("invalid duration"), "{bad}");
         assert!(duration::parse("0s").is_err());
+        assert!(duration::parse("0").is_err(), "a bare zero too");
+        let zero = Config::parse("resyncPeriod: \"0\"").expect_err("zero refused");
+        assert!(zero.to_string().contains("invalid duration"), "{zero}");
         assert!(duration::parse("m").is_err());
         assert_eq!(duration::parse("2h"), Ok(Duration::from_secs(7200)));
         let cluster = Config::parse("clusterName: prod/tokyo").expect_err("slash refused");

@@ -83,6 +83,32 @@ fn a_thread_count_out_of_range_is_refused_in_one_line() {
     );
 }
 
+#[test]
+fn a_zero_lease_or_resync_period_ends_run_at_start_with_one_error_line() {
+    let dir = scratch("zero-durations");
+    let mut cmd = operator(&dir, &dir.join("kubeconfig"), &["--lease-duration", "0"]);
+    let output = cmd.output().expect("ran");
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(errors.len(), 1, "{stderr}");
+    assert!(
+        errors[0].contains("--lease-duration") && errors[0].contains("\"0\""),
+        "{stderr}"
+    );
+    let config = dir.join("config.yaml");
+    std::fs::write(&config, "resyncPeriod: \"0\"\n").expect("config written");
+    let config = config.to_string_lossy().into_owned();
+    let output = operator(&dir, &dir.join("kubeconfig"), &["--config", &config])
+        .output()
+        .expect("ran");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(errors.len(), 1, "{stderr}");
+    assert!(errors[0].contains("invalid duration \"0\""), "{stderr}");
+}
+
 #[tokio::test]
 async fn outside_a_cluster_run_needs_no_flags_and_converges_the_published_vm() {
     let server = ApiServer::start().await.expect("server");
