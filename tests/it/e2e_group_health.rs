@@ -80,13 +80,7 @@ async fn a_stopped_server_is_started_again_and_halted_keeps_the_same_servers_out
     })
     .await;
     // The event is written after the start it tells of: it may come a moment later.
-    eventually("a Started event", LIMIT, || async {
-        env.event_reasons()
-            .await
-            .contains(&"Started".to_owned())
-            .then_some(())
-    })
-    .await;
+    env.event_seen_within("Started", LIMIT).await;
 
     // Halted: every server SHUTOFF, none in any pool, the same servers.
     patch_group(&env, json!({"spec": {"runStrategy": "Halted"}})).await;

@@ -59,14 +59,7 @@ async fn an_unknown_image_is_reported_and_retried_slowly_with_bounded_cloud_call
         "{}",
         condition.message
     );
-    eventually("a Warning event ImageNotFound", LIMIT, || async {
-        env.event_reasons()
-            .await
-            .iter()
-            .any(|r| r == "ImageNotFound")
-            .then_some(())
-    })
-    .await;
+    env.event_seen_within("ImageNotFound", LIMIT).await;
     // Terminal errors retry every 20 s here (2 min by default): over the next 3 s no
     // more than one further attempt may reach the cloud.
     let before = env.sim.total_requests();
@@ -113,14 +106,7 @@ async fn flavor_quota_and_placement_failures_are_reported_and_retried_slowly() {
             (c.reason == reason && c.status == "False").then_some(())
         })
         .await;
-        eventually(&format!("a Warning event {reason}"), LIMIT, || async {
-            env.event_reasons()
-                .await
-                .iter()
-                .any(|r| r == reason)
-                .then_some(())
-        })
-        .await;
+        env.event_seen_within(reason, LIMIT).await;
         let before = env.sim.total_requests();
         let creates_before = env.sim.requests("compute", "create_server");
         tokio::time::sleep(Duration::from_secs(3)).await;
@@ -169,14 +155,7 @@ async fn a_server_deleted_outside_kubernetes_is_recreated_with_an_event() {
     let live = env.sim.live_servers();
     assert_eq!(live.len(), 1, "{live:?}");
     assert_eq!(live[0].id, second);
-    eventually("a Recreated event", LIMIT, || async {
-        env.event_reasons()
-            .await
-            .iter()
-            .any(|r| r == "Recreated")
-            .then_some(())
-    })
-    .await;
+    env.event_seen_within("Recreated", LIMIT).await;
 }
 
 #[tokio::test]

@@ -45,6 +45,15 @@ pub(super) fn build(w: &mut World, lb_id: &str, req: &Map<String, Value>) -> Lis
     }
 }
 
+/// The VIP address of the load balancer `lb_id`.
+fn vip_of(w: &World, lb_id: &str) -> String {
+    w.octavia
+        .lbs
+        .get(lb_id)
+        .map(|lb| lb.vip_address.clone())
+        .unwrap_or_default()
+}
+
 /// Octavia's 409 for a second listener on a protocol family and port.
 pub(super) fn port_in_use(cx: &Cx, protocol: &str, port: u64) -> Response {
     cx.err(409, &format!("Another Listener on this Load Balancer is already using protocol {protocol} and protocol_port {port}"))
@@ -70,8 +79,7 @@ async fn create(
         return Err(super::envelope::lb_not_found(&cx, &lb_id));
     }
     super::envelope::ensure_mutable(&cx, &w, &lb_id, None)?;
-    let vip = w.octavia.lbs[&lb_id].vip_address.clone();
-    super::options::check_listener(&cx, &req, &protocol, &vip)?;
+    super::options::check_listener(&cx, &req, &protocol, &vip_of(&w, &lb_id))?;
     let clash = w.octavia.listeners.values().any(|l| {
         l.lb_id == lb_id && l.protocol_port == port && is_udp(&l.protocol) == is_udp(&protocol)
     });
@@ -133,13 +141,7 @@ async fn update(
         .map(|l| (l.lb_id.clone(), l.protocol.clone()))
         .ok_or_else(|| not_found(&cx, &id))?;
     super::envelope::ensure_mutable(&cx, &w, &lb_id, None)?;
-    let vip = w
-        .octavia
-        .lbs
-        .get(&lb_id)
-        .map(|lb| lb.vip_address.clone())
-        .unwrap_or_default();
-    super::options::check_listener(&cx, &req, &protocol, &vip)?;
+    super::options::check_listener(&cx, &req, &protocol, &vip_of(&w, &lb_id))?;
     if let Some(pool) =
         str_field(&req, "default_pool_id").filter(|p| !w.octavia.pools.contains_key(p))
     {

@@ -6,8 +6,9 @@
 //! (Octavia's API reference, "Faults"); WSME stops at the first attribute
 //! that fails, in the order the type declares them, which the tables below keep.
 //!
-//! Deliberately not here: UUID formats, TLS, L7 and other attributes the operator never sends, unknown attributes, and checks that need the
-//! cloud's state or more than one field (the handlers make those).
+//! Deliberately not here: UUID formats, TLS, L7 and other attributes the operator
+//! never sends, unknown attributes, and checks that need the cloud's state or more than
+//! one field (the handlers and `options.rs` make those).
 
 use std::sync::LazyLock;
 

@@ -112,7 +112,10 @@ pub fn listener_settings(port: &LoadBalancerPort) -> os::ListenerOptions {
 pub fn listener_matches(port: &LoadBalancerPort, existing: &os::Listener) -> bool {
     let want = listener_settings(port);
     let have = &existing.options;
-    let same = |w: Option<u64>, h: Option<u64>| h.is_none() || h == w;
+    // A number Octavia did not show matches, the others must equal.
+    fn same<T: PartialEq>(want: Option<T>, have: Option<T>) -> bool {
+        have.is_none() || have == want
+    }
     let cidrs = |c: &Option<Vec<String>>| {
         let mut c: Vec<String> = c.iter().flatten().map(|c| network(c)).collect();
         c.sort();
@@ -126,7 +129,7 @@ pub fn listener_matches(port: &LoadBalancerPort, existing: &os::Listener) -> boo
             .map(|(k, _)| k.to_ascii_lowercase())
             .collect()
     };
-    (have.connection_limit.is_none() || have.connection_limit == want.connection_limit)
+    same(want.connection_limit, have.connection_limit)
         && same(want.timeout_client_data, have.timeout_client_data)
         && same(want.timeout_member_connect, have.timeout_member_connect)
         && same(want.timeout_member_data, have.timeout_member_data)
@@ -170,8 +173,9 @@ pub fn update_listener(port: &LoadBalancerPort) -> os::UpdateListener {
     }
 }
 
-fn algorithm(a: Algorithm) -> os::LbAlgorithm {
-    match a {
+/// The pool's algorithm: the port's, round-robin when it names none.
+fn algorithm(rs: &RealServers) -> os::LbAlgorithm {
+    match rs.algorithm.unwrap_or_default() {
         Algorithm::RoundRobin => os::LbAlgorithm::RoundRobin,
         Algorithm::LeastConnections => os::LbAlgorithm::LeastConnections,
         Algorithm::SourceIp => os::LbAlgorithm::SourceIp,
@@ -193,15 +197,14 @@ fn persistence(rs: &RealServers) -> Option<os::SessionPersistence> {
 /// Whether an existing pool chooses members and keeps sessions as the port says.
 pub fn pool_matches(port: &LoadBalancerPort, existing: &os::Pool) -> bool {
     let rs = &port.real_servers;
-    existing.lb_algorithm == algorithm(rs.algorithm.unwrap_or_default())
-        && existing.session_persistence == persistence(rs)
+    existing.lb_algorithm == algorithm(rs) && existing.session_persistence == persistence(rs)
 }
 
 /// The one pool update that gives it the port's algorithm and session persistence.
 pub fn update_pool(port: &LoadBalancerPort) -> os::UpdatePool {
     let rs = &port.real_servers;
     os::UpdatePool {
-        lb_algorithm: Some(algorithm(rs.algorithm.unwrap_or_default())),
+        lb_algorithm: Some(algorithm(rs)),
         session_persistence: Some(persistence(rs)),
         ..os::UpdatePool::default()
     }
@@ -213,7 +216,7 @@ pub fn pool(owner: &Owner, listener: &ListenerId, port: &LoadBalancerPort) -> os
         listener_id: Some(listener.clone()),
         loadbalancer_id: None,
         protocol: protocol(port.real_servers.protocol),
-        lb_algorithm: algorithm(port.real_servers.algorithm.unwrap_or_default()),
+        lb_algorithm: algorithm(&port.real_servers),
         name: port_name(owner, port),
         description: None,
         tags: vec![owner.tag()],
@@ -352,17 +355,21 @@ pub fn members(port: &LoadBalancerPort, backends: &[Backend]) -> Vec<os::MemberS
         .collect()
 }
 
-/// What makes two members the same: name, address, ports and weight (Octavia's
-/// default, 1, where none was given).
+/// A member's weight: the one given, else Octavia's default.
+pub fn member_weight(weight: Option<u32>) -> u32 {
+    weight.unwrap_or(1)
+}
+
+/// What makes two members the same: name, address, ports and weight.
 type MemberKey<'a> = (&'a str, &'a str, u16, Option<u16>, u32);
 
 fn wanted_key(m: &os::MemberSpec) -> MemberKey<'_> {
-    let weight = m.weight.unwrap_or(1);
+    let weight = member_weight(m.weight);
     (&m.name, &m.address, m.protocol_port, m.monitor_port, weight)
 }
 
 fn existing_key(m: &os::Member) -> MemberKey<'_> {
-    let weight = m.weight.unwrap_or(1);
+    let weight = member_weight(m.weight);
     (&m.name, &m.address, m.protocol_port, m.monitor_port, weight)
 }
 

@@ -9,7 +9,7 @@ use verda_api::v1alpha1::{LoadBalancer, LoadBalancerStatus, MemberStatus, PortSt
 use crate::cloud::model::loadbalancing::{OperatingStatus, ProvisioningStatus};
 use crate::cloud::model::word;
 use crate::controllers::load_balancer::apply::{LOAD_BALANCER_ERROR, Outcome};
-use crate::controllers::load_balancer::desired::ignored_monitors;
+use crate::controllers::load_balancer::desired::{self, ignored_monitors};
 use crate::controllers::load_balancer::resolve::Observed;
 
 pub const MONITORS_APPLIED: &str = "MonitorsApplied";
@@ -158,7 +158,7 @@ fn port_statuses(lb: &LoadBalancer, observed: &Observed) -> Vec<PortStatus> {
                                 .real_servers
                                 .groups
                                 .is_some()
-                                .then(|| m.weight.unwrap_or(1)),
+                                .then(|| desired::member_weight(m.weight)),
                         })
                         .collect()
                 })

@@ -158,17 +158,19 @@ impl Env {
     /// Waits for an event with `reason` in the test namespace: an event is written
     /// after the status it tells of, so it may come a moment later.
     pub async fn event_seen(&self, reason: &str) {
-        eventually(
-            &format!("a {reason} event"),
-            Duration::from_secs(30),
-            || async {
-                self.event_reasons()
-                    .await
-                    .iter()
-                    .any(|r| r == reason)
-                    .then_some(())
-            },
-        )
+        self.event_seen_within(reason, Duration::from_secs(30))
+            .await;
+    }
+
+    /// As [`Env::event_seen`], waiting at most `limit`.
+    pub async fn event_seen_within(&self, reason: &str, limit: Duration) {
+        eventually(&format!("a {reason} event"), limit, || async {
+            self.event_reasons()
+                .await
+                .iter()
+                .any(|r| r == reason)
+                .then_some(())
+        })
         .await;
     }
 

@@ -144,20 +144,21 @@ impl Real {
     /// Writes (POST, PUT, DELETE) the operator has sent to Octavia so far, from its
     /// access log.
     pub fn octavia_writes(&self) -> usize {
-        std::fs::read_to_string(self.openstack_logs.join("octavia-api.log"))
-            .unwrap_or_default()
-            .lines()
-            .filter(|l| l.ends_with(USER_AGENT_END) && !l.contains("\"GET "))
-            .count()
+        self.octavia_requests_where(|l| !l.contains("\"GET "))
     }
 
     /// Requests (every method) the operator has sent to Octavia so far, from its access
     /// log.
     pub fn octavia_requests(&self) -> usize {
+        self.octavia_requests_where(|_| true)
+    }
+
+    /// The operator's lines of Octavia's access log that `keep` keeps.
+    fn octavia_requests_where(&self, keep: impl Fn(&str) -> bool) -> usize {
         std::fs::read_to_string(self.openstack_logs.join("octavia-api.log"))
             .unwrap_or_default()
             .lines()
-            .filter(|l| l.ends_with(USER_AGENT_END))
+            .filter(|l| l.ends_with(USER_AGENT_END) && keep(l))
             .count()
     }
 
