@@ -13,7 +13,8 @@
 #            addresses on the real Neutron, kept across the same;
 #   health   tests/it/real_group_health.rs: a group healing itself; tests/it/real_lb_options.rs:
 #            listener, pool and monitor options and a traffic split between two groups
-#            on the real Octavia;
+#            on the real Octavia; tests/it/real_lb_tls.rs: TLS termination from
+#            kubernetes.io/tls Secrets through the real Barbican;
 #   upgrade  the previous release (RELEASES) built from git and run with its own
 #            dist/install.yaml, then upgraded in place (tests/it/real_upgrade.rs);
 #   chaos    two replicas under seeded random faults (tests/it/real_chaos.rs; the seed
@@ -252,11 +253,11 @@ if stage volumes; then
 fi
 
 if stage health; then
-  log "groups that keep themselves healthy; load balancer options and traffic split"
+  log "groups that keep themselves healthy; load balancer options, traffic split and TLS"
   t7=$(date +%s)
   [[ -n ${sa_kubeconfig:-} ]] || fresh_cluster "$ROOT/dist/install.yaml"
-  real_tests real_group_health:: real_lb_options::
-  log "group health and load balancer options passed in $(($(date +%s) - t7)) s"
+  real_tests real_group_health:: real_lb_options:: real_lb_tls::
+  log "group health and load balancer options and TLS passed in $(($(date +%s) - t7)) s"
 fi
 
 if stage upgrade; then

@@ -20,6 +20,7 @@ pub mod orphans;
 pub mod run;
 pub mod runtime;
 pub mod tenancy;
+pub mod tls_bundle;
 /// The OpenStack simulator (its own crate, `sim/`): the embedded default cloud.
 #[cfg(feature = "embedded-sim")]
 pub use verda_sim as sim;

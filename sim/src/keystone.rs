@@ -285,6 +285,7 @@ pub(crate) fn catalog(base: &str, project: &str) -> Value {
         ("image", "glance", format!("{base}/image")),
         ("network", "neutron", format!("{base}/network")),
         ("load-balancer", "octavia", format!("{base}/load-balancer")),
+        ("key-manager", "barbican", format!("{base}/key-manager")),
         ("identity", "keystone", format!("{base}/identity/v3")),
     ];
     let entries: Vec<Value> = services

@@ -12,6 +12,7 @@
 // built once per failed request, so boxing it would buy nothing.
 #![allow(clippy::result_large_err)]
 
+mod barbican;
 mod cinder;
 mod config;
 mod faults;

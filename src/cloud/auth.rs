@@ -33,6 +33,8 @@ pub enum Service {
     Network,
     LoadBalancer,
     BlockStorage,
+    /// Barbican, where terminated-https listeners' certificates are stored.
+    KeyManager,
 }
 
 impl Service {
@@ -45,6 +47,7 @@ impl Service {
             Service::Network => "network",
             Service::LoadBalancer => "load-balancer",
             Service::BlockStorage => "block-storage",
+            Service::KeyManager => "key-manager",
         }
     }
 
@@ -58,6 +61,7 @@ impl Service {
             Service::Network => &["network"],
             Service::LoadBalancer => &["load-balancer"],
             Service::BlockStorage => &["block-storage", "volumev3"],
+            Service::KeyManager => &["key-manager"],
         }
     }
 
@@ -68,6 +72,7 @@ impl Service {
             Service::Image => &["/v2"],
             Service::Network => &["/v2.0"],
             Service::LoadBalancer => &["/v2", "/v2.0"],
+            Service::KeyManager => &["/v1"],
         }
     }
 }

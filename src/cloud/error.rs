@@ -161,6 +161,17 @@ impl CloudError {
         }
     }
 
+    /// The cloud's catalog has no such service (a cloud without Barbican, say).
+    pub fn is_missing_service(&self) -> bool {
+        matches!(
+            self.kind,
+            ErrorKind::LookupNotFound {
+                resource: Resource::Endpoint,
+                ..
+            }
+        )
+    }
+
     /// The object is gone: cleanup code treats this as success.
     pub fn is_not_found(&self) -> bool {
         matches!(self.kind, ErrorKind::NotFound { .. })

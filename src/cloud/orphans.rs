@@ -15,6 +15,7 @@ use std::collections::HashSet;
 use serde::Serialize;
 
 use super::model::compute::{Server, ServerGroup};
+use super::model::key_manager::StoredSecret;
 use super::model::loadbalancing::LoadBalancer;
 use super::model::network::{FloatingIp, Port};
 use super::model::volume::Volume;
@@ -30,6 +31,8 @@ use super::owner::{
 pub enum ResourceKind {
     FloatingIp,
     LoadBalancer,
+    /// A terminated-https listener's Barbican secret: after its load balancer.
+    Certificate,
     Server,
     /// After the servers: a volume is detached when its server goes.
     Volume,
@@ -44,6 +47,7 @@ impl ResourceKind {
         match self {
             Self::FloatingIp => "floating-ip",
             Self::LoadBalancer => "load-balancer",
+            Self::Certificate => "certificate",
             Self::Server => "server",
             Self::Volume => "volume",
             Self::Port => "port",
@@ -84,6 +88,9 @@ pub struct Listing {
     /// Every port of the project (declared ports record their owner and cluster in
     /// their description, which Neutron filters by exact match only).
     pub ports: Vec<Port>,
+    /// This cluster's Barbican secrets (named with its mark; none where the cloud has
+    /// no Barbican).
+    pub certificates: Vec<StoredSecret>,
 }
 
 /// The orphans of `cluster` in `listing`, given the UIDs of every object that exists
@@ -110,6 +117,7 @@ pub fn classify(listing: &Listing, cluster: &ClusterId, live: &HashSet<String>) 
     orphans.extend(load_balancers(&listing.load_balancers, cluster, live));
     orphans.extend(volumes(&listing.volumes, cluster, live));
     orphans.extend(ports(&listing.ports, cluster, live));
+    orphans.extend(certificates(&listing.certificates, cluster, live));
     let ours: HashSet<&str> = listing
         .load_balancers
         .iter()
@@ -137,6 +145,35 @@ pub fn classify(listing: &Listing, cluster: &ClusterId, live: &HashSet<String>) 
         })
     }));
     orphans
+}
+
+/// The start of the name of every Barbican secret of `cluster`:
+/// `verda-<mark>.tls-<owner uid>-<fingerprint>`.
+pub fn certificate_prefix(cluster: &ClusterId) -> String {
+    format!("verda-{}.tls-", cluster.mark())
+}
+
+/// This cluster's Barbican secrets whose LoadBalancer is not live.
+pub fn certificates<'a>(
+    secrets: impl IntoIterator<Item = &'a StoredSecret>,
+    cluster: &ClusterId,
+    live: &HashSet<String>,
+) -> Vec<Orphan> {
+    let prefix = certificate_prefix(cluster);
+    secrets
+        .into_iter()
+        .filter_map(|s| {
+            let name = s.name.as_deref()?;
+            let uid = name.strip_prefix(&prefix)?.get(..36)?;
+            (!live.contains(uid)).then(|| Orphan {
+                kind: ResourceKind::Certificate,
+                id: s.secret_ref.clone(),
+                name: name.to_owned(),
+                owner_uid: uid.to_owned(),
+                owner: None,
+            })
+        })
+        .collect()
 }
 
 /// This cluster's declared ports whose owner (VirtualMachine, or group for a

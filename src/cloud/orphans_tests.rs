@@ -89,6 +89,17 @@ fn port(id: &str, description: &str) -> Port {
     }
 }
 
+/// A Barbican secret of `uid`'s LoadBalancer in `cluster`.
+fn certificate(href: &str, cluster: &ClusterId, uid: &str) -> StoredSecret {
+    StoredSecret {
+        secret_ref: href.to_owned(),
+        name: Some(format!(
+            "{}{uid}-0123456789abcdef",
+            super::certificate_prefix(cluster)
+        )),
+    }
+}
+
 fn live() -> HashSet<String> {
     HashSet::from([LIVE.to_owned()])
 }
@@ -130,6 +141,11 @@ fn only_this_clusters_resources_of_gone_owners_are_orphans() {
             port("p-theirs", &port_record(GONE, None, &theirs)),
             port("p-users", ""),
         ],
+        certificates: vec![
+            certificate("c-gone", &ours, GONE),
+            certificate("c-live", &ours, LIVE),
+            certificate("c-theirs", &theirs, GONE),
+        ],
     };
     let found = classify(&listing, &ours, &live());
     let ids: Vec<(&str, &str)> = found
@@ -144,6 +160,7 @@ fn only_this_clusters_resources_of_gone_owners_are_orphans() {
             ("load-balancer", "lb-gone"),
             ("volume", "v-gone"),
             ("port", "p-gone-group"),
+            ("certificate", "c-gone"),
             ("floating-ip", "f-gone"),
         ]
     );

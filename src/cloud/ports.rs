@@ -17,6 +17,7 @@ use futures::future::BoxFuture;
 use super::error::CloudError;
 use super::ids::*;
 use super::model::compute::{CreateServer, Flavor, Image, Server, ServerGroup, ServerGroupPolicy};
+use super::model::key_manager::StoredSecret;
 use super::model::loadbalancing::*;
 use super::model::network::{
     self as net, CreateFloatingIp, FloatingIp, FloatingIpFilter, Port, PortFilter, Subnet,
@@ -242,4 +243,14 @@ pub trait LoadBalancing: Send + Sync {
     ) -> CloudFuture<'a, ()>;
     fn list_lb_flavors(&self) -> CloudFuture<'_, Vec<LbFlavor>>;
     fn find_lb_flavor<'a>(&'a self, name_or_id: &'a str) -> CloudFuture<'a, LbFlavor>;
+    /// Barbican (Octavia's certificate store): every secret whose name starts with
+    /// `prefix`, across all pages.
+    fn list_certificates<'a>(&'a self, prefix: &'a str) -> CloudFuture<'a, Vec<StoredSecret>>;
+    /// Stores a PKCS#12 bundle as a Barbican secret named `name`.
+    fn store_certificate<'a>(
+        &'a self,
+        name: &'a str,
+        pkcs12: &'a [u8],
+    ) -> CloudFuture<'a, StoredSecret>;
+    fn delete_certificate<'a>(&'a self, secret: &'a StoredSecret) -> CloudFuture<'a, ()>;
 }

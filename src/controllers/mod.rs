@@ -90,8 +90,9 @@ impl Drop for Following {
     }
 }
 
-/// A credentials Secret changed (rotated, created, deleted): every object of its
-/// namespace reconciles now, with what the Secret holds now.
+/// A Secret objects refer to changed (credentials rotated, a certificate renewed;
+/// created, deleted): every object of its namespace reconciles now, with what the
+/// Secret holds now.
 async fn wake_on_secret_changes(
     ctx: Arc<Context>,
     mut changes: tokio::sync::mpsc::UnboundedReceiver<tenancy::SecretKey>,

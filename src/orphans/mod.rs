@@ -8,16 +8,23 @@ pub mod command;
 
 use crate::cloud::CloudError;
 use crate::cloud::CloudPorts;
+use crate::cloud::model::key_manager::StoredSecret;
 use crate::cloud::model::loadbalancing::LbFilter;
 use crate::cloud::model::network::{FloatingIpFilter, PortFilter};
+use crate::cloud::orphans::certificate_prefix;
 use crate::cloud::owner::{ClusterId, MANAGED_TAG};
 
 pub use crate::cloud::orphans::{Listing, Orphan, ResourceKind, classify};
 
-/// Six calls: managed servers, server groups, managed load balancers, floating IPs,
-/// `cluster`'s data volumes, and the project's ports.
+/// Seven calls: managed servers, server groups, managed load balancers, floating IPs,
+/// `cluster`'s data volumes, the project's ports, and `cluster`'s Barbican secrets
+/// (none where the cloud has no Barbican).
 pub async fn list(ports: &dyn CloudPorts, cluster: &ClusterId) -> Result<Listing, CloudError> {
     let compute = ports.compute();
+    let certificates = ports
+        .load_balancing(None)
+        .list_certificates(&certificate_prefix(cluster))
+        .await;
     Ok(Listing {
         servers: compute.list_managed_servers().await?,
         server_groups: compute.list_server_groups().await?,
@@ -40,11 +47,15 @@ pub async fn list(ports: &dyn CloudPorts, cluster: &ClusterId) -> Result<Listing
             .network(None)
             .list_ports(&PortFilter::default())
             .await?,
+        certificates: match certificates {
+            Err(e) if e.is_missing_service() => Vec::new(),
+            listed => listed?,
+        },
     })
 }
 
-/// Deletes `orphans`: floating IPs, load balancers (with everything under them), servers,
-/// then server groups. One that is already gone counts as deleted.
+/// Deletes `orphans`: floating IPs, load balancers (with everything under them), their
+/// certificates, servers, then server groups. One that is already gone counts as deleted.
 pub async fn delete(
     ports: &dyn CloudPorts,
     orphans: &[Orphan],
@@ -61,6 +72,13 @@ pub async fn delete(
                     .load_balancing(None)
                     .delete_load_balancer(&id.into())
                     .await
+            }
+            ResourceKind::Certificate => {
+                let secret = StoredSecret {
+                    secret_ref: id,
+                    name: Some(orphan.name.clone()),
+                };
+                ports.load_balancing(None).delete_certificate(&secret).await
             }
             ResourceKind::Server => ports.compute().delete_server(&id.into()).await,
             ResourceKind::Volume => ports.block_storage().delete_volume(&id.into()).await,

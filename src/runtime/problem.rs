@@ -54,6 +54,15 @@ problems! {
     /// A group's `spec.addresses` names no network of its template, or has no address
     /// for an index.
     AddressesInvalid,
+    /// A Secret a terminated-https port names (`tls.secretName`, `tls.sniSecretNames`)
+    /// does not exist.
+    TLSSecretNotFound,
+    /// Such a Secret is not `kubernetes.io/tls`, or its certificate or key cannot be read.
+    TLSSecretInvalid,
+    /// Such a Secret's key is not its certificate's.
+    TLSKeyMismatch,
+    /// Such a Secret's certificate expired (or is not valid yet).
+    TLSCertificateExpired,
 }
 
 impl Problem {

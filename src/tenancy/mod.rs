@@ -104,6 +104,18 @@ impl Tenancy {
         self.secrets.restart()
     }
 
+    /// Secret `name` of `namespace` as its watch last saw it (`None`: it does not exist):
+    /// a terminated-https port's certificate. Followed from now on; a change wakes the
+    /// objects of the namespace, as a credentials Secret's does.
+    pub async fn secret(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<Arc<Secret>>, CredentialsError> {
+        let (secret, _) = self.secrets.current(&secret_key(namespace, name)).await?;
+        Ok(secret)
+    }
+
     /// The credentials of an object in `namespace` with `reference`, and their project
     /// (remembered as one `namespace` acts in).
     pub async fn resolve(

@@ -1,8 +1,9 @@
-//! The credentials Secrets, read only when an object refers to them: one watch per
-//! referenced Secret (a `metadata.name` field selector in its namespace), so the
-//! operator holds no Secret it was not pointed at. A change after the first listing is
-//! announced, so the objects of that namespace reconcile with the new credentials at
-//! once; the client built from the old ones is dropped with it.
+//! The Secrets objects refer to (credentials; terminated-https certificates), read only
+//! when an object refers to them: one watch per referenced Secret (a `metadata.name`
+//! field selector in its namespace), so the operator holds no Secret it was not pointed
+//! at. A change after the first listing is announced, so the objects of that namespace
+//! reconcile with what it holds now at once; a client built from old credentials is
+//! dropped with it.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -169,7 +170,7 @@ async fn watch_secret(
                 if !listed {
                     seen.send_replace(Seen::Failed(error.to_string()));
                 }
-                tracing::debug!(secret = %key, %error, "watch of a credentials Secret failed; retrying");
+                tracing::debug!(secret = %key, %error, "watch of a Secret failed; retrying");
                 continue;
             }
         };
@@ -189,7 +190,7 @@ async fn watch_secret(
         }
         listed = true;
         if changed {
-            tracing::info!(secret = %key, "credentials Secret changed: its objects reconcile with what it holds now");
+            tracing::info!(secret = %key, "Secret changed: the objects of its namespace reconcile with what it holds now");
             let _ = changes.send(key.clone());
         }
     }

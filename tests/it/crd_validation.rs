@@ -342,7 +342,7 @@ fn load_balancer_options_refuse_wrong_combinations_with_their_reason() {
         ),
         (
             json!({"protocol": "tcp", "realServers": {"protocol": "tcp"}}),
-            "insertHeaders applies only to http listeners",
+            "insertHeaders applies only to http and terminated-https listeners",
         ),
         (
             json!({"realServers": {"sessionPersistence": {"type": "app-cookie", "cookieName": null}}}),
@@ -406,6 +406,60 @@ fn load_balancer_options_refuse_wrong_combinations_with_their_reason() {
         &lb(json!({ "ports": [udp] })),
         None,
         "udp members keep sessions by source-ip only",
+    );
+}
+
+#[test]
+fn a_terminated_https_port_names_its_certificate_secrets_and_no_other_port_does() {
+    let tls = json!({"port": 443, "protocol": "terminated-https",
+        "tls": {"secretName": "web-tls", "sniSecretNames": ["api-tls"]},
+        "insertHeaders": {"X-Forwarded-Proto": true},
+        "realServers": {"protocol": "http", "port": 80, "addresses": ["10.0.0.1"]}});
+    assert_accepted(&lb(json!({"ports": [tls.clone()]})), None);
+    let with = |patch: Value| {
+        let mut port = tls.clone();
+        merge(&mut port, &patch);
+        lb(json!({ "ports": [port] }))
+    };
+    for (patch, expected) in [
+        (
+            json!({"tls": null}),
+            "tls (the certificate Secret) is required with protocol terminated-https",
+        ),
+        (
+            json!({"protocol": "https", "insertHeaders": null, "realServers": {"protocol": "https"}}),
+            "tls (the certificate Secret) is required with protocol terminated-https and allowed with it only",
+        ),
+        (
+            json!({"realServers": {"protocol": "tcp"}}),
+            "realServers.protocol does not fit the listener's protocol",
+        ),
+        (
+            json!({"tls": {"sniSecretNames": ["web-tls"]}}),
+            "sniSecretNames must not repeat secretName",
+        ),
+        (
+            json!({"tls": {"sniSecretNames": ["a", "a"]}}),
+            "each Secret may appear only once in sniSecretNames",
+        ),
+        (
+            json!({"tls": {"secretName": ""}}),
+            "/spec/ports/0/tls/secretName",
+        ),
+    ] {
+        assert_refused(&with(patch), None, expected);
+    }
+    // A renewed or another Secret is an edit; terminating TLS or not is the protocol's.
+    let old = lb(json!({ "ports": [tls.clone()] }));
+    assert_accepted(
+        &with(json!({"tls": {"secretName": "web-tls-2"}})),
+        Some(&old),
+    );
+    let http = json!({"protocol": "http", "tls": null});
+    assert_refused(
+        &with(http),
+        Some(&old),
+        "the protocol and realServers.protocol of a port cannot change",
     );
 }
 

@@ -183,7 +183,8 @@ async fn every_option_is_built_by_the_create_and_each_edit_is_one_update() {
         json!({"connection_limit": 10000, "timeout_client_data": 40000,
             "timeout_member_connect": 3000, "timeout_member_data": 60000, "timeout_tcp_inspect": 0,
             "allowed_cidrs": ["10.0.0.0/8"],
-            "insert_headers": {"X-Forwarded-For": "true", "X-Forwarded-Proto": "true"}})
+            "insert_headers": {"X-Forwarded-For": "true", "X-Forwarded-Proto": "true"},
+            "sni_container_refs": []})
     );
     assert_eq!(shown[1]["timeout_client_data"], 120_000);
     let sim_lb = the_lb(&env).unwrap();

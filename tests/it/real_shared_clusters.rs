@@ -213,7 +213,11 @@ async fn two_teams_each_act_only_in_their_own_project() {
         "REAL shared clusters: Secret rotated to an application credential, password changed, scale 2->3 in every pool in {:.1} s",
         rotated.elapsed().as_secs_f64()
     );
-    assert!(operator.log().contains("credentials Secret changed"));
+    assert!(
+        operator
+            .log()
+            .contains("Secret changed: the objects of its namespace reconcile")
+    );
 
     // Credentials of another project are refused; nothing moves in either project.
     put_secret(

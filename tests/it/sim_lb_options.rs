@@ -14,7 +14,7 @@ use sim_support::{Client, json_of};
 const SUBNET: &str = "3d5443ce-8418-4529-a819-73f717122551";
 const LB: &str = "/load-balancer/v2/lbaas";
 
-async fn send(c: &Client, method: Method, path: &str, body: Value) -> (u16, Value) {
+pub(crate) async fn send(c: &Client, method: Method, path: &str, body: Value) -> (u16, Value) {
     let resp = c
         .req(method, &format!("{LB}{path}"))
         .json(&body)
@@ -24,7 +24,7 @@ async fn send(c: &Client, method: Method, path: &str, body: Value) -> (u16, Valu
     (resp.status().as_u16(), json_of(resp).await)
 }
 
-async fn load_balancer(c: &Client) -> String {
+pub(crate) async fn load_balancer(c: &Client) -> String {
     let body = json!({"loadbalancer": {"name": "opts", "vip_subnet_id": SUBNET}});
     let (status, made) = send(c, Method::POST, "/loadbalancers", body).await;
     assert_eq!(status, 201, "{made}");
@@ -33,13 +33,13 @@ async fn load_balancer(c: &Client) -> String {
     id
 }
 
-async fn listener(c: &Client, lb: &str, body: Value) -> (u16, Value) {
+pub(crate) async fn listener(c: &Client, lb: &str, body: Value) -> (u16, Value) {
     let mut body = body;
     body["loadbalancer_id"] = json!(lb);
     send(c, Method::POST, "/listeners", json!({ "listener": body })).await
 }
 
-fn fault(answer: &(u16, Value)) -> (u16, &str) {
+pub(crate) fn fault(answer: &(u16, Value)) -> (u16, &str) {
     (answer.0, answer.1["faultstring"].as_str().unwrap_or(""))
 }
 

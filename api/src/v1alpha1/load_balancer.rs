@@ -104,6 +104,7 @@ pub enum VipType {
 /// Which member protocols a listener protocol can pass traffic to (Octavia's rule).
 const POOL_FOR_LISTENER: &str = "self.protocol == 'http' ? self.realServers.protocol in ['http', 'proxy', 'proxyv2'] : \
 self.protocol == 'https' ? self.realServers.protocol in ['https', 'tcp', 'proxy', 'proxyv2'] : \
+self.protocol == 'terminated-https' ? self.realServers.protocol in ['http', 'proxy', 'proxyv2'] : \
 self.protocol == 'tcp' ? self.realServers.protocol in ['http', 'https', 'tcp', 'proxy', 'proxyv2'] : \
 self.protocol == 'udp' ? self.realServers.protocol == 'udp' : false";
 
@@ -111,15 +112,22 @@ self.protocol == 'udp' ? self.realServers.protocol == 'udp' : false";
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, KubeSchema)]
 #[serde(rename_all = "camelCase")]
 #[x_kube(validation = kube::core::Rule::new("self.protocol != 'proxy' && self.protocol != 'proxyv2'").message("proxy and proxyv2 are protocols of realServers (PROXY protocol to the members), not of a listener: use tcp or http here"))]
-#[x_kube(validation = kube::core::Rule::new(POOL_FOR_LISTENER).message("realServers.protocol does not fit the listener's protocol: an http listener passes to http, proxy or proxyv2 members; https to https, tcp, proxy or proxyv2; tcp to any but udp; udp to udp"))]
-#[x_kube(validation = kube::core::Rule::new("!has(self.insertHeaders) || self.protocol == 'http'").message("insertHeaders applies only to http listeners: Octavia adds headers only where it reads HTTP"))]
+#[x_kube(validation = kube::core::Rule::new(POOL_FOR_LISTENER).message("realServers.protocol does not fit the listener's protocol: an http or terminated-https listener passes to http, proxy or proxyv2 members; https to https, tcp, proxy or proxyv2; tcp to any but udp; udp to udp"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.insertHeaders) || self.protocol == 'http' || self.protocol == 'terminated-https'").message("insertHeaders applies only to http and terminated-https listeners: Octavia adds headers only where it reads HTTP"))]
+#[x_kube(validation = kube::core::Rule::new("has(self.tls) == (self.protocol == 'terminated-https')").message("tls (the certificate Secret) is required with protocol terminated-https and allowed with it only: https passes TLS through to the members"))]
 pub struct LoadBalancerPort {
     /// Port the VIP listens on (1-65535).
     #[schemars(range(min = 1, max = 65535))]
     pub port: i32,
-    /// Listener protocol: `http`, `https` (TLS passed through to the members), `tcp` or
-    /// `udp`. Immutable: Octavia cannot change a listener's protocol.
+    /// Listener protocol: `http`, `https` (TLS passed through to the members),
+    /// `terminated-https` (TLS ends at the load balancer, with the certificate of `tls`),
+    /// `tcp` or `udp`. Immutable: Octavia cannot change a listener's protocol.
     pub protocol: Protocol,
+    /// The certificates of a `terminated-https` listener, from `kubernetes.io/tls`
+    /// Secrets in the LoadBalancer's namespace (such as cert-manager writes). A renewed
+    /// Secret is stored anew in Barbican and the listener switched to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<ListenerTls>,
     /// The pool members: one source of addresses, and the protocol and port they serve.
     pub real_servers: RealServers,
     /// Health checks for the members. Octavia supports one monitor per pool: the first
@@ -150,6 +158,32 @@ pub struct LoadBalancerPort {
     /// only). Edited in place.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub insert_headers: Option<InsertHeaders>,
+}
+
+/// Where a terminated-https listener's certificates come from.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = kube::core::Rule::new("!has(self.sniSecretNames) || !(self.secretName in self.sniSecretNames)").message("sniSecretNames must not repeat secretName: the default certificate is served already"))]
+pub struct ListenerTls {
+    /// The default certificate: a `kubernetes.io/tls` Secret (`tls.crt` with its chain,
+    /// `tls.key`) in the LoadBalancer's namespace.
+    #[schemars(length(min = 1, max = 253))]
+    pub secret_name: String,
+    /// More certificates, chosen by the name a client asks for (SNI): Secrets of the
+    /// same kind and namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 16), inner(length(min = 1, max = 253)))]
+    #[x_kube(validation = kube::core::Rule::new("self.all(n, self.exists_one(m, m == n))").message("each Secret may appear only once in sniSecretNames"))]
+    pub sni_secret_names: Option<Vec<String>>,
+}
+
+impl ListenerTls {
+    /// Every Secret named, the default certificate's first.
+    pub fn secret_names(&self) -> Vec<&str> {
+        std::iter::once(self.secret_name.as_str())
+            .chain(self.sni_secret_names.iter().flatten().map(String::as_str))
+            .collect()
+    }
 }
 
 /// Listener timeouts, as durations such as `50s`, `500ms` or `1m30s` (at most 576h,
@@ -265,6 +299,9 @@ pub enum Protocol {
     #[default]
     Http,
     Https,
+    /// Listeners only: TLS ends at the load balancer (`tls` names the certificates).
+    #[serde(rename = "terminated-https")]
+    TerminatedHttps,
     Tcp,
     Udp,
     /// Members only: TCP with the PROXY protocol (v1) header first.
@@ -513,6 +550,11 @@ pub struct LoadBalancerStatus {
     /// Per port, in the order of `spec.ports`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ports: Vec<PortStatus>,
+    /// The certificates the operator keeps in Barbican for the terminated-https ports,
+    /// with the Secret each comes from and when it expires. One no Secret names any
+    /// more is deleted once no listener serves it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub certificates: Vec<CertificateStatus>,
     /// When the load balancer was first seen in ERROR; it is deleted and created anew
     /// after a delay.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -524,6 +566,21 @@ pub struct LoadBalancerStatus {
     /// The `metadata.generation` this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+}
+
+/// A certificate stored in Barbican.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CertificateStatus {
+    /// The Barbican secret's URL, as the listener refers to it.
+    #[serde(rename = "secretRef")]
+    pub secret_ref: String,
+    /// The Kubernetes Secret it holds the certificate of; absent for one to delete.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_name: Option<String>,
+    /// When the certificate expires.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_after: Option<Time>,
 }
 
 /// The Octavia objects of one port.

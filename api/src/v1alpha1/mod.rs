@@ -16,10 +16,10 @@ pub use credentials::CloudCredentialsRef;
 pub use init_script::{InitScript, KeySelector};
 pub use lifecycle::{Import, ReconcilePolicy};
 pub use load_balancer::{
-    Algorithm, HealthMonitor, HttpMethod, InsertHeaders, ListenerTimeouts, LoadBalancer,
-    LoadBalancerPort, LoadBalancerSpec, LoadBalancerStatus, MAX_TIMEOUT_MS, MemberStatus,
-    MonitorProtocol, PersistenceType, PortStatus, Protocol, RealServers, SessionPersistence,
-    VipType, WeightedGroup, timeout_millis,
+    Algorithm, CertificateStatus, HealthMonitor, HttpMethod, InsertHeaders, ListenerTimeouts,
+    ListenerTls, LoadBalancer, LoadBalancerPort, LoadBalancerSpec, LoadBalancerStatus,
+    MAX_TIMEOUT_MS, MemberStatus, MonitorProtocol, PersistenceType, PortStatus, Protocol,
+    RealServers, SessionPersistence, VipType, WeightedGroup, timeout_millis,
 };
 pub use network_ports::{
     AddressPair, FloatingIpSpec, GroupAddresses, GroupNetworkRetention, NetworkRetention, PortSpec,

@@ -80,6 +80,8 @@ async fn create(
     }
     super::envelope::ensure_mutable(&cx, &w, &lb_id, None)?;
     super::options::check_listener(&cx, &req, &protocol, &vip_of(&w, &lb_id))?;
+    let barbican = crate::barbican::secrets_prefix(&sim);
+    super::tls::check(&cx, &w, &barbican, &req, &protocol, true)?;
     let clash = w.octavia.listeners.values().any(|l| {
         l.lb_id == lb_id && l.protocol_port == port && is_udp(&l.protocol) == is_udp(&protocol)
     });
@@ -142,6 +144,8 @@ async fn update(
         .ok_or_else(|| not_found(&cx, &id))?;
     super::envelope::ensure_mutable(&cx, &w, &lb_id, None)?;
     super::options::check_listener(&cx, &req, &protocol, &vip_of(&w, &lb_id))?;
+    let barbican = crate::barbican::secrets_prefix(&sim);
+    super::tls::check(&cx, &w, &barbican, &req, &protocol, false)?;
     if let Some(pool) =
         str_field(&req, "default_pool_id").filter(|p| !w.octavia.pools.contains_key(p))
     {

@@ -89,7 +89,8 @@ async fn create(
         .iter()
         .find(|s| s.id == subnet_id)
         .map_or_else(String::new, |s| s.pool_start.to_string());
-    super::populated::check(&cx, &req, &vip_family)?;
+    let barbican = crate::barbican::secrets_prefix(&sim);
+    super::populated::check(&cx, (&w, &barbican), &req, &vip_family)?;
     let flavor_id = str_field(&req, "flavor_id");
     if let Some(f) = flavor_id
         .as_deref()

@@ -15,6 +15,7 @@ mod pools;
 mod populated;
 mod schema;
 pub(crate) mod snapshot;
+mod tls;
 mod views;
 
 use axum::Router;

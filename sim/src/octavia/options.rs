@@ -56,6 +56,14 @@ pub(super) fn listener_options(req: &Map<String, Value>, base: ListenerOptions) 
             Some(_) => Map::new(),
             None => base.insert_headers,
         },
+        default_tls_container_ref: match req.get("default_tls_container_ref") {
+            Some(r) => r.as_str().map(str::to_owned),
+            None => base.default_tls_container_ref,
+        },
+        sni_container_refs: match req.get("sni_container_refs") {
+            Some(v) => strings(v),
+            None => base.sni_container_refs,
+        },
     }
 }
 

@@ -33,7 +33,13 @@ fn members_of(pool: &Map<String, Value>) -> impl Iterator<Item = &Map<String, Va
 
 /// Every object of the graph against its single-create type, and the rules across them
 /// (`vip`: an address of the VIP's subnet, for the IP version of allowed CIDRs).
-pub(super) fn check(cx: &Cx, req: &Map<String, Value>, vip: &str) -> Result<(), Response> {
+/// `barbican`: the prefix of the URLs of `w`'s Barbican secrets.
+pub(super) fn check(
+    cx: &Cx,
+    (w, barbican): (&World, &str),
+    req: &Map<String, Value>,
+    vip: &str,
+) -> Result<(), Response> {
     let mut ports: Vec<(u64, bool)> = Vec::new();
     for listener in listeners_of(req) {
         schema::check(cx, schema::LISTENER_SINGLE, listener)?;
@@ -45,6 +51,7 @@ pub(super) fn check(cx: &Cx, req: &Map<String, Value>, vip: &str) -> Result<(), 
         }
         ports.push((port, udp));
         super::options::check_listener(cx, listener, &protocol, vip)?;
+        super::tls::check(cx, w, barbican, listener, &protocol, true)?;
         let Some(pool) = object(listener, "default_pool") else {
             continue;
         };

@@ -116,6 +116,9 @@ const TCP_INSPECT: Attr = opt("timeout_tcp_inspect", TIMEOUT);
 /// Checked in `options.rs`: WSME's `DictType(str, str)` and `[CidrType]`.
 const INSERT_HEADERS: Attr = opt("insert_headers", Type::Other);
 const ALLOWED_CIDRS: Attr = opt("allowed_cidrs", Type::Other);
+/// Checked in `tls.rs` against Barbican.
+const DEFAULT_TLS: Attr = opt("default_tls_container_ref", Type::Other);
+const SNI: Attr = opt("sni_container_refs", Type::Other);
 
 pub(super) const LISTENER_POST: &[Attr] = &[
     NAME,
@@ -131,6 +134,8 @@ pub(super) const LISTENER_POST: &[Attr] = &[
     TCP_INSPECT,
     TAGS,
     ALLOWED_CIDRS,
+    DEFAULT_TLS,
+    SNI,
 ];
 /// `ListenerSingleCreate`: a listener inside a load balancer create (no parent ID).
 pub(super) const LISTENER_SINGLE: &[Attr] = &[
@@ -146,6 +151,8 @@ pub(super) const LISTENER_SINGLE: &[Attr] = &[
     TCP_INSPECT,
     TAGS,
     ALLOWED_CIDRS,
+    DEFAULT_TLS,
+    SNI,
 ];
 pub(super) const LISTENER_PUT: &[Attr] = &[
     NAME,
@@ -158,6 +165,8 @@ pub(super) const LISTENER_PUT: &[Attr] = &[
     TCP_INSPECT,
     TAGS,
     ALLOWED_CIDRS,
+    DEFAULT_TLS,
+    SNI,
 ];
 /// Checked in `options.rs`: WSME's `SessionPersistencePOST`.
 const SESSION_PERSISTENCE: Attr = opt("session_persistence", Type::Other);

@@ -62,7 +62,7 @@ pub(super) fn listener(w: &World, l: &Listener) -> Value {
         meta(w, &l.meta, operating),
         json!({
             "protocol": l.protocol, "protocol_port": l.protocol_port, "connection_limit": l.connection_limit,
-            "default_tls_container_ref": null, "sni_container_refs": [], "default_pool_id": l.default_pool_id,
+            "default_tls_container_ref": o.default_tls_container_ref, "sni_container_refs": o.sni_container_refs, "default_pool_id": l.default_pool_id,
             "l7policies": [], "insert_headers": o.insert_headers, "loadbalancers": [{"id": l.lb_id}],
             "timeout_client_data": o.timeout_client_data, "timeout_member_connect": o.timeout_member_connect,
             "timeout_member_data": o.timeout_member_data, "timeout_tcp_inspect": o.timeout_tcp_inspect,

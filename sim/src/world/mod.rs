@@ -3,6 +3,7 @@
 //! `neutron`'s addresses and ports, `octavia` and Octavia's state machine,
 //! `octavia_lifecycle`); the services' handlers read and write them, never the reverse.
 
+pub(crate) mod barbican;
 pub(crate) mod cinder;
 pub(crate) mod neutron;
 pub(crate) mod octavia;
@@ -51,6 +52,7 @@ pub(crate) struct World {
     pub used_ips: HashMap<String, BTreeSet<Ipv4Addr>>,
     pub octavia: Octavia,
     pub cinder: Cinder,
+    pub barbican: self::barbican::Barbican,
     /// Servers whose service answers no health check (a test's fault): their members
     /// are ERROR wherever a health monitor watches them.
     pub unresponsive: HashSet<String>,
@@ -94,6 +96,7 @@ impl World {
             used_ips: HashMap::new(),
             octavia: Octavia::default(),
             cinder: Cinder::default(),
+            barbican: self::barbican::Barbican::default(),
             unresponsive: HashSet::new(),
         }
     }

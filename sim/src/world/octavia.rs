@@ -83,6 +83,9 @@ pub(crate) struct ListenerOptions {
     pub timeout_tcp_inspect: u64,
     pub allowed_cidrs: Vec<String>,
     pub insert_headers: serde_json::Map<String, serde_json::Value>,
+    /// A terminated-https listener's certificates: Barbican secret URLs.
+    pub default_tls_container_ref: Option<String>,
+    pub sni_container_refs: Vec<String>,
 }
 
 impl Default for ListenerOptions {
@@ -95,6 +98,8 @@ impl Default for ListenerOptions {
             timeout_tcp_inspect: 0,
             allowed_cidrs: Vec::new(),
             insert_headers: serde_json::Map::new(),
+            default_tls_container_ref: None,
+            sni_container_refs: Vec::new(),
         }
     }
 }

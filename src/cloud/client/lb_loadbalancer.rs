@@ -9,6 +9,7 @@ use super::owner_lookups::OwnerFilter;
 use super::{Kind, OpenStackClient, lb_listener, lb_member, lb_monitor, lb_pool, pick_one};
 use crate::cloud::error::{CloudError, Resource};
 use crate::cloud::ids::*;
+use crate::cloud::model::key_manager::StoredSecret;
 use crate::cloud::model::loadbalancing::*;
 use crate::cloud::ports::{CloudFuture, CloudResult, LoadBalancing};
 
@@ -233,6 +234,22 @@ impl LoadBalancing for OpenStackClient {
 
     fn find_lb_flavor<'a>(&'a self, name_or_id: &'a str) -> CloudFuture<'a, LbFlavor> {
         Box::pin(self.remembered(Kind::LbFlavor, name_or_id, find_flavor(self, name_or_id)))
+    }
+
+    fn list_certificates<'a>(&'a self, prefix: &'a str) -> CloudFuture<'a, Vec<StoredSecret>> {
+        Box::pin(super::key_manager::list(self, prefix))
+    }
+
+    fn store_certificate<'a>(
+        &'a self,
+        name: &'a str,
+        pkcs12: &'a [u8],
+    ) -> CloudFuture<'a, StoredSecret> {
+        Box::pin(super::key_manager::store(self, name, pkcs12))
+    }
+
+    fn delete_certificate<'a>(&'a self, secret: &'a StoredSecret) -> CloudFuture<'a, ()> {
+        Box::pin(super::key_manager::delete(self, secret))
     }
 }
 

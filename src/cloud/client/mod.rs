@@ -24,6 +24,7 @@ use crate::metrics::Metrics;
 
 mod compute;
 mod image;
+mod key_manager;
 mod lb_listener;
 mod lb_loadbalancer;
 mod lb_member;

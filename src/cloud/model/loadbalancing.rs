@@ -239,6 +239,12 @@ pub struct ListenerOptions {
     /// Header name → `"true"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub insert_headers: Option<BTreeMap<String, String>>,
+    /// A terminated-https listener's certificate: a Barbican secret's URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_tls_container_ref: Option<String>,
+    /// Its further certificates, chosen by SNI.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sni_container_refs: Option<Vec<String>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]

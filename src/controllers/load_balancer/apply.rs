@@ -10,12 +10,14 @@ use verda_api::v1alpha1::LoadBalancer;
 use crate::cloud::ids::{
     FloatingIpId, HealthMonitorId, ListenerId, LoadBalancerId, PoolId, PortId,
 };
+use crate::cloud::model::key_manager::StoredSecret;
 use crate::cloud::model::loadbalancing::{
     CreateLoadBalancer, ListenerTree, LoadBalancer as OctaviaLoadBalancer, MemberSpec,
 };
 use crate::cloud::model::network::CreateFloatingIp;
 use crate::cloud::owner::Owner;
 use crate::cloud::{LoadBalancing, Network, ignore_not_found};
+use crate::controllers::load_balancer::certificates::{Certificates, Wanted};
 use crate::controllers::load_balancer::desired::{self, MonitorSettings};
 use crate::controllers::load_balancer::plan::Step;
 use crate::controllers::load_balancer::resolve;
@@ -78,6 +80,14 @@ pub struct Inputs<'a> {
     pub owner: &'a Owner,
     /// Where a new load balancer goes, resolved while observing one is missing.
     pub placement: Option<&'a resolve::Placement>,
+    pub certificates: &'a Certificates,
+}
+
+impl Inputs<'_> {
+    /// The Barbican refs of port `i`'s certificates (none for a port without `tls`).
+    fn tls(&self, i: usize) -> Vec<String> {
+        self.certificates.refs(i).unwrap_or_default()
+    }
 }
 
 /// Carries out `step`. Octavia's 409 while the load balancer is busy is not a failure:
@@ -135,6 +145,8 @@ async fn write(inputs: &Inputs<'_>, step: Step) -> Result<Outcome, ReconcileErro
         }
         Step::DeleteFloatingIp(id) => delete_floating_ip(inputs, &id).await,
         Step::RecordOwner(id, tags) => quiet(record_owner(inputs, &id, &tags).await?),
+        Step::StoreCertificate(wanted) => store_certificate(inputs, &wanted).await,
+        Step::DeleteCertificate(secret) => delete_certificate(inputs, &secret).await,
         Step::Converged => Ok(Outcome {
             recorded: None,
             ready: (
@@ -191,7 +203,8 @@ async fn create(
         .ports
         .iter()
         .zip(members)
-        .map(|(port, members)| desired::listener_tree(owner, port, members))
+        .enumerate()
+        .map(|(i, (port, members))| desired::listener_tree(owner, port, &inputs.tls(i), members))
         .collect();
     let created = octavia
         .create_load_balancer(&CreateLoadBalancer {
@@ -267,7 +280,12 @@ async fn create_listener(
     let port = &inputs.lb.spec.ports[i];
     let l = inputs
         .octavia
-        .create_listener(&desired::listener(inputs.owner, lb_id, port))
+        .create_listener(&desired::listener(
+            inputs.owner,
+            lb_id,
+            port,
+            &inputs.tls(i),
+        ))
         .await
         .map_err(ReconcileError::cloud(
             "create a listener",
@@ -284,13 +302,58 @@ async fn update_listener(
     let port = &inputs.lb.spec.ports[i];
     inputs
         .octavia
-        .update_listener(id, &desired::update_listener(port))
+        .update_listener(id, &desired::update_listener(port, &inputs.tls(i)))
         .await
         .map_err(ReconcileError::cloud(
             "update a listener",
             &inputs.owner.key(),
         ))?;
     Ok(format!("updated the listener of port {}", port.port))
+}
+
+/// Stores a certificate in Barbican, where the listener will read it.
+async fn store_certificate(
+    inputs: &Inputs<'_>,
+    wanted: &Wanted,
+) -> Result<Outcome, ReconcileError> {
+    let stored = inputs
+        .octavia
+        .store_certificate(&wanted.name, &wanted.bundle.pkcs12)
+        .await
+        .map_err(ReconcileError::cloud(
+            "store a certificate in Barbican",
+            &inputs.owner.key(),
+        ))?;
+    let note = format!(
+        "stored the certificate of Secret {} (expires {}) in Barbican as {}",
+        wanted.secret,
+        wanted.bundle.not_after.format("%Y-%m-%d"),
+        stored.secret_ref
+    );
+    Ok(wrote(
+        note.clone(),
+        Some((EventType::Normal, "CertificateStored", note)),
+        inputs.ctx.timing.poll,
+    ))
+}
+
+/// Deletes a Barbican secret no listener holds any more.
+async fn delete_certificate(
+    inputs: &Inputs<'_>,
+    secret: &StoredSecret,
+) -> Result<Outcome, ReconcileError> {
+    ignore_not_found(inputs.octavia.delete_certificate(secret).await).map_err(
+        ReconcileError::cloud("delete a certificate from Barbican", &inputs.owner.key()),
+    )?;
+    let note = format!(
+        "deleted Barbican secret {}, which no listener serves any more",
+        secret.secret_ref
+    );
+    Ok(wrote(
+        note.clone(),
+        Some((EventType::Normal, "CertificateDeleted", note)),
+        inputs.ctx.timing.poll,
+    ))
 }
 
 async fn update_pool(inputs: &Inputs<'_>, i: usize, id: &PoolId) -> Result<String, ReconcileError> {

@@ -270,7 +270,7 @@ spec:
             .spec
             .ports
             .iter()
-            .map(|p| desired::listener_tree(&owner(), p, desired::members(p, backends)))
+            .map(|p| desired::listener_tree(&owner(), p, &[], desired::members(p, backends)))
             .collect()
     }
 

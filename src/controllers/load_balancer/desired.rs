@@ -13,11 +13,12 @@ use crate::cloud::model::loadbalancing as os;
 use crate::cloud::model::word;
 use crate::cloud::owner::Owner;
 
-/// Octavia's protocol for ours (`https` is passed through, not terminated).
+/// Octavia's protocol for ours (`https` is passed through, `terminated-https` ends TLS).
 pub fn protocol(p: Protocol) -> os::Protocol {
     match p {
         Protocol::Http => os::Protocol::Http,
         Protocol::Https => os::Protocol::Https,
+        Protocol::TerminatedHttps => os::Protocol::TerminatedHttps,
         Protocol::Tcp => os::Protocol::Tcp,
         Protocol::Udp => os::Protocol::Udp,
         Protocol::Proxy => os::Protocol::Proxy,
@@ -41,7 +42,14 @@ fn port_name(owner: &Owner, port: &LoadBalancerPort) -> String {
     format!("{}-{}", owner.load_balancer_name(), port.port)
 }
 
-pub fn listener(owner: &Owner, lb: &LoadBalancerId, port: &LoadBalancerPort) -> os::CreateListener {
+/// `tls`: the Barbican refs of a terminated-https port's certificates, the default
+/// first (empty for other ports).
+pub fn listener(
+    owner: &Owner,
+    lb: &LoadBalancerId,
+    port: &LoadBalancerPort,
+    tls: &[String],
+) -> os::CreateListener {
     os::CreateListener {
         loadbalancer_id: lb.clone(),
         protocol: protocol(port.protocol),
@@ -50,7 +58,7 @@ pub fn listener(owner: &Owner, lb: &LoadBalancerId, port: &LoadBalancerPort) -> 
         description: None,
         default_pool_id: None,
         tags: vec![owner.tag()],
-        options: listener_options(port),
+        options: listener_options(port, tls),
     }
 }
 
@@ -63,7 +71,7 @@ const DEFAULT_TCP_INSPECT: u64 = 0;
 
 /// The listener settings the port declares, and only those: a create leaves the rest
 /// to Octavia's defaults.
-pub fn listener_options(port: &LoadBalancerPort) -> os::ListenerOptions {
+pub fn listener_options(port: &LoadBalancerPort, tls: &[String]) -> os::ListenerOptions {
     let timeouts = port.timeouts.clone().unwrap_or_default();
     let ms = |t: &Option<String>| t.as_deref().and_then(timeout_millis);
     os::ListenerOptions {
@@ -79,14 +87,17 @@ pub fn listener_options(port: &LoadBalancerPort) -> os::ListenerOptions {
                 .map(|name| (name.to_owned(), "true".to_owned()))
                 .collect()
         }),
+        default_tls_container_ref: tls.first().cloned(),
+        sni_container_refs: (tls.len() > 1).then(|| tls[1..].to_vec()),
     }
 }
 
 /// Every listener setting, Octavia's default where the port declares none: what an
 /// update sends, so that a setting taken out of the spec goes back to its default.
-pub fn listener_settings(port: &LoadBalancerPort) -> os::ListenerOptions {
-    let declared = listener_options(port);
-    let http = port.protocol == Protocol::Http;
+pub fn listener_settings(port: &LoadBalancerPort, tls: &[String]) -> os::ListenerOptions {
+    let declared = listener_options(port, tls);
+    let terminates = port.protocol == Protocol::TerminatedHttps;
+    let http = port.protocol == Protocol::Http || terminates;
     os::ListenerOptions {
         connection_limit: Some(
             declared
@@ -104,13 +115,17 @@ pub fn listener_settings(port: &LoadBalancerPort) -> os::ListenerOptions {
         allowed_cidrs: Some(declared.allowed_cidrs.unwrap_or_default()),
         // Octavia refuses insert_headers, even empty, on a listener that is not HTTP.
         insert_headers: http.then(|| declared.insert_headers.unwrap_or_default()),
+        default_tls_container_ref: declared.default_tls_container_ref,
+        // An empty list takes every SNI certificate off; Octavia refuses the field on a
+        // listener that does not terminate TLS.
+        sni_container_refs: terminates.then(|| declared.sni_container_refs.unwrap_or_default()),
     }
 }
 
 /// Whether an existing listener has the port's settings. A number Octavia did not show
 /// (a tree confirmed from a create that left it to the default) is taken as matching.
-pub fn listener_matches(port: &LoadBalancerPort, existing: &os::Listener) -> bool {
-    let want = listener_settings(port);
+pub fn listener_matches(port: &LoadBalancerPort, tls: &[String], existing: &os::Listener) -> bool {
+    let want = listener_settings(port, tls);
     let have = &existing.options;
     // A number Octavia did not show matches, the others must equal.
     fn same<T: PartialEq>(want: Option<T>, have: Option<T>) -> bool {
@@ -136,6 +151,15 @@ pub fn listener_matches(port: &LoadBalancerPort, existing: &os::Listener) -> boo
         && same(want.timeout_tcp_inspect, have.timeout_tcp_inspect)
         && cidrs(&want.allowed_cidrs) == cidrs(&have.allowed_cidrs)
         && headers(&want.insert_headers) == headers(&have.insert_headers)
+        && want.default_tls_container_ref == have.default_tls_container_ref
+        && refs(&want.sni_container_refs) == refs(&have.sni_container_refs)
+}
+
+/// SNI refs as a set: Octavia keeps them in no particular order.
+fn refs(r: &Option<Vec<String>>) -> Vec<&str> {
+    let mut r: Vec<&str> = r.iter().flatten().map(String::as_str).collect();
+    r.sort_unstable();
+    r
 }
 
 /// The network a CIDR names, written canonically (`10.1.2.3/8` is `10.0.0.0/8`), so
@@ -166,9 +190,9 @@ fn network(cidr: &str) -> String {
 }
 
 /// The one listener update that gives it every setting of the port.
-pub fn update_listener(port: &LoadBalancerPort) -> os::UpdateListener {
+pub fn update_listener(port: &LoadBalancerPort, tls: &[String]) -> os::UpdateListener {
     os::UpdateListener {
-        options: listener_settings(port),
+        options: listener_settings(port, tls),
         ..os::UpdateListener::default()
     }
 }
@@ -299,10 +323,11 @@ pub fn create_monitor(
 pub fn listener_tree(
     owner: &Owner,
     port: &LoadBalancerPort,
+    tls: &[String],
     members: Vec<os::MemberSpec>,
 ) -> os::ListenerTree {
     os::ListenerTree {
-        listener: listener(owner, &LoadBalancerId::default(), port),
+        listener: listener(owner, &LoadBalancerId::default(), port, tls),
         pool: pool(owner, &ListenerId::default(), port),
         members,
         monitor: monitor_settings(port)

@@ -71,6 +71,7 @@ async fn check(
         lb,
         owner,
         placement,
+        ..
     } = *inputs;
     let key = owner.key();
     let refuse = |problem, message: String| ReconcileError::Invalid {

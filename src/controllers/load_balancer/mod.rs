@@ -7,6 +7,7 @@
 //! changes wake the LoadBalancers that draw on them at once.
 
 pub mod apply;
+pub mod certificates;
 pub mod confirm;
 pub mod desired;
 pub mod drift;
@@ -153,6 +154,7 @@ pub struct Observed {
     look: observe::Look,
     backends: resolve::Backends,
     placement: Option<resolve::Placement>,
+    certificates: certificates::Certificates,
 }
 
 impl Reconciler for LoadBalancer {
@@ -218,6 +220,9 @@ impl Reconciler for LoadBalancer {
         } else {
             observe::read(&sources).await?
         };
+        let now = chrono::Utc::now();
+        let certificates =
+            certificates::read(ctx, lb, owner, sources.octavia, &look.tree, now).await?;
         // Paused, nothing is created: nothing to place.
         let placement = match resolve::keeper(lb, &look.tree.load_balancers) {
             Some(_) => None,
@@ -230,19 +235,30 @@ impl Reconciler for LoadBalancer {
             look,
             backends,
             placement,
+            certificates,
         })
     }
 
+    /// A create, or a certificate delete: a tree from the view may not show the
+    /// listener that still holds it.
     fn needs_fresh_look(observed: &Observed, step: &plan::Step) -> bool {
-        observed.look.from_view() && matches!(step, plan::Step::Create(_))
+        observed.look.from_view()
+            && matches!(
+                step,
+                plan::Step::Create(_) | plan::Step::DeleteCertificate(_)
+            )
     }
 
     fn plan(reconcile: &Reconcile<Self>, observed: &Observed) -> plan::Step {
+        let look = plan::Look {
+            observed: &observed.look.tree,
+            backends: &observed.backends.ports,
+            starting: &observed.backends.starting,
+            certificates: &observed.certificates,
+        };
         let step = plan::plan_holding(
             &reconcile.obj,
-            &observed.look.tree,
-            &observed.backends.ports,
-            &observed.backends.starting,
+            &look,
             reconcile.ctx.timing.error_replace,
             reconcile.now,
         );
@@ -301,6 +317,7 @@ impl Reconciler for LoadBalancer {
             lb,
             owner,
             placement: observed.placement.as_ref(),
+            certificates: &observed.certificates,
         };
         let settled = step.settled();
         let mut outcome = carry_out(&inputs, step, &tenant.project, *policy).await?;
@@ -329,6 +346,7 @@ impl Reconciler for LoadBalancer {
             &observed.look.tree,
             outcome,
             missing,
+            &observed.certificates,
             reconcile.now,
         )
     }

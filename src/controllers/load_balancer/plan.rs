@@ -11,9 +11,11 @@ use verda_api::v1alpha1::{LoadBalancer, LoadBalancerPort, VipType};
 use crate::cloud::ids::{
     FloatingIpId, HealthMonitorId, ListenerId, LoadBalancerId, PoolId, PortId,
 };
+use crate::cloud::model::key_manager::StoredSecret;
 use crate::cloud::model::loadbalancing::{
     LoadBalancer as OctaviaLoadBalancer, MemberSpec, Pool, ProvisioningStatus,
 };
+use crate::controllers::load_balancer::certificates::{Certificates, Wanted};
 use crate::controllers::load_balancer::desired::{self, Backend, MonitorSettings};
 use crate::controllers::load_balancer::resolve::{Observed, keeper, live};
 use crate::runtime::keeper::{InError, duplicates, in_error};
@@ -58,6 +60,10 @@ pub enum Step {
     /// The load balancer lacks some of the tags that record its owner (made by an
     /// earlier version, or retagged by hand): its whole tag set becomes these.
     RecordOwner(LoadBalancerId, Vec<String>),
+    /// A certificate a terminated-https port serves is not in Barbican yet.
+    StoreCertificate(Wanted),
+    /// A Barbican secret of the owner that nothing serves or holds any more.
+    DeleteCertificate(StoredSecret),
     Converged,
 }
 
@@ -88,6 +94,14 @@ impl Step {
             Step::AssociateFloatingIp(id, _) => format!("associate floating IP {id}"),
             Step::DeleteFloatingIp(id) => format!("release floating IP {id}"),
             Step::RecordOwner(id, _) => format!("tag load balancer {id} with its owner"),
+            Step::StoreCertificate(w) => format!(
+                "store the certificate of Secret {} in Barbican as {}",
+                w.secret, w.name
+            ),
+            Step::DeleteCertificate(s) => format!(
+                "delete Barbican secret {}",
+                s.name.as_deref().unwrap_or(&s.secret_ref)
+            ),
             Step::ReportError { .. } | Step::Wait(_) | Step::HoldMembers(_) | Step::Converged => {
                 "change anything".to_owned()
             }
@@ -159,26 +173,52 @@ pub fn plan(
     error_replace: Duration,
     now: Timestamp,
 ) -> Step {
-    plan_holding(lb, observed, backends, &[], error_replace, now)
+    let certificates = Certificates::default();
+    let look = Look {
+        observed,
+        backends,
+        starting: &[],
+        certificates: &certificates,
+    };
+    plan_holding(lb, &look, error_replace, now)
+}
+
+/// What a plan is decided on: the Octavia tree, the backends of each port, how many
+/// VirtualMachines of each port's group are still starting, the certificates.
+pub struct Look<'a> {
+    pub observed: &'a Observed,
+    pub backends: &'a [Vec<Backend>],
+    pub starting: &'a [usize],
+    pub certificates: &'a Certificates,
 }
 
 /// As [`plan`], holding back member additions of a port while `starting[port]`
 /// VirtualMachines of its group are still on their way (removals are never held).
+/// Certificates are stored before anything that serves them is made, and deleted only
+/// once no listener holds them.
 pub fn plan_holding(
     lb: &LoadBalancer,
-    observed: &Observed,
-    backends: &[Vec<Backend>],
-    starting: &[usize],
+    look: &Look<'_>,
     error_replace: Duration,
     now: Timestamp,
 ) -> Step {
+    let Look {
+        observed,
+        backends,
+        starting,
+        certificates,
+    } = *look;
+    if let Some(wanted) = certificates.unstored() {
+        return Step::StoreCertificate(wanted.clone());
+    }
     let kept = match usable_load_balancer(lb, observed, backends, error_replace, now) {
         Ok(kept) => kept,
         Err(step) => return step,
     };
     let mut held = 0;
     for (index, port) in lb.spec.ports.iter().enumerate() {
-        let pool = match port_tree(index, port, &kept.id, observed) {
+        let tls = certificates.refs(index).unwrap_or_default();
+        let pool = match port_tree(index, port, &tls, &kept.id, observed) {
             Ok(pool) => pool,
             Err(step) => return step,
         };
@@ -198,6 +238,9 @@ pub fn plan_holding(
     }
     if let Some(step) = stale_listener(lb, observed) {
         return step;
+    }
+    if let Some(unused) = certificates.unused(&observed.listeners) {
+        return Step::DeleteCertificate(unused.clone());
     }
     match floating_ip_step(lb, observed, kept.vip_port_id.as_ref()) {
         Step::Converged if held > 0 => Step::HoldMembers(held),
@@ -244,6 +287,7 @@ fn usable_load_balancer<'a>(
 fn port_tree<'a>(
     index: usize,
     port: &LoadBalancerPort,
+    tls: &[String],
     lb_id: &LoadBalancerId,
     observed: &'a Observed,
 ) -> Result<&'a Pool, Step> {
@@ -266,7 +310,7 @@ fn port_tree<'a>(
             None => Step::DeleteListener(listener.id.clone()),
         });
     }
-    if !desired::listener_matches(port, listener) {
+    if !desired::listener_matches(port, tls, listener) {
         return Err(Step::UpdateListener(index, listener.id.clone()));
     }
     let Some(pool) = pool else {

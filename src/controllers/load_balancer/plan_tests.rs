@@ -226,7 +226,7 @@ fn a_listener_option_changed_is_one_update_with_every_setting() {
         plan_for(&lb, &observed, &[]),
         Step::UpdateListener(0, ListenerId::new("l-80"))
     );
-    let update = desired::update_listener(&lb.spec.ports[0]);
+    let update = desired::update_listener(&lb.spec.ports[0], &[]);
     let wire = serde_json::to_value(&update).expect("serializes");
     assert_eq!(
         wire,
@@ -400,14 +400,14 @@ fn additions_wait_for_the_groups_starting_virtual_machines_but_removals_do_not()
     let two = [backend("web-0", "10.0.0.10"), backend("web-1", "10.0.0.11")];
     let one = tree(&[("web-0", "10.0.0.10")]);
     let holding = |observed: &Observed, backends: &[Backend], starting: usize| {
-        plan_holding(
-            &lb,
+        let certificates = Certificates::default();
+        let look = Look {
             observed,
-            &[backends.to_vec()],
-            &[starting],
-            REPLACE,
-            at(0),
-        )
+            backends: &[backends.to_vec()],
+            starting: &[starting],
+            certificates: &certificates,
+        };
+        plan_holding(&lb, &look, REPLACE, at(0))
     };
     assert_eq!(holding(&one, &two, 3), Step::HoldMembers(3));
     assert!(matches!(holding(&one, &two, 0), Step::ReplaceMembers(..)));
@@ -456,5 +456,123 @@ fn a_converged_load_balancer_missing_an_owner_tag_gets_it_added_to_its_own() {
     assert_eq!(
         recording_owner(Step::Converged, &lb, &observed, &wanted),
         Step::Converged
+    );
+}
+
+/// The published LoadBalancer terminating TLS on its port with Secret `web-tls`.
+fn terminating() -> LoadBalancer {
+    let mut lb = published();
+    let port = &mut lb.spec.ports[0];
+    port.protocol = verda_api::v1alpha1::Protocol::TerminatedHttps;
+    port.tls = Some(verda_api::v1alpha1::ListenerTls {
+        secret_name: "web-tls".into(),
+        sni_secret_names: None,
+    });
+    lb
+}
+
+/// What `web-tls` holds, wanted under the Barbican name `name`.
+fn wanted(name: &str) -> Wanted {
+    let crt = include_bytes!("../../../tests/fixtures/tls/web.crt");
+    let key = include_bytes!("../../../tests/fixtures/tls/web.key");
+    let bundle = crate::tls_bundle::bundle(crt, key, chrono::Utc::now()).expect("fixture");
+    Wanted {
+        secret: "web-tls".into(),
+        name: name.into(),
+        bundle: std::sync::Arc::new(bundle),
+    }
+}
+
+fn secret(name: &str, href: &str) -> StoredSecret {
+    StoredSecret {
+        secret_ref: href.into(),
+        name: Some(name.into()),
+    }
+}
+
+/// `tree` with its listener terminating TLS with the certificate at `href`.
+fn serving(href: &str) -> Observed {
+    let mut observed = tree(&[]);
+    let listener = &mut observed.listeners[0];
+    listener.protocol = crate::cloud::model::loadbalancing::Protocol::TerminatedHttps;
+    listener.options.default_tls_container_ref = Some(href.into());
+    listener.options.sni_container_refs = Some(vec![]);
+    observed
+}
+
+fn plan_tls(observed: &Observed, certificates: &Certificates) -> Step {
+    let look = Look {
+        observed,
+        backends: &[vec![]],
+        starting: &[],
+        certificates,
+    };
+    plan_holding(&terminating(), &look, REPLACE, at(0))
+}
+
+#[test]
+fn a_certificate_is_stored_before_the_load_balancer_that_serves_it_is_made() {
+    let mut certificates = Certificates {
+        ports: vec![vec![wanted("verda-lb-u-1-aaaa")]],
+        stored: Some(vec![]),
+    };
+    let nothing = Observed::default();
+    assert_eq!(
+        plan_tls(&nothing, &certificates),
+        Step::StoreCertificate(wanted("verda-lb-u-1-aaaa"))
+    );
+    // Found by its name (stored before a crash, say): never stored twice.
+    certificates.stored = Some(vec![secret("verda-lb-u-1-aaaa", "https://kms/s-1")]);
+    assert!(matches!(plan_tls(&nothing, &certificates), Step::Create(_)));
+    assert_eq!(
+        certificates.refs(0),
+        Some(vec!["https://kms/s-1".to_owned()])
+    );
+}
+
+#[test]
+fn a_renewal_switches_the_listener_before_the_old_secret_is_deleted() {
+    let old = secret("verda-lb-u-1-aaaa", "https://kms/s-old");
+    let new = secret("verda-lb-u-1-bbbb", "https://kms/s-new");
+    let certificates = Certificates {
+        ports: vec![vec![wanted("verda-lb-u-1-bbbb")]],
+        stored: Some(vec![old.clone(), new.clone()]),
+    };
+    // Still serving the old one: switch first; the old one is held, so it stays.
+    assert_eq!(
+        plan_tls(&serving("https://kms/s-old"), &certificates),
+        Step::UpdateListener(0, crate::cloud::ids::ListenerId::new("l-80"))
+    );
+    let update =
+        desired::update_listener(&terminating().spec.ports[0], &["https://kms/s-new".into()]);
+    assert_eq!(
+        update.options.default_tls_container_ref.as_deref(),
+        Some("https://kms/s-new")
+    );
+    assert_eq!(update.options.sni_container_refs, Some(vec![]));
+    // Switched: now the old one goes, and then nothing is left to do.
+    let switched = serving("https://kms/s-new");
+    assert_eq!(
+        plan_tls(&switched, &certificates),
+        Step::DeleteCertificate(old)
+    );
+    let done = Certificates {
+        stored: Some(vec![new]),
+        ..certificates
+    };
+    assert_eq!(plan_tls(&switched, &done), Step::Converged);
+}
+
+#[test]
+fn of_two_secrets_with_one_name_the_one_not_served_is_deleted() {
+    let first = secret("verda-lb-u-1-aaaa", "https://kms/s-1");
+    let second = secret("verda-lb-u-1-aaaa", "https://kms/s-2");
+    let certificates = Certificates {
+        ports: vec![vec![wanted("verda-lb-u-1-aaaa")]],
+        stored: Some(vec![first, second.clone()]),
+    };
+    assert_eq!(
+        plan_tls(&serving("https://kms/s-1"), &certificates),
+        Step::DeleteCertificate(second)
     );
 }

@@ -53,6 +53,9 @@ pub async fn cleanup(
         .await
         .map_err(ReconcileError::cloud("list load balancers", &key))?;
     if found.is_empty() {
+        if !detach {
+            certificates(octavia.as_ref(), &lb, &owner, &key).await?;
+        }
         project_view.load_balancers.removed(&owner.uid);
         let (reason, note) = match (detach, recorded_id(&lb)) {
             (true, Some(id)) => (
@@ -69,6 +72,32 @@ pub async fn cleanup(
     }
     load_balancers(octavia.as_ref(), &found, detach, &key).await?;
     Ok(Cleanup::Wait(ctx.timing.poll))
+}
+
+/// Once the load balancer is gone, the certificates it served: every Barbican secret
+/// of the owner (Barbican is asked only where the owner may have any).
+async fn certificates(
+    octavia: &dyn LoadBalancing,
+    lb: &LoadBalancer,
+    owner: &Owner,
+    key: &str,
+) -> Result<(), ReconcileError> {
+    if !super::certificates::in_use(lb, None) {
+        return Ok(());
+    }
+    let stored = octavia
+        .list_certificates(&super::certificates::prefix(owner))
+        .await
+        .map_err(ReconcileError::cloud(
+            "list the certificates in Barbican",
+            key,
+        ))?;
+    for secret in &stored {
+        ignore_not_found(octavia.delete_certificate(secret).await).map_err(
+            ReconcileError::cloud("delete a certificate from Barbican", key),
+        )?;
+    }
+    Ok(())
 }
 
 fn recorded_id(lb: &LoadBalancer) -> Option<String> {

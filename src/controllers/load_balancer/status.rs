@@ -4,11 +4,14 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 use verda_api::conditions::{NewCondition, READY, Status, set_condition};
-use verda_api::v1alpha1::{LoadBalancer, LoadBalancerStatus, MemberStatus, PortStatus};
+use verda_api::v1alpha1::{
+    CertificateStatus, LoadBalancer, LoadBalancerStatus, MemberStatus, PortStatus,
+};
 
 use crate::cloud::model::loadbalancing::{OperatingStatus, ProvisioningStatus};
 use crate::cloud::model::word;
 use crate::controllers::load_balancer::apply::{LOAD_BALANCER_ERROR, Outcome};
+use crate::controllers::load_balancer::certificates::Certificates;
 use crate::controllers::load_balancer::desired::{self, ignored_monitors};
 use crate::controllers::load_balancer::resolve::Observed;
 
@@ -32,6 +35,7 @@ pub fn next_status(
     observed: &Observed,
     outcome: &Outcome,
     missing_groups: &[String],
+    certificates: &Certificates,
     now: Timestamp,
 ) -> LoadBalancerStatus {
     let mut status = lb.status.clone().unwrap_or_default();
@@ -67,6 +71,7 @@ pub fn next_status(
     let (ready, total) = member_counts(&status.ports);
     status.members = Some(format!("{ready}/{total}"));
     status.split = split(lb);
+    status.certificates = certificate_statuses(certificates);
     set_conditions(&mut status.conditions, lb, outcome, missing_groups, now);
     status.observed_generation = lb.metadata.generation;
     status
@@ -171,6 +176,27 @@ fn port_statuses(lb: &LoadBalancer, observed: &Observed) -> Vec<PortStatus> {
                 health_monitor_id: pool
                     .and_then(|p| p.healthmonitor_id.as_ref().map(ToString::to_string)),
                 members,
+            }
+        })
+        .collect()
+}
+
+/// The owner's Barbican secrets, each with the Secret it serves (if any) and expiry.
+fn certificate_statuses(certificates: &Certificates) -> Vec<CertificateStatus> {
+    let stored = certificates.stored.iter().flatten();
+    stored
+        .map(|s| {
+            let wanted = certificates
+                .ports
+                .iter()
+                .flatten()
+                .find(|w| s.name.as_ref() == Some(&w.name));
+            CertificateStatus {
+                secret_ref: s.secret_ref.clone(),
+                secret_name: wanted.map(|w| w.secret.clone()),
+                not_after: wanted
+                    .and_then(|w| Timestamp::from_second(w.bundle.not_after.timestamp()).ok())
+                    .map(Time),
             }
         })
         .collect()

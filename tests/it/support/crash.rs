@@ -16,6 +16,7 @@ use verda_operator::cloud::ids::*;
 use verda_operator::cloud::model::compute::{
     CreateServer, Flavor, Image, Server, ServerGroup, ServerGroupPolicy,
 };
+use verda_operator::cloud::model::key_manager::StoredSecret;
 use verda_operator::cloud::model::loadbalancing::*;
 use verda_operator::cloud::model::network::{
     self as net, CreateFloatingIp, FloatingIp, FloatingIpFilter, Port, PortFilter, Subnet,
@@ -266,6 +267,7 @@ impl LoadBalancing for Wired<dyn LoadBalancing> {
         create fn create_pool<'a>(&'a self, request: &'a CreatePool) -> CloudFuture<'a, Pool>;
         create fn create_health_monitor<'a>(&'a self, request: &'a CreateHealthMonitor) -> CloudFuture<'a, HealthMonitor>;
         create fn replace_members<'a>(&'a self, pool: &'a PoolId, members: &'a [MemberSpec]) -> CloudFuture<'a, ()>;
+        create fn store_certificate<'a>(&'a self, name: &'a str, pkcs12: &'a [u8]) -> CloudFuture<'a, StoredSecret>;
     }
     wired! {
         fn get_load_balancer<'a>(&'a self, id: &'a LoadBalancerId) -> CloudFuture<'a, LoadBalancer>;
@@ -287,5 +289,7 @@ impl LoadBalancing for Wired<dyn LoadBalancing> {
         fn list_members<'a>(&'a self, pool: &'a PoolId) -> CloudFuture<'a, Vec<Member>>;
         fn list_lb_flavors(&self) -> CloudFuture<'_, Vec<LbFlavor>>;
         fn find_lb_flavor<'a>(&'a self, name_or_id: &'a str) -> CloudFuture<'a, LbFlavor>;
+        fn list_certificates<'a>(&'a self, prefix: &'a str) -> CloudFuture<'a, Vec<StoredSecret>>;
+        fn delete_certificate<'a>(&'a self, secret: &'a StoredSecret) -> CloudFuture<'a, ()>;
     }
 }

@@ -153,9 +153,18 @@ impl Real {
         self.octavia_requests_where(|_| true)
     }
 
-    /// The operator's lines of Octavia's access log that `keep` keeps.
+    /// Writes the operator has sent to Barbican so far, from its access log.
+    pub fn barbican_writes(&self) -> usize {
+        self.requests_where("barbican-api.log", |l| !l.contains("\"GET "))
+    }
+
     fn octavia_requests_where(&self, keep: impl Fn(&str) -> bool) -> usize {
-        std::fs::read_to_string(self.openstack_logs.join("octavia-api.log"))
+        self.requests_where("octavia-api.log", keep)
+    }
+
+    /// The operator's lines of the access log `log` that `keep` keeps.
+    fn requests_where(&self, log: &str, keep: impl Fn(&str) -> bool) -> usize {
+        std::fs::read_to_string(self.openstack_logs.join(log))
             .unwrap_or_default()
             .lines()
             .filter(|l| l.ends_with(USER_AGENT_END) && keep(l))
