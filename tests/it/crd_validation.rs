@@ -324,7 +324,7 @@ fn load_balancer_options_refuse_wrong_combinations_with_their_reason() {
         "realServers": {"protocol": "proxy", "port": 80, "algorithm": "least-connections",
             "sessionPersistence": {"type": "app-cookie", "cookieName": "sid"},
             "groups": [{"name": "web-blue", "weight": 90}, {"name": "web-green", "weight": 10}]},
-        "monitors": [{"protocol": "http", "endpoint": "/health", "maxRetriesDown": 3, "httpMethod": "HEAD"}]});
+        "monitors": [{"protocol": "http", "endpoint": "/health", "delay": "5s", "timeout": "3s", "maxRetriesDown": 3, "httpMethod": "HEAD"}]});
     assert_accepted(&lb(json!({"ports": [full.clone()]})), None);
     let with = |patch: Value| {
         let mut port = full.clone();
@@ -380,6 +380,22 @@ fn load_balancer_options_refuse_wrong_combinations_with_their_reason() {
             json!({"monitors": [{"protocol": "tcp", "httpMethod": "GET"}]}),
             "httpMethod applies only to http and https monitors",
         ),
+        (
+            json!({"monitors": [{"protocol": "tcp", "delay": "500ms"}]}),
+            "/spec/ports/0/monitors/0/delay",
+        ),
+        (
+            json!({"monitors": [{"protocol": "tcp", "delay": "2h"}]}),
+            "a monitor delay or timeout is 1s to 1h",
+        ),
+        (
+            json!({"monitors": [{"protocol": "tcp", "delay": "5s", "timeout": "6s"}]}),
+            "timeout must not exceed delay",
+        ),
+        (
+            json!({"monitors": [{"protocol": "tcp", "delay": "5s", "delaySeconds": 5}]}),
+            "delay and delaySeconds (timeout and timeoutSeconds) say the same",
+        ),
     ];
     for (patch, expected) in cases {
         assert_refused(&with(patch), None, expected);
@@ -397,6 +413,13 @@ fn load_balancer_options_refuse_wrong_combinations_with_their_reason() {
         );
     }
     assert_accepted(&with(json!({"connectionLimit": 5})), Some(&old));
+    // Nor a monitor's type: refused; taking the monitor out (and back later) is not.
+    assert_refused(
+        &with(json!({"monitors": [{"protocol": "tcp"}]})),
+        Some(&old),
+        "the protocol of a port's monitor cannot change",
+    );
+    assert_accepted(&with(json!({"monitors": null})), Some(&old));
     let moved = json!({"port": 8080, "protocol": "tcp", "realServers": {"protocol": "tcp", "port": 80, "addresses": ["10.0.0.1"]}});
     assert_accepted(&lb(json!({ "ports": [moved] })), Some(&old));
     let udp = json!({"port": 53, "protocol": "udp",

@@ -3,8 +3,9 @@
 //! terminated-https LoadBalancer, checked with the `openstack` CLI. The listener is
 //! TERMINATED_HTTPS with the project's Barbican secrets (a default and an SNI
 //! certificate); a renewed Secret is stored anew, the listener switched to it and the
-//! old secret deleted; bad Secrets are reported and change nothing; deleting the
-//! LoadBalancer leaves no Barbican secret. Run by `hack/real-systems.sh`.
+//! old secret deleted; bad Secrets are reported and change nothing; the monitor takes
+//! its delay and timeout as durations; deleting the LoadBalancer leaves no Barbican
+//! secret. Run by `hack/real-systems.sh`.
 
 use crate::support;
 
@@ -36,6 +37,8 @@ spec:
     tls: {secretName: web-tls, sniSecretNames: [api-tls]}
     insertHeaders: {X-Forwarded-For: true, X-Forwarded-Proto: true}
     realServers: {protocol: http, port: 80, addresses: [198.51.100.20]}
+    monitors:
+    - {protocol: http, port: 80, endpoint: /health, delay: 7s, timeout: 2s, maxRetries: 3, maxRetriesDown: 3, expectedCodes: \"200-204\", httpMethod: GET}
 ";
 
 /// `kubectl create secret tls` (or its replacement, through `apply`) from a fixture.
@@ -156,6 +159,19 @@ async fn tls_termination_from_secrets_on_the_real_octavia_and_barbican() {
         held.iter()
             .any(|(_, href)| sni.contains(href.as_str()) && *href != default),
         "{shown}"
+    );
+    // The monitor's delay and timeout, given as durations.
+    let monitor_id = status.ports[0]
+        .health_monitor_id
+        .clone()
+        .unwrap_or_default();
+    let monitor = real.openstack(
+        "osh-demo",
+        &["loadbalancer", "healthmonitor", "show", &monitor_id],
+    );
+    assert_eq!(
+        (monitor["delay"].as_u64(), monitor["timeout"].as_u64()),
+        (Some(7), Some(2))
     );
     let table = real.kubectl(&["-n", &ns.name, "get", "lb", "secure", "-o", "yaml"]);
     assert!(

@@ -12,6 +12,10 @@ use super::rules::immutable_spec_field;
 const REPLACE: &str =
     "Octavia cannot move an existing load balancer; create a new LoadBalancer instead";
 
+/// A port kept from the last spec keeps its monitor's type (the first monitor's, the one
+/// Octavia applies), while it has one.
+const MONITOR_TYPE_KEPT: &str = "self.spec.ports.all(p, oldSelf.spec.ports.all(q, q.port != p.port || !has(p.monitors) || !has(q.monitors) || size(p.monitors) == 0 || size(q.monitors) == 0 || p.monitors[0].protocol == q.monitors[0].protocol))";
+
 /// A port kept from the last spec keeps its listener and member protocols.
 const PROTOCOLS_KEPT: &str = "self.spec.ports.all(p, oldSelf.spec.ports.all(q, q.port != p.port || (q.protocol == p.protocol && q.realServers.protocol == p.realServers.protocol)))";
 
@@ -37,6 +41,7 @@ const PROTOCOLS_KEPT: &str = "self.spec.ports.all(p, oldSelf.spec.ports.all(q, q
     validation = immutable_spec_field("zone", REPLACE),
     validation = immutable_spec_field("vipSubnet", REPLACE),
     validation = immutable_spec_field("serviceType", "Octavia cannot change the flavor of an existing load balancer; create a new LoadBalancer instead"),
+    validation = kube::core::Rule::new(MONITOR_TYPE_KEPT).message("the protocol of a port's monitor cannot change (Octavia cannot change a monitor's type): remove the monitor and add it again").field_path(".spec.ports"),
     validation = kube::core::Rule::new(PROTOCOLS_KEPT).message("the protocol and realServers.protocol of a port cannot change (Octavia cannot change a listener's or pool's protocol): remove the port and add it again, or listen on another port").field_path(".spec.ports")
 )]
 #[serde(rename_all = "camelCase")]
@@ -442,6 +447,8 @@ pub enum PersistenceType {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, KubeSchema)]
 #[serde(rename_all = "camelCase")]
 #[x_kube(validation = kube::core::Rule::new("!has(self.timeoutSeconds) || !has(self.delaySeconds) || self.timeoutSeconds <= self.delaySeconds").message("timeoutSeconds must not exceed delaySeconds"))]
+#[x_kube(validation = kube::core::Rule::new("!has(self.timeout) || !has(self.delay) || duration(self.timeout) <= duration(self.delay)").message("timeout must not exceed delay"))]
+#[x_kube(validation = kube::core::Rule::new("!(has(self.delay) && has(self.delaySeconds)) && !(has(self.timeout) && has(self.timeoutSeconds))").message("delay and delaySeconds (timeout and timeoutSeconds) say the same: give one of them"))]
 #[x_kube(validation = kube::core::Rule::new("!has(self.endpoint) || self.protocol == 'http' || self.protocol == 'https'").message("endpoint applies only to http and https monitors"))]
 #[x_kube(validation = kube::core::Rule::new("!has(self.httpMethod) || self.protocol == 'http' || self.protocol == 'https'").message("httpMethod applies only to http and https monitors"))]
 pub struct HealthMonitor {
@@ -463,6 +470,18 @@ pub struct HealthMonitor {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 3600))]
     pub timeout_seconds: Option<i32>,
+    /// Time between checks as a duration (`5s`, `1m`), in place of `delaySeconds`:
+    /// whole seconds, 1s to 1h.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^([0-9]{1,4}(s|m|h))+$"), length(max = 16))]
+    #[x_kube(validation = monitor_period())]
+    pub delay: Option<String>,
+    /// Time a check may take as a duration, in place of `timeoutSeconds`: whole
+    /// seconds, 1s to 1h, at most `delay`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^([0-9]{1,4}(s|m|h))+$"), length(max = 16))]
+    #[x_kube(validation = monitor_period())]
+    pub timeout: Option<String>,
     /// Consecutive successes before a member is ONLINE (1-10). Default 3.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 10))]
@@ -478,6 +497,32 @@ pub struct HealthMonitor {
     /// Method of http and https checks. Default `GET`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http_method: Option<HttpMethod>,
+}
+
+/// A monitor's delay or timeout lies within Octavia's range, as `delaySeconds` does.
+fn monitor_period() -> kube::core::Rule {
+    kube::core::Rule::new("duration(self) >= duration('1s') && duration(self) <= duration('1h')")
+        .message("a monitor delay or timeout is 1s to 1h")
+}
+
+impl HealthMonitor {
+    /// Seconds between checks: `delay` or `delaySeconds`, else Octavia's 5.
+    pub fn delay_secs(&self) -> u32 {
+        seconds(self.delay.as_deref(), self.delay_seconds).unwrap_or(5)
+    }
+
+    /// Seconds a check may take: `timeout` or `timeoutSeconds`, else 3.
+    pub fn timeout_secs(&self) -> u32 {
+        seconds(self.timeout.as_deref(), self.timeout_seconds).unwrap_or(3)
+    }
+}
+
+/// A duration in whole seconds, else a number of seconds.
+fn seconds(duration: Option<&str>, secs: Option<i32>) -> Option<u32> {
+    let from_duration = duration
+        .and_then(timeout_millis)
+        .map(|ms| (ms / 1000) as u32);
+    from_duration.or(secs.map(|s| s as u32))
 }
 
 /// HTTP method of a health check.

@@ -266,8 +266,8 @@ pub fn monitor_settings(port: &LoadBalancerPort) -> Option<MonitorSettings> {
     let http = matches!(m.protocol, MonitorProtocol::Http | MonitorProtocol::Https);
     Some(MonitorSettings {
         kind: monitor_type(m.protocol),
-        delay: m.delay_seconds.unwrap_or(5) as u32,
-        timeout: m.timeout_seconds.unwrap_or(3) as u32,
+        delay: m.delay_secs(),
+        timeout: m.timeout_secs(),
         max_retries: m.max_retries.unwrap_or(3) as u32,
         url_path: http.then(|| m.endpoint.clone().unwrap_or_else(|| "/".to_owned())),
         expected_codes: http.then(|| m.expected_codes.clone().unwrap_or_else(|| "200".to_owned())),

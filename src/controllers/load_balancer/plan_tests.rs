@@ -576,3 +576,19 @@ fn of_two_secrets_with_one_name_the_one_not_served_is_deleted() {
         Step::DeleteCertificate(second)
     );
 }
+
+#[test]
+fn a_monitor_takes_its_delay_and_timeout_as_durations_or_seconds() {
+    let mut port = published().spec.ports[0].clone();
+    let settings = |p: &verda_api::v1alpha1::LoadBalancerPort| {
+        let s = desired::monitor_settings(p).expect("a monitor");
+        (s.delay, s.timeout)
+    };
+    assert_eq!(settings(&port), (5, 3), "Octavia's defaults");
+    port.monitors[0].delay = Some("1m30s".into());
+    port.monitors[0].timeout = Some("10s".into());
+    assert_eq!(settings(&port), (90, 10));
+    port.monitors[0].delay = None;
+    port.monitors[0].delay_seconds = Some(20);
+    assert_eq!(settings(&port), (20, 10));
+}
