@@ -2,7 +2,8 @@
 # The real-systems stage: a real kube-apiserver and real Keystone, Nova (three compute
 # hosts), Neutron, Octavia and Cinder from ../shared/real-systems, then
 #   e2e      the end-to-end suite (tests/it/e2e_*, leader_election) against the real API
-#            server;
+#            server, and the real `openstack` CLI against `verda-operator simulate`
+#            (hack/simulate-cli.sh);
 #   cloud    tests/it/real_systems.rs, real_shared_clusters.rs, real_lifecycle.rs and
 #            real_monitoring.rs, which drive the operator binary as a user does (kubectl,
 #            the openstack CLI), authenticated as the ServiceAccount config/rbac ships;
@@ -231,6 +232,8 @@ if stage e2e; then
   t1=$(date +%s)
   VERDA_E2E_REAL_CLUSTER=1 cargo test --locked --test it -- e2e_ leader_election::
   log "end-to-end suite passed in $(($(date +%s) - t1)) s"
+  log "the openstack CLI against verda-operator simulate (the embedded cloud)"
+  VERDA_OPENSTACK_CLI=$OSC bash "$ROOT/hack/simulate-cli.sh"
 fi
 
 # The suite leaves its namespaces behind with objects in them; the operator binary,

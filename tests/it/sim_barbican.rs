@@ -227,3 +227,30 @@ async fn a_terminated_https_listener_reads_pkcs12_secrets_of_its_project_only() 
         json!(good)
     );
 }
+
+/// Version discovery as python-barbicanclient does it: the catalog URL answers the
+/// version list, `/v1/` the microversions, and the collection takes a trailing slash.
+#[tokio::test]
+async fn the_barbican_client_discovers_the_api_as_on_the_real_barbican() {
+    let c = Client::fast().await;
+    let (status, versions) = send(&c, Method::GET, "/key-manager", None).await;
+    assert_eq!(status, 300);
+    let v1 = &versions["versions"]["values"][0];
+    assert_eq!(v1["id"], "v1");
+    assert_eq!(
+        v1["links"][0]["href"],
+        format!("{}{SECRETS}", c.base).replace("/secrets", "/")
+    );
+    let resp = c
+        .req(Method::GET, "/key-manager/v1/")
+        .header("openstack-api-version", "key-manager 1.1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.headers()["openstack-api-version"], "key-manager 1.1");
+    let doc: Value = resp.json().await.unwrap();
+    assert_eq!(doc["version"]["max_version"], "1.2");
+    let body = store_body("slash", b"hello");
+    let (status, _) = send(&c, Method::POST, &format!("{SECRETS}/"), Some(body)).await;
+    assert_eq!(status, 201);
+}

@@ -142,3 +142,49 @@ async fn the_clis_local_image_mapping_boots_the_image_without_a_volume() {
         "Image 00000000-0000-4000-8000-000000000000 could not be found."
     );
 }
+
+/// A server booted from a volume shows `"image": ""` at every microversion, 2.98's image
+/// properties included (`openstack server create --boot-from-volume … --wait` reads it).
+#[tokio::test]
+async fn a_server_booted_from_a_volume_shows_no_image_at_2_100() {
+    let c = Client::fast().await;
+    let image = "244965c2-7e98-469d-b7cc-fe423698200a";
+    let bdm = json!({"block_device_mapping_v2": [{"source_type": "image",
+        "destination_type": "volume", "boot_index": 0, "uuid": image, "volume_size": 10,
+        "delete_on_termination": true}]});
+    let id = c.create_server("from-volume", bdm).await;
+    c.wait_server(&id).await;
+    let shown = c
+        .nova(Method::GET, &format!("/servers/{id}"), 100)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(shown.status(), 200);
+    assert_eq!(json_of(shown).await["server"]["image"], "");
+}
+
+/// Cinder's create schema takes `metadata: null` (python-openstackclient 10.2 sends it
+/// when no `--property` is given); the metadata update's does not.
+#[tokio::test]
+async fn a_create_takes_null_metadata_and_a_metadata_update_does_not() {
+    let c = Client::fast().await;
+    let created = cinder(&c, Method::POST, "/volumes", 3)
+        .json(
+            &json!({"volume": {"size": 1, "name": "cli", "metadata": null,
+            "description": null, "volume_type": null}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 202);
+    let id = json_of(created).await["volume"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let update = cinder(&c, Method::PUT, &format!("/volumes/{id}/metadata"), 3)
+        .json(&json!({"metadata": null}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(update.status(), 400);
+}

@@ -37,8 +37,47 @@ const SECRET_TYPES: &[&str] = &[
 ];
 
 pub(crate) fn routes(r: Router<Sim>) -> Router<Sim> {
-    r.route(&format!("{P}/secrets"), get(list).post(store))
+    r.route("/key-manager", get(versions))
+        .route("/key-manager/", get(versions))
+        .route(P, get(version))
+        .route(&format!("{P}/"), get(version))
+        .route(&format!("{P}/secrets"), get(list).post(store))
+        // python-barbicanclient writes the collection with a trailing slash.
+        .route(&format!("{P}/secrets/"), get(list).post(store))
         .route(&format!("{P}/secrets/{{id}}"), get(get_one).delete(delete))
+}
+
+/// The version document at the catalog's URL, where clients negotiate the API.
+async fn versions(State(sim): State<Sim>) -> Response {
+    let body = json!({"versions": {"values": [{"id": "v1", "status": "stable",
+        "links": [{"rel": "self", "href": format!("{}{P}/", sim.base)},
+                  {"rel": "describedby", "type": "text/html", "href": "https://docs.openstack.org/"}],
+        "media-types": [{"base": "application/json", "type": "application/vnd.openstack.key-manager-v1+json"}]}]}});
+    let headers = [
+        ("openstack-api-version", "key-manager 1.0".to_owned()),
+        ("vary", "openstack-api-version".to_owned()),
+    ];
+    wire::respond(300, Some(JSON), &headers, Some(&body))
+}
+
+/// The v1 document: the microversions (`key-manager 1.0` to `1.2`) a client may ask for.
+async fn version(State(sim): State<Sim>, headers: HeaderMap) -> Result<Response, Response> {
+    enter(&sim, "get_version", &headers).await?;
+    let asked = headers
+        .get("openstack-api-version")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("key-manager "))
+        .filter(|v| ["1.0", "1.1", "1.2"].contains(v))
+        .unwrap_or("1.0");
+    let body = json!({"version": {"id": "v1", "status": "CURRENT", "min_version": "1.0",
+        "max_version": "1.2",
+        "links": [{"rel": "self", "href": format!("{}{P}/", sim.base)},
+                  {"rel": "describedby", "type": "text/html", "href": "https://docs.openstack.org/"}]}});
+    let headers = [
+        ("openstack-api-version", format!("key-manager {asked}")),
+        ("vary", "openstack-api-version".to_owned()),
+    ];
+    Ok(wire::respond(200, Some(JSON), &headers, Some(&body)))
 }
 
 /// Barbican's error body.

@@ -39,10 +39,14 @@ pub(crate) fn routes(r: Router<Sim>) -> Router<Sim> {
         .route(&format!("{P}/types"), get(volumes::types))
 }
 
-async fn versions() -> Response {
+/// The version document, with the link clients follow to the API (keystoneauth's
+/// discovery cannot use it without one).
+async fn versions(axum::extract::State(sim): axum::extract::State<Sim>) -> Response {
     let body = json!({"versions": [{
         "id": "v3.0", "status": "CURRENT", "version": format!("3.{MAX_MINOR}"), "min_version": "3.0",
         "updated": "2023-08-31T00:00:00Z",
+        "links": [{"rel": "describedby", "type": "text/html", "href": "https://docs.openstack.org/"},
+                  {"rel": "self", "href": format!("{}/volume/v3/", sim.base)}],
         "media-types": [{"base": "application/json", "type": "application/vnd.openstack.volume+json;version=3"}]
     }]});
     wire::respond(300, Some(JSON), &[], Some(&body))

@@ -73,7 +73,12 @@ fn validate(cx: &Cx, w: &World, req: &Value) -> Result<Request, Response> {
         name,
         size,
         type_name,
-        metadata: metadata(cx, v)?,
+        // Cinder's create schema takes `metadata: null` (what the openstack CLI sends
+        // when none is given), its metadata update does not.
+        metadata: match v.get("metadata") {
+            Some(Value::Null) => BTreeMap::new(),
+            _ => metadata(cx, v)?,
+        },
     })
 }
 

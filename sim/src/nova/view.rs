@@ -233,10 +233,11 @@ fn versioned(cx: &Cx, s: &Server, m: &mut Map<String, Value>) {
     put(90, "OS-EXT-SRV-ATTR:hostname", json!(s.name));
     put(96, "pinned_availability_zone", json!(s.availability_zone));
     put(100, "scheduler_hints", s.scheduler_hints.clone());
+    // A server booted from a volume shows `"image": ""`: nothing to add properties to.
     if cx.at_least(98)
-        && let Some(image) = m.get_mut("image")
+        && let Some(image) = m.get_mut("image").and_then(Value::as_object_mut)
     {
-        image["properties"] = json!({});
+        image.insert("properties".into(), json!({}));
     }
 }
 
