@@ -49,6 +49,9 @@ fn every_kind_is_namespaced_in_the_verda_group_with_short_name_and_category() {
     }
 }
 
+/// The Ready condition's status: the READY column of every kind.
+const READY: &str = ".status.conditions[?(@.type==\"Ready\")].status";
+
 #[test]
 fn printer_columns_show_what_kubectl_get_users_look_for() {
     let expect = |kind: &str, want: &[(&str, &str)]| {
@@ -61,6 +64,7 @@ fn printer_columns_show_what_kubectl_get_users_look_for() {
     expect(
         "VirtualMachine",
         &[
+            ("READY", READY),
             ("STATE", ".status.state"),
             ("IP", ".status.primaryIP"),
             ("FLAVOR", ".spec.flavor"),
@@ -72,8 +76,9 @@ fn printer_columns_show_what_kubectl_get_users_look_for() {
     expect(
         "VirtualMachineGroup",
         &[
+            ("READY", READY),
             ("DESIRED", ".spec.replicas"),
-            ("READY", ".status.readyReplicas"),
+            ("CURRENT", ".status.replicas"),
             ("UP-TO-DATE", ".status.updatedReplicas"),
             ("AVAILABLE", ".status.availableReplicas"),
             ("POLICY", ".spec.haPolicy"),
@@ -84,6 +89,7 @@ fn printer_columns_show_what_kubectl_get_users_look_for() {
     expect(
         "LoadBalancer",
         &[
+            ("READY", READY),
             ("VIP", ".status.vip"),
             ("STATUS", ".status.provisioningStatus"),
             ("MEMBERS", ".status.members"),
@@ -91,6 +97,26 @@ fn printer_columns_show_what_kubectl_get_users_look_for() {
             ("AGE", ".metadata.creationTimestamp"),
         ],
     );
+}
+
+#[test]
+fn wide_output_adds_the_ready_reason_to_every_kind() {
+    for kind in ["VirtualMachine", "VirtualMachineGroup", "LoadBalancer"] {
+        let c = crd(kind);
+        let reason = c.spec.versions[0]
+            .additional_printer_columns
+            .iter()
+            .flatten()
+            .find(|c| c.name == "Reason")
+            .unwrap_or_else(|| panic!("{kind} has a Reason column"));
+        assert_eq!(reason.priority, Some(1), "{kind}: in -o wide only");
+        assert_eq!(
+            reason.json_path,
+            READY
+                .replace(".status", ".reason")
+                .replacen(".reason", ".status", 1)
+        );
+    }
 }
 
 #[test]
