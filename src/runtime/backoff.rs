@@ -9,7 +9,7 @@
 //! the objects of a namespace whose credentials Secret changed (new credentials may
 //! heal an Unauthorized).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use rand::Rng;
@@ -37,6 +37,12 @@ fn namespace_of(key: &str) -> Option<&str> {
 pub struct Backoff {
     failures: Lock<HashMap<String, u32>>,
     holds: Lock<HashMap<String, Hold>>,
+    /// How many times each namespace's credentials changed: a reconcile that began
+    /// before the last change may have failed with the credentials it replaced.
+    releases: Lock<HashMap<String, u64>>,
+    /// Objects whose last terminal failure came from replaced credentials: retried as
+    /// a transient failure is.
+    retry_soon: Lock<HashSet<String>>,
     /// Retry period of terminal failures (ImageNotFound, QuotaExceeded, …).
     pub terminal_period: Duration,
 }
@@ -52,6 +58,8 @@ impl Backoff {
         Self {
             failures: Lock::default(),
             holds: Lock::default(),
+            releases: Lock::default(),
+            retry_soon: Lock::default(),
             terminal_period,
         }
     }
@@ -79,6 +87,7 @@ impl Backoff {
 
     /// The delay before retrying `key` after one more failure.
     pub fn next(&self, key: &str, terminal: bool, retry_after: Option<Duration>) -> Duration {
+        let terminal = terminal && !self.retry_soon.lock().remove(key);
         let mut failures = self.failures.lock();
         let count = failures.entry(key.to_owned()).or_insert(0);
         *count = count.saturating_add(1);
@@ -99,6 +108,36 @@ impl Backoff {
         self.holds
             .lock()
             .retain(|key, _| namespace_of(key) != Some(namespace));
+        *self
+            .releases
+            .lock()
+            .entry(namespace.to_owned())
+            .or_default() += 1;
+    }
+
+    /// The credentials changes of `key`'s namespace so far: read as a reconcile begins.
+    pub fn releases_of(&self, key: &str) -> u64 {
+        let releases = self.releases.lock();
+        namespace_of(key)
+            .and_then(|ns| releases.get(ns).copied())
+            .unwrap_or(0)
+    }
+
+    /// [`Self::hold`], unless the namespace's credentials changed since `seen` (what
+    /// [`Self::releases_of`] said as the reconcile began): then the refusal may be the
+    /// old credentials', and the object is retried soon instead of held.
+    pub fn hold_unless_released(
+        &self,
+        key: &str,
+        generation: Option<i64>,
+        retry_after: Option<Duration>,
+        seen: u64,
+    ) {
+        if self.releases_of(key) != seen {
+            self.retry_soon.lock().insert(key.to_owned());
+            return;
+        }
+        self.hold(key, generation, retry_after);
     }
 
     /// Forgets `key`'s failures (and its hold) after a success.
@@ -154,6 +193,29 @@ mod tests {
         assert_eq!(backoff.held("loadbalancer/team-b/lb", Some(1)), None);
         assert_eq!(backoff.held("virtualmachine/team-b/vm", Some(1)), None);
         assert!(backoff.held("loadbalancer/team-bb/lb", Some(1)).is_some());
+    }
+
+    #[test]
+    fn a_refusal_of_credentials_replaced_meanwhile_is_retried_soon_not_held() {
+        let backoff = Backoff::new(Duration::from_secs(120));
+        let key = "loadbalancer/team-b/lb";
+        // A reconcile begins; the namespace's Secret changes; the old token is refused.
+        let seen = backoff.releases_of(key);
+        backoff.release_namespace("team-b");
+        backoff.hold_unless_released(key, Some(1), None, seen);
+        assert_eq!(backoff.held(key, Some(1)), None);
+        assert!(backoff.next(key, true, None) < Duration::from_secs(120));
+        // Begun after the change, a refusal is the new credentials': held.
+        let seen = backoff.releases_of(key);
+        backoff.hold_unless_released(key, Some(1), None, seen);
+        assert!(backoff.held(key, Some(1)).is_some());
+        assert_eq!(backoff.next(key, true, None), Duration::from_secs(120));
+        // Another namespace's change is not this one's.
+        let other = "loadbalancer/team-a/lb";
+        let seen = backoff.releases_of(other);
+        backoff.release_namespace("team-b");
+        backoff.hold_unless_released(other, Some(1), None, seen);
+        assert!(backoff.held(other, Some(1)).is_some());
     }
 
     #[tokio::test(start_paused = true)]

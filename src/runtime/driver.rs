@@ -79,6 +79,7 @@ pub async fn reconcile<K: Reconciler>(
     let key = object_key(&*obj);
     let backoff_key = backoff::key_of(&*obj);
     let generation = obj.meta().generation;
+    let releases = ctx.backoff.releases_of(&backoff_key);
     if obj.meta().deletion_timestamp.is_none()
         && let Some(left) = ctx.backoff.held(&backoff_key, generation)
     {
@@ -116,7 +117,7 @@ pub async fn reconcile<K: Reconciler>(
             "success"
         }
         Err(error) => {
-            hold_if_refused(&ctx, &backoff_key, generation, error);
+            hold_if_refused(&ctx, (&backoff_key, generation, releases), error);
             Box::pin(report_failure(&api, &*obj, &ctx, error)).await;
             error.category()
         }
@@ -125,12 +126,20 @@ pub async fn reconcile<K: Reconciler>(
     result
 }
 
-/// Holds the failed generation until its retry when the cloud refused it for good.
-fn hold_if_refused(ctx: &Context, key: &str, generation: Option<i64>, error: &ReconcileError) {
+/// Holds the failed generation until its retry when the cloud refused it for good,
+/// unless the namespace's credentials changed since the reconcile began (`releases`
+/// then differs): the refusal may be the replaced credentials'.
+fn hold_if_refused(
+    ctx: &Context,
+    (key, generation, releases): (&str, Option<i64>, u64),
+    error: &ReconcileError,
+) {
     if let ReconcileError::Cloud { source, .. } = error
         && source.is_terminal()
     {
-        ctx.backoff.hold(key, generation, source.retry_after());
+        let retry_after = source.retry_after();
+        ctx.backoff
+            .hold_unless_released(key, generation, retry_after, releases);
     }
 }
 

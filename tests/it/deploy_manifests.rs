@@ -71,6 +71,14 @@ fn config_default_renders_a_hardened_deployment_with_least_privilege_rbac() {
     // Two replicas: only the Lease holder may run the controllers.
     let args = container["args"].as_array().expect("args");
     assert!(args.iter().any(|a| a == "--leader-elect"), "{args:?}");
+    // The image of this release, never a moving tag.
+    assert_eq!(
+        container["image"],
+        format!(
+            "ghcr.io/verda-operator/verda-operator:{}",
+            env!("CARGO_PKG_VERSION")
+        )
+    );
     assert_eq!(container["livenessProbe"]["httpGet"]["path"], "/healthz");
     assert_eq!(container["readinessProbe"]["httpGet"]["path"], "/readyz");
     assert!(container["resources"]["limits"]["memory"].is_string());
