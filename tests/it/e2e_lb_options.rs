@@ -10,21 +10,12 @@ use std::time::Duration;
 
 use kube::api::{Patch, PatchParams};
 use serde_json::{Value, json};
-use support::e2e::{Env, calls_since, eventually, test_timing};
+use support::e2e::{Env, calls_since, eventually, watch_only_timing};
 use verda_api::v1alpha1::{LoadBalancer, VirtualMachineGroup};
 use verda_operator::cloud::model::loadbalancing::LbFilter;
-use verda_operator::runtime::Timing;
 use verda_operator::sim::{SimConfig, SimLoadBalancer};
 
 const LIMIT: Duration = Duration::from_secs(60);
-
-/// A resync far beyond the test: whatever happens, a watch made it happen.
-fn watch_only_timing() -> Timing {
-    Timing {
-        resync: Duration::from_secs(600),
-        ..test_timing()
-    }
-}
 
 fn group(name: &str) -> String {
     format!(

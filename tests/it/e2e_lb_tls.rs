@@ -14,11 +14,10 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
-use support::e2e::{Env, calls_since, eventually, test_timing};
+use support::e2e::{Env, calls_since, eventually, test_timing, watch_only_timing};
 use verda_api::conditions::{READY, find_condition};
 use verda_api::v1alpha1::LoadBalancer;
 use verda_operator::cloud::model::loadbalancing::{LbFilter, Listener};
-use verda_operator::runtime::Timing;
 use verda_operator::sim::SimConfig;
 
 const LIMIT: Duration = Duration::from_secs(60);
@@ -54,14 +53,6 @@ pub fn tls_secret(name: &str, (crt, key): (Vec<u8>, Vec<u8>)) -> Secret {
         ("tls.key".to_owned(), ByteString(key)),
     ]));
     secret
-}
-
-/// A resync far beyond the test: whatever happens, a watch made it happen.
-fn watch_only_timing() -> Timing {
-    Timing {
-        resync: Duration::from_secs(600),
-        ..test_timing()
-    }
 }
 
 async fn listener(env: &Env) -> Listener {

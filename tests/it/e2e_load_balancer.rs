@@ -11,23 +11,14 @@ use std::time::Duration;
 
 use kube::api::{DeleteParams, Patch, PatchParams};
 use serde_json::json;
-use support::e2e::{Env, eventually, sample, test_timing};
+use support::e2e::{Env, eventually, sample, test_timing, watch_only_timing};
 use verda_api::conditions::{READY, find_condition, is_true};
 use verda_api::v1alpha1::{LoadBalancer, VirtualMachineGroup};
-use verda_operator::runtime::Timing;
 use verda_operator::sim::{SimConfig, SimLoadBalancer};
 
 const LIMIT: Duration = Duration::from_secs(30);
 const LB: &str = "loadbalancer-sample";
 const GROUP: &str = "virtualmachinegroup-sample";
-
-/// A resync far beyond the test: whatever happens, a watch made it happen.
-fn watch_only_timing() -> Timing {
-    Timing {
-        resync: Duration::from_secs(600),
-        ..test_timing()
-    }
-}
 
 fn the_lb(env: &Env) -> Option<SimLoadBalancer> {
     let mut lbs = env.sim.load_balancers();

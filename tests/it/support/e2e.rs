@@ -35,6 +35,15 @@ impl Drop for Env {
     }
 }
 
+/// [`test_timing`] with a resync far beyond the test: whatever happens, a watch made
+/// it happen.
+pub fn watch_only_timing() -> Timing {
+    Timing {
+        resync: Duration::from_secs(600),
+        ..test_timing()
+    }
+}
+
 /// Timing for tests: quick polls, a short resync.
 pub fn test_timing() -> Timing {
     Timing {
