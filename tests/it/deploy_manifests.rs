@@ -39,6 +39,7 @@ fn config_default_renders_a_hardened_deployment_with_least_privilege_rbac() {
         "Deployment",
         "Namespace",
         "ServiceAccount",
+        "PodDisruptionBudget",
     ] {
         assert!(kinds.contains(&kind), "{kind} missing from {kinds:?}");
     }
@@ -48,11 +49,47 @@ fn config_default_renders_a_hardened_deployment_with_least_privilege_rbac() {
         || d["kind"] == "ClusterRoleBinding"
         || d["metadata"]["namespace"] == "verda-system"));
 
+    // Every object says what it is, of which release, and who manages it.
+    for doc in &docs {
+        let labels = &doc["metadata"]["labels"];
+        for key in ["name", "instance", "component", "part-of", "managed-by"] {
+            let label = format!("app.kubernetes.io/{key}");
+            assert!(
+                labels[&label].is_string(),
+                "{label} missing on {}",
+                doc["kind"]
+            );
+        }
+        assert_eq!(
+            labels["app.kubernetes.io/version"],
+            env!("CARGO_PKG_VERSION"),
+            "{}",
+            doc["kind"]
+        );
+    }
+    // Two replicas on two nodes where there are, one at a time evicted.
+    let pdb = docs
+        .iter()
+        .find(|d| d["kind"] == "PodDisruptionBudget")
+        .expect("a PodDisruptionBudget");
+    assert_eq!(pdb["spec"]["minAvailable"], 1);
+
     let deployment = docs
         .iter()
         .find(|d| d["kind"] == "Deployment")
         .expect("deployment");
     let pod = &deployment["spec"]["template"]["spec"];
+    let spread =
+        &pod["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0];
+    assert_eq!(
+        spread["podAffinityTerm"]["topologyKey"],
+        "kubernetes.io/hostname"
+    );
+    assert_eq!(
+        deployment["spec"]["selector"]["matchLabels"],
+        serde_json::json!({"app.kubernetes.io/name": "verda-operator"}),
+        "the selector stays as earlier releases made it: it cannot change in place"
+    );
     assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
     assert_eq!(
         pod["securityContext"]["seccompProfile"]["type"],
