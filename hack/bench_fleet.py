@@ -36,7 +36,7 @@ IDLE_PERIODS = int(os.environ.get("VERDA_BENCH_IDLE_PERIODS", "3"))
 REPLICAS = int(os.environ.get("VERDA_BENCH_REPLICAS", "10"))
 LIMIT = int(os.environ.get("VERDA_BENCH_LIMIT_SECS", "600"))
 # requestBudget of the operator: "RATE/BURST"; unset, a budget no fleet reaches, so the
-# figures show the operator's own pace (the README's 20/s is a separate run).
+# figures show the operator's own pace (the 20/s of docs/src/development/fleet-size.md is a separate run).
 BUDGET = os.environ.get("VERDA_BENCH_BUDGET", "100000/100000")
 # The simulator's pace: every request held this long ("0.2s"), a server's BUILD this long
 # ("5s"); Octavia's PENDING_* stays at zero.

@@ -72,20 +72,22 @@ struct SimCapacity {
     #[arg(
         long = "sim-instance-quota",
         env = "VERDA_SIM_INSTANCE_QUOTA",
-        default_value_t = 100
+        default_value_t = 100,
+        value_parser = clap::value_parser!(u32).range(0..=10_000_000)
     )]
-    instance_quota: usize,
+    instance_quota: u32,
     /// Hypervisor hosts the simulated scheduler places servers on.
-    #[arg(long = "sim-hosts", env = "VERDA_SIM_HOSTS", default_value_t = 3)]
-    hosts: usize,
+    #[arg(long = "sim-hosts", env = "VERDA_SIM_HOSTS", default_value_t = 3,
+          value_parser = clap::value_parser!(u16).range(1..=10_000))]
+    hosts: u16,
 }
 
 #[cfg(feature = "embedded-sim")]
 impl SimCapacity {
     fn apply(self, config: SimConfig) -> SimConfig {
         SimConfig {
-            instance_quota: self.instance_quota,
-            hosts: self.hosts.max(1),
+            instance_quota: self.instance_quota as usize,
+            hosts: self.hosts.into(),
             ..config
         }
     }
@@ -97,8 +99,9 @@ impl SimCapacity {
 #[derive(Args, Clone)]
 struct SimTenants {
     /// How many (`tenant-1`, `tenant-2`, ...), each with its own user and networks.
-    #[arg(long = "sim-tenants", default_value_t = 0)]
-    count: usize,
+    #[arg(long = "sim-tenants", default_value_t = 0,
+          value_parser = clap::value_parser!(u16).range(0..=1000))]
+    count: u16,
     /// Write one clouds.yaml per tenant (`tenant-1.yaml`, ...) into this directory.
     #[arg(long = "tenant-clouds")]
     clouds: Option<PathBuf>,
@@ -158,7 +161,7 @@ struct RunArgs {
     /// Address of the /metrics, /healthz and /readyz endpoints.
     #[arg(long, env = "VERDA_LISTEN", default_value = "0.0.0.0:8080")]
     listen: SocketAddr,
-    /// Operator configuration file (cloud layout; see the README).
+    /// Operator configuration file (cloud layout; see docs/src/configuration.md).
     #[arg(long, env = "VERDA_CONFIG")]
     config: Option<PathBuf>,
     /// Log format.
@@ -197,7 +200,7 @@ struct RunArgs {
     #[arg(long, env = "OS_CLIENT_CONFIG_FILE")]
     clouds_file: Option<PathBuf>,
     /// How long a Lease stays valid without renewal, e.g. 15s.
-    #[arg(long, default_value = "15s", value_parser = config::duration::parse)]
+    #[arg(long, default_value = "15s", value_parser = |s: &str| config::duration::LEASE_DURATION.parse(s))]
     lease_duration: Duration,
     /// Threads that run the operator. One is what a replica needs (it mostly waits on
     /// the API server and the cloud) and holds the least memory; more for one that keeps
@@ -229,6 +232,7 @@ fn runtime(threads: u16) -> Result<tokio::runtime::Runtime, String> {
 }
 
 fn main() -> ExitCode {
+    telemetry::exit_on_panic();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) if e.use_stderr() => {
@@ -341,7 +345,7 @@ fn simulate(
             build_delay: pace.build_delay.unwrap_or(delay),
             lb_delay: delay,
             latency: pace.latency,
-            tenants: tenants.count,
+            tenants: tenants.count.into(),
             ..SimConfig::default()
         });
         let sim = Simulator::start_on(listen, config)
@@ -370,9 +374,10 @@ fn simulate(
     })
 }
 
-/// `1.5s`, `200ms` or a bare number of seconds.
+/// `1.5s`, `200ms` or a bare number of seconds, at most an hour (a simulated delay).
 #[cfg(feature = "embedded-sim")]
 fn parse_seconds(text: &str) -> Result<Duration, String> {
+    const MAX_SECONDS: f64 = 3600.0;
     let (number, scale) = if let Some(ms) = text.strip_suffix("ms") {
         (ms, 0.001)
     } else {
@@ -381,9 +386,10 @@ fn parse_seconds(text: &str) -> Result<Duration, String> {
     number
         .parse::<f64>()
         .ok()
-        .filter(|n| n.is_finite() && *n >= 0.0)
-        .map(|n| Duration::from_secs_f64(n * scale))
-        .ok_or_else(|| format!("invalid delay {text:?}: use e.g. 1.5s or 200ms"))
+        .map(|n| n * scale)
+        .filter(|n| (0.0..=MAX_SECONDS).contains(n))
+        .map(Duration::from_secs_f64)
+        .ok_or_else(|| format!("invalid delay {text:?}: use 0s to 1h, e.g. 1.5s or 200ms"))
 }
 
 /// Whether this process runs in a Kubernetes Pod (the kubelet sets this variable).

@@ -31,3 +31,28 @@ pub fn init(format: LogFormat) {
     // A second initialisation (tests) keeps the first subscriber.
     drop(result);
 }
+
+/// The exit status of a process stopped by a panic (EX_SOFTWARE).
+pub const PANIC_EXIT_CODE: i32 = 70;
+
+/// Makes a panic anywhere (any task, any thread) stop the process with one `error:`
+/// line. A replica whose controller or Lease task died would otherwise run on looking
+/// alive and doing nothing; stopped, its Deployment starts it again.
+pub fn exit_on_panic() {
+    std::panic::set_hook(Box::new(|info| {
+        let payload = info.payload();
+        let what = payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "no message".to_owned());
+        let place = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        eprintln!(
+            "error: internal fault{place}: {what}; the process stops so that it is started afresh"
+        );
+        std::process::exit(PANIC_EXIT_CODE);
+    }));
+}

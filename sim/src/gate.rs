@@ -2,8 +2,6 @@
 //! error status, 429), then check the token. Services turn a [`Reject`] into their
 //! own error shape; this module knows nothing about bodies.
 
-use std::time::Instant;
-
 use axum::http::HeaderMap;
 
 use super::faults::{Refusal, lock};
@@ -83,6 +81,6 @@ pub(crate) fn token_project(sim: &Sim, headers: &HeaderMap) -> Option<String> {
     let token = headers.get("x-auth-token").and_then(|v| v.to_str().ok())?;
     lock(&sim.tokens)
         .get(token)
-        .filter(|t| t.scoped && t.valid_until > Instant::now())
+        .filter(|t| t.scoped && crate::state::live(sim, t))
         .map(|t| sim.identities[t.identity].project_id.clone())
 }

@@ -203,7 +203,7 @@ fn token_ok(sim: &Sim, t: &Value) -> Option<usize> {
     let id = t["id"].as_str().unwrap_or_default();
     lock(&sim.tokens)
         .get(id)
-        .filter(|t| t.valid_until > Instant::now())
+        .filter(|t| crate::state::live(sim, t))
         .map(|t| t.identity)
 }
 
@@ -326,7 +326,7 @@ async fn validate(State(sim): State<Sim>, headers: HeaderMap) -> Response {
         .to_string();
     let token = lock(&sim.tokens)
         .get(&subject)
-        .filter(|t| t.valid_until > Instant::now())
+        .filter(|t| crate::state::live(&sim, t))
         .cloned();
     match token {
         Some(t) => {

@@ -87,6 +87,7 @@ impl Simulator {
             identities,
             default_project: seed::PROJECT_ID.to_owned(),
             tokens: Mutex::new(Default::default()),
+            revoked_before: Mutex::new(None),
             faults: FaultTable::new(config.seed),
             counters: Counters::default(),
             config,
@@ -221,6 +222,12 @@ impl Simulator {
         for t in lock(&self.sim.tokens).values_mut() {
             t.valid_until = now;
         }
+    }
+
+    /// Revokes every token issued so far, and any issued later in this same second, as
+    /// Keystone does when a user's password changes.
+    pub fn revoke_tokens(&self) {
+        *lock(&self.sim.revoked_before) = Some(chrono::Utc::now());
     }
 
     /// Puts a server in ERROR (as a failed host would) with a fault.

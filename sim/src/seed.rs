@@ -1,5 +1,5 @@
 //! Seed data: what a fresh simulated cloud contains, so the published manifests and
-//! the default operator configuration (README.md) work unchanged. IDs have the shapes
+//! the default operator configuration (docs/src/configuration.md) work unchanged. IDs have the shapes
 //! a real cloud gives them (32-hex project IDs, UUIDs elsewhere).
 
 use std::net::Ipv4Addr;

@@ -26,6 +26,9 @@ pub(crate) struct Shared {
     /// The project whose world answers for a project without one.
     pub default_project: String,
     pub tokens: Mutex<HashMap<String, Token>>,
+    /// Keystone's revocation of every token of the users (a password change): tokens
+    /// issued up to this instant, compared in whole seconds as Keystone does.
+    pub revoked_before: Mutex<Option<DateTime<Utc>>>,
     pub faults: FaultTable,
     pub counters: Counters,
 }
@@ -48,6 +51,15 @@ impl Shared {
         w.settle(Instant::now());
         w
     }
+}
+
+/// Whether `token` is still accepted: neither expired nor revoked. Fernet tokens carry
+/// their issue time in whole seconds, so a token issued in the same second as a
+/// revocation, even after it, is revoked too (Keystone's `issued_before >= issued_at`).
+pub(crate) fn live(shared: &Shared, token: &Token) -> bool {
+    let revoked = lock(&shared.revoked_before)
+        .is_some_and(|before| token.issued.timestamp() <= before.timestamp());
+    token.valid_until > Instant::now() && !revoked
 }
 
 /// An issued Keystone token.

@@ -37,6 +37,9 @@ use crate::metrics::{CloudOperationLabels, CloudRequestLabels, Metrics, ServiceL
 pub(crate) const NOVA_MICROVERSION: &str = "2.67";
 /// Cinder microversion for every block storage call: extending an attached volume (3.42).
 pub(crate) const CINDER_MICROVERSION: &str = "3.42";
+/// Wait before renewing a token a second time: long enough that the next token is
+/// issued in a later whole second than the revocation that refused the last one.
+const REVOCATION_SECOND: Duration = Duration::from_millis(1100);
 
 /// Tuning of one cloud connection.
 #[derive(Clone, Debug)]
@@ -159,7 +162,7 @@ impl Transport {
         started: Instant,
     ) -> Result<Reply, ErrorKind> {
         let mut attempt = 0;
-        let mut reauthenticated = false;
+        let mut renewals = 0;
         loop {
             attempt += 1;
             let (url, token) = if req.service == Service::Identity {
@@ -172,10 +175,16 @@ impl Transport {
             let request = http_request(req, &url, token.as_deref())?;
             let (failure, kind) = match self.exchange(req, request).await {
                 Ok(reply) if reply.status.is_success() => return Ok(reply),
-                Ok(reply) if reply.status == StatusCode::UNAUTHORIZED && !reauthenticated => {
+                Ok(reply) if reply.status == StatusCode::UNAUTHORIZED && renewals < 2 => {
                     if let Some(stale) = &token {
-                        // Revoked or expired early: renew once, transparently.
-                        reauthenticated = true;
+                        // Revoked or expired early: renew, transparently. A renewed token
+                        // refused too was issued in the second of a revocation (a password
+                        // change): Keystone compares whole seconds, so the next second's
+                        // token is good.
+                        if renewals == 1 {
+                            tokio::time::sleep(REVOCATION_SECOND).await;
+                        }
+                        renewals += 1;
                         attempt -= 1;
                         self.invalidate(stale).await;
                         continue;

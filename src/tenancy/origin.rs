@@ -48,6 +48,11 @@ pub enum CredentialsError {
     Invalid { secret: SecretKey, problem: String },
     #[error("cannot read Secret {secret}: {reason}")]
     Unreadable { secret: SecretKey, reason: String },
+    #[error(
+        "the operator may not read Secret {secret}: its RBAC forbids reading Secrets in namespace {ns}; grant it get, list and watch on Secrets there (Helm chart: add {ns} to secretAccess.namespaces)",
+        ns = secret.namespace
+    )]
+    Forbidden { secret: SecretKey },
     #[error("credentials from {origin}: {source}")]
     Cloud {
         origin: Origin,
@@ -64,6 +69,7 @@ impl CredentialsError {
             }
             Self::Invalid { .. } => "CredentialsInvalid",
             Self::Unreadable { .. } => "CredentialsUnreadable",
+            Self::Forbidden { .. } => "CredentialsForbidden",
             Self::Cloud { source, .. } => source.category(),
         }
     }

@@ -24,6 +24,39 @@ use crate::lock::Lock;
 /// How long a first look at a Secret may take before the reconcile gives up for now.
 const FIRST_LISTING: Duration = Duration::from_secs(10);
 
+/// Retries of a Secret's watch double from half a second to at most 10 s (kube's default
+/// goes to 30 s), so access granted later (a RoleBinding) is seen within seconds.
+struct Retry {
+    next: Duration,
+}
+
+impl Retry {
+    const FIRST: Duration = Duration::from_millis(500);
+    const MAX: Duration = Duration::from_secs(10);
+}
+
+impl Default for Retry {
+    fn default() -> Self {
+        Self { next: Self::FIRST }
+    }
+}
+
+impl Iterator for Retry {
+    type Item = Duration;
+
+    fn next(&mut self) -> Option<Duration> {
+        let wait = self.next;
+        self.next = (wait * 2).min(Self::MAX);
+        Some(wait)
+    }
+}
+
+impl kube::runtime::utils::Backoff for Retry {
+    fn reset(&mut self) {
+        self.next = Self::FIRST;
+    }
+}
+
 /// What the watch of one Secret knows.
 #[derive(Clone)]
 enum Seen {
@@ -31,8 +64,10 @@ enum Seen {
     Listing,
     Present(Arc<Secret>),
     Absent,
-    /// The first listing failed (RBAC, API server): why.
+    /// The first listing failed (API server): why.
     Failed(String),
+    /// The operator's RBAC does not let it list Secrets in that namespace.
+    Forbidden,
 }
 
 /// A client built from one version of a Secret, for one of its clouds.
@@ -100,6 +135,9 @@ impl SecretWatches {
         match settled {
             Some(Seen::Present(secret)) => Ok((Some(secret), built)),
             Some(Seen::Absent) => Ok((None, built)),
+            Some(Seen::Forbidden) => Err(CredentialsError::Forbidden {
+                secret: key.clone(),
+            }),
             Some(Seen::Failed(reason)) => Err(CredentialsError::Unreadable {
                 secret: key.clone(),
                 reason,
@@ -150,9 +188,18 @@ async fn watch_secret(
     changes: mpsc::UnboundedSender<SecretKey>,
 ) {
     let config = watcher::Config::default().fields(&format!("metadata.name={}", key.name));
-    let mut events = watcher::watcher(api, config).default_backoff().boxed();
+    let mut events = watcher::watcher(api, config)
+        .backoff(Retry::default())
+        .boxed();
     let mut listing: Option<Secret> = None;
-    let mut listed = false;
+    let mut state = Watched {
+        key,
+        seen,
+        built,
+        changes,
+        listed: false,
+        refused: false,
+    };
     while let Some(event) = events.next().await {
         let now = match event {
             Ok(Event::Init) => {
@@ -167,33 +214,74 @@ async fn watch_secret(
             Ok(Event::Apply(secret)) => Some(secret),
             Ok(Event::Delete(_)) => None,
             Err(error) => {
-                if !listed {
-                    seen.send_replace(Seen::Failed(error.to_string()));
-                }
-                tracing::debug!(secret = %key, %error, "watch of a Secret failed; retrying");
+                state.failed(&error);
                 continue;
             }
         };
-        let before = version(&seen.borrow());
+        state.saw(now);
+    }
+}
+
+/// One followed Secret: what its watch has told, and to whom.
+struct Watched {
+    key: SecretKey,
+    seen: watch::Sender<Seen>,
+    built: BuiltSlot,
+    changes: mpsc::UnboundedSender<SecretKey>,
+    listed: bool,
+    /// Refused until now: access granted later (a RoleBinding) wakes the objects waiting.
+    refused: bool,
+}
+
+impl Watched {
+    fn failed(&mut self, error: &watcher::Error) {
+        if !self.listed {
+            self.refused = forbidden(error);
+            self.seen.send_replace(match self.refused {
+                true => Seen::Forbidden,
+                false => Seen::Failed(error.to_string()),
+            });
+        }
+        tracing::debug!(secret = %self.key, %error, "watch of a Secret failed; retrying");
+    }
+
+    /// The Secret as it is now (`None`: absent); a change is announced.
+    fn saw(&mut self, now: Option<Secret>) {
+        let before = version(&self.seen.borrow());
         let after = now
             .as_ref()
             .map(|s| s.resource_version().unwrap_or_default());
-        let changed = listed && before != after;
-        if before != after || !listed {
+        let changed = self.listed && before != after;
+        let granted = std::mem::take(&mut self.refused);
+        if before != after || !self.listed {
             if before != after {
-                built.lock().take();
+                self.built.lock().take();
             }
-            seen.send_replace(match now {
+            self.seen.send_replace(match now {
                 Some(secret) => Seen::Present(Arc::new(secret)),
                 None => Seen::Absent,
             });
         }
-        listed = true;
+        self.listed = true;
+        let key = &self.key;
         if changed {
             tracing::info!(secret = %key, "Secret changed: the objects of its namespace reconcile with what it holds now");
-            let _ = changes.send(key.clone());
+            let _ = self.changes.send(key.clone());
+        } else if granted {
+            tracing::info!(secret = %key, "Secret readable now (RBAC granted): the objects of its namespace reconcile");
+            let _ = self.changes.send(key.clone());
         }
     }
+}
+
+/// Whether the API server refused the listing for want of RBAC (403).
+fn forbidden(error: &watcher::Error) -> bool {
+    matches!(
+        error,
+        watcher::Error::InitialListFailed(kube::Error::Api(response))
+            | watcher::Error::WatchStartFailed(kube::Error::Api(response))
+            if response.code == 403
+    )
 }
 
 /// The resourceVersion seen; `None` when absent or not listed yet.

@@ -83,30 +83,107 @@ fn a_thread_count_out_of_range_is_refused_in_one_line() {
     );
 }
 
+/// The one `error:` line of a run that stopped at start, with its exit status.
+fn start_error(dir: &Path, args: &[&str]) -> (Option<i32>, String) {
+    let output = operator(dir, &dir.join("kubeconfig"), args)
+        .output()
+        .expect("ran");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(errors.len(), 1, "{args:?}: {stderr}");
+    (output.status.code(), errors[0].to_owned())
+}
+
 #[test]
-fn a_zero_lease_or_resync_period_ends_run_at_start_with_one_error_line() {
-    let dir = scratch("zero-durations");
-    let mut cmd = operator(&dir, &dir.join("kubeconfig"), &["--lease-duration", "0"]);
-    let output = cmd.output().expect("ran");
-    assert_eq!(output.status.code(), Some(2));
+fn out_of_range_durations_and_counts_end_run_at_start_with_one_error_line() {
+    let dir = scratch("out-of-range");
+    for (flags, named) in [
+        (&["--lease-duration", "0"][..], "\"0\" is out of range"),
+        (
+            &["--lease-duration", "1s"],
+            "\"1s\" is out of range: use 2s to 10m",
+        ),
+        (
+            &["--lease-duration", "2500ms"],
+            "not a whole number of seconds",
+        ),
+        (
+            &["--lease-duration", "3 fortnights"],
+            "invalid duration \"3 fortnights\"",
+        ),
+        (&["--worker-threads", "0"], "0 is not in 1..=256"),
+        (&["--sim-hosts", "0"], "0 is not in 1..=10000"),
+    ] {
+        let (code, error) = start_error(&dir, flags);
+        assert_eq!(code, Some(2), "{flags:?}: {error}");
+        assert!(
+            error.contains(flags[0]) && error.contains(named),
+            "{flags:?}: {error}"
+        );
+    }
+    let config = dir.join("config.yaml");
+    for (text, named) in [
+        (
+            "resyncPeriod: \"0\"\n",
+            "\"0\" is out of range: use 1s to 24h",
+        ),
+        ("resyncPeriod: 0\n", "\"0\" is out of range"),
+        ("resyncPeriod: 400d\n", "\"400d\" is out of range"),
+        ("resyncPeriod: soon\n", "invalid duration \"soon\""),
+        ("requestBudget: {burst: 0}\n", "burst 0 is out of range"),
+        (
+            "requestBudget: {requestsPerSecond: 1e12}\n",
+            "requestsPerSecond 1000000000000 is out of range",
+        ),
+    ] {
+        std::fs::write(&config, text).expect("config written");
+        let (code, error) = start_error(&dir, &["--config", &config.to_string_lossy()]);
+        assert_eq!(code, Some(1), "{text}: {error}");
+        assert!(
+            error.contains("config.yaml") && error.contains(named),
+            "{text}: {error}"
+        );
+    }
+}
+
+/// A panic in a task of the running operator stops the process with one `error:` line,
+/// instead of leaving it running without that task. The test runs itself as the child
+/// (the hook the binary installs, in a process of its own) with a task that panics.
+#[test]
+fn a_panic_in_any_task_ends_the_process_with_one_error_line() {
+    const CHILD: &str = "VERDA_TEST_PANIC_CHILD";
+    if std::env::var_os(CHILD).is_some() {
+        verda_operator::telemetry::exit_on_panic();
+        let runtime = tokio::runtime::Runtime::new().expect("runtime");
+        runtime.block_on(async {
+            tokio::spawn(async { panic!("the cloud view lost its index") });
+            tokio::time::sleep(Duration::from_secs(30)).await;
+        });
+        unreachable!("the panic ended the process");
+    }
+    let output = Command::new(std::env::current_exe().expect("test binary"))
+        .args([
+            "cli_run::a_panic_in_any_task_ends_the_process_with_one_error_line",
+            "--exact",
+            "--nocapture",
+        ])
+        .env(CHILD, "1")
+        .stdin(Stdio::null())
+        .output()
+        .expect("child ran");
     let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        output.status.code(),
+        Some(verda_operator::telemetry::PANIC_EXIT_CODE),
+        "{stderr}"
+    );
     let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
     assert_eq!(errors.len(), 1, "{stderr}");
     assert!(
-        errors[0].contains("--lease-duration") && errors[0].contains("\"0\""),
+        errors[0].contains("internal fault at tests/it/cli_run.rs")
+            && errors[0].contains("the cloud view lost its index"),
         "{stderr}"
     );
-    let config = dir.join("config.yaml");
-    std::fs::write(&config, "resyncPeriod: \"0\"\n").expect("config written");
-    let config = config.to_string_lossy().into_owned();
-    let output = operator(&dir, &dir.join("kubeconfig"), &["--config", &config])
-        .output()
-        .expect("ran");
-    assert!(!output.status.success());
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
-    assert_eq!(errors.len(), 1, "{stderr}");
-    assert!(errors[0].contains("invalid duration \"0\""), "{stderr}");
 }
 
 #[tokio::test]

@@ -35,6 +35,24 @@ async fn expired_tokens_are_renewed_mid_run_without_failing_the_caller() {
     h.report("token_expiry");
 }
 
+/// A password change revokes every token of the user, and Keystone compares issue times
+/// in whole seconds: a token renewed in that same second is refused too. The second
+/// renewal waits for the next second instead of failing the caller as Unauthorized.
+#[tokio::test]
+async fn a_token_renewed_in_the_second_of_a_revocation_is_renewed_again() {
+    let h = harness(SimConfig::fast()).await;
+    h.client.list_flavors().await.unwrap();
+    h.sim.revoke_tokens();
+    h.client.list_flavors().await.unwrap();
+    assert_eq!(
+        h.calls("identity", "issue_token"),
+        3,
+        "the first token, one renewed in the revocation's second, one after it"
+    );
+    assert_eq!(h.counted("compute", "list_flavors", "401"), 2);
+    assert_eq!(h.counted("compute", "list_flavors", "200"), 2);
+}
+
 #[tokio::test]
 async fn short_lived_tokens_are_renewed_before_they_expire() {
     let h = harness(SimConfig {
@@ -211,8 +229,8 @@ async fn every_error_status_maps_to_its_class() {
     }
     assert_eq!(
         h.calls("compute", "get_flavor"),
-        6,
-        "each once; the 401 once more after renewing the token"
+        7,
+        "each once; the 401 twice more, after each of two renewals"
     );
     h.report("error_classes");
 }

@@ -264,6 +264,57 @@ async fn without_credentials_an_object_is_reported_and_makes_no_cloud_call() {
     assert_eq!(env.sim.servers().len(), 1);
 }
 
+/// Secrets read through namespaced Roles: in a namespace the operator was given no
+/// Role in, an object says it may not read the Secret and what to grant, acts with no
+/// credentials (not the operator's own), and goes on once the Role is there.
+#[tokio::test]
+async fn a_secret_the_operator_may_not_read_is_reported_and_the_grant_is_picked_up() {
+    let env = Env::start(SimConfig::fast(), test_timing()).await;
+    let Some(server) = env.cluster.server() else {
+        println!("RBAC is the real cluster's own: the test API server's denial is not there");
+        return;
+    };
+    put_secret(&env, "team-b", clouds_of(&env, &env.sim.team_credentials())).await;
+    server.deny_reads("secrets", &env.ns);
+    env.create_from_yaml::<VirtualMachine>(&vm_manifest("defaulted", None))
+        .await;
+    env.create_from_yaml::<VirtualMachine>(&vm_manifest("named", Some("team-b")))
+        .await;
+    for name in ["defaulted", "named"] {
+        let refused = ready_condition::<VirtualMachine>(&env, name, "CredentialsForbidden").await;
+        assert!(
+            refused.message.contains("may not read Secret")
+                && refused.message.contains("secretAccess.namespaces")
+                && refused.message.contains(&env.ns),
+            "{name}: {}",
+            refused.message
+        );
+    }
+    assert_eq!(
+        env.sim.total_requests(),
+        0,
+        "operator credentials are not lent where the namespace's Secret cannot be read"
+    );
+    env.event_seen("CredentialsForbidden").await;
+
+    // The Role is granted: the Secret watches list at their next retry and wake the
+    // objects, well before the terminal retry.
+    let granted = std::time::Instant::now();
+    server.allow_reads("secrets", &env.ns);
+    env.ready_vm("named").await;
+    assert!(
+        granted.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        granted.elapsed()
+    );
+    let vms = env.api::<VirtualMachine>();
+    let named = vms.get("named").await.expect("named");
+    assert_eq!(
+        project_of(&named),
+        Some(env.sim.team_credentials().project_id.as_str())
+    );
+}
+
 #[tokio::test]
 async fn a_rotated_secret_is_used_without_a_restart_and_another_project_is_refused() {
     let env = Env::start_configured(SimConfig::fast(), test_timing(), shared_platform()).await;

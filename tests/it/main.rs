@@ -17,6 +17,7 @@ mod cloud_loadbalancing;
 mod cloud_proxy;
 mod cloud_resilience;
 mod cloud_secrets;
+mod config_properties;
 mod crd_generation;
 mod crd_validation;
 mod deploy_manifests;

@@ -106,7 +106,7 @@ async fn published_manifests_converge_scale_both_ways_and_leave_nothing() {
         client,
         baseline,
     } = Scene::start("real-published").await;
-    // Exactly as the README runs it outside a cluster: no flags.
+    // Exactly as docs/src/installation.md runs it outside a cluster: no flags.
     let operator = real.operator("published", &[], None);
     let files = published_scenario();
 

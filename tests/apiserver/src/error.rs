@@ -135,6 +135,20 @@ impl ApiError {
         )
     }
 
+    /// RBAC's refusal of a read in a namespace where the client has no Role.
+    pub fn read_forbidden(rt: &ResourceType, verb: &str, ns: &str) -> Self {
+        Self::status(
+            403,
+            "Forbidden",
+            format!(
+                "{plural} is forbidden: User \"system:serviceaccount:verda-system:verda-operator\" cannot {verb} resource \"{plural}\" in API group \"{group}\" in the namespace \"{ns}\"",
+                plural = rt.plural,
+                group = rt.group,
+            ),
+            Some(json!({"kind": rt.plural})),
+        )
+    }
+
     pub fn already_exists(rt: &ResourceType, name: &str) -> Self {
         Self::status(
             409,

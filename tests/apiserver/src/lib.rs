@@ -120,6 +120,7 @@ impl ApiServerBuilder {
             gc: Notify::new(),
             shutdown: shutdown_rx,
             opts: self.opts,
+            denied: Mutex::default(),
         });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -197,6 +198,18 @@ impl ApiServer {
     /// The current cluster-wide resourceVersion.
     pub fn resource_version(&self) -> u64 {
         self.state.lock().rv()
+    }
+
+    /// Refuses every read (get, list, watch) of `plural` in `namespace` with RBAC's 403,
+    /// as for a client granted no Role there; `allow` lifts it.
+    pub fn deny_reads(&self, plural: &str, namespace: &str) {
+        let mut denied = self.state.denied.lock().unwrap_or_else(|e| e.into_inner());
+        denied.insert((plural.to_owned(), namespace.to_owned()));
+    }
+
+    pub fn allow_reads(&self, plural: &str, namespace: &str) {
+        let mut denied = self.state.denied.lock().unwrap_or_else(|e| e.into_inner());
+        denied.remove(&(plural.to_owned(), namespace.to_owned()));
     }
 
     /// Forgets the watch history, as an etcd compaction: watches from older resourceVersions get 410 Expired.

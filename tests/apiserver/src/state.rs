@@ -33,6 +33,8 @@ pub struct AppState {
     pub gc: Notify,
     pub shutdown: watch::Receiver<bool>,
     pub opts: Options,
+    /// `(plural, namespace)` pairs the client may not read, as RBAC without a Role there.
+    pub denied: Mutex<std::collections::HashSet<(String, String)>>,
 }
 
 impl AppState {

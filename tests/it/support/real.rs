@@ -183,7 +183,7 @@ impl Real {
         run(cmd, None, &format!("verda-operator {}", args.join(" ")))
     }
 
-    /// Starts the operator binary the way the README runs it outside a cluster, plus `args`.
+    /// Starts the operator binary the way docs/src/installation.md runs it outside a cluster, plus `args`.
     pub fn operator(&self, name: &str, args: &[&str], config: Option<&str>) -> Operator {
         let binary = std::path::Path::new(env!("CARGO_BIN_EXE_verda-operator"));
         self.operator_binary(binary, name, args, config)

@@ -154,6 +154,12 @@ fn resolve(state: &AppState, group: &str, version: &str, rest: &[&str]) -> Optio
     }
 }
 
+/// Whether reads of this resource in this namespace are denied (`ApiServer::deny_reads`).
+fn denied(state: &AppState, t: &Target) -> bool {
+    let denied = state.denied.lock().unwrap_or_else(|e| e.into_inner());
+    !denied.is_empty() && denied.contains(&(t.rt.plural.clone(), t.ns().to_owned()))
+}
+
 pub async fn dispatch(
     State(state): State<Arc<AppState>>,
     method: Method,
@@ -188,6 +194,14 @@ pub async fn dispatch(
         }
     }
     let render = Render::from_request(&accept, &q);
+    if method == Method::GET && denied(&state, &t) {
+        let verb = match (t.name.is_some(), q.flag("watch")) {
+            (true, _) => "get",
+            (false, true) => "watch",
+            (false, false) => "list",
+        };
+        return ApiError::read_forbidden(&t.rt, verb, t.ns()).into_response();
+    }
     let result = match (method.as_str(), t.name.is_some(), t.sub.as_deref()) {
         ("GET", false, _) if q.flag("watch") => return watch::serve(state, t, q, render).await,
         ("GET", false, _) => read::list(&state, &t, &q, render),

@@ -1,5 +1,5 @@
 //! The operator's configuration file (`--config PATH`): everything about the cloud's
-//! layout. Every key is optional; the defaults are those of the README.
+//! layout. Every key is optional; the defaults are those of docs/src/configuration.md.
 //!
 //! Only parsing and lookups live here. A name that does not exist in the cloud is not
 //! an error at start-up: the object that needs it reports it.
@@ -18,7 +18,7 @@ use crate::cloud::owner::ClusterId;
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct Config {
     /// Period of the drift check of every object.
-    #[serde(deserialize_with = "duration::deserialize")]
+    #[serde(deserialize_with = "resync_period")]
     pub resync_period: Duration,
     pub defaults: Defaults,
     pub load_balancer: LoadBalancerConfig,
@@ -39,6 +39,7 @@ pub struct RequestBudget {
     #[serde(deserialize_with = "positive")]
     pub requests_per_second: f64,
     /// Requests that may go at once after a quiet spell (at least 1).
+    #[serde(deserialize_with = "burst")]
     pub burst: u32,
 }
 
@@ -56,20 +57,42 @@ impl RequestBudget {
     pub fn spec(&self) -> BudgetSpec {
         BudgetSpec {
             requests_per_second: self.requests_per_second,
-            burst: self.burst.max(1),
+            burst: self.burst,
         }
     }
 }
 
+/// The most requests per second a project's budget may allow: far above what any
+/// OpenStack API server takes, low enough to catch a typo of a few digits.
+const MAX_REQUESTS_PER_SECOND: f64 = 10_000.0;
+/// The largest burst a budget may allow.
+const MAX_BURST: u32 = 100_000;
+
 fn positive<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     let n = f64::deserialize(d)?;
-    if n > 0.0 && n.is_finite() {
+    if n > 0.0 && n <= MAX_REQUESTS_PER_SECOND {
         Ok(n)
     } else {
         Err(serde::de::Error::custom(format!(
-            "requestsPerSecond must be more than 0, not {n}"
+            "requestsPerSecond {n} is out of range: use more than 0 and at most {MAX_REQUESTS_PER_SECOND}"
         )))
     }
+}
+
+fn burst<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    let n = u64::deserialize(d)?;
+    match u32::try_from(n) {
+        Ok(n @ 1..=MAX_BURST) => Ok(n),
+        _ => Err(serde::de::Error::custom(format!(
+            "burst {n} is out of range: use 1 to {MAX_BURST}"
+        ))),
+    }
+}
+
+fn resync_period<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    duration::RESYNC_PERIOD
+        .parse(&duration::Written::deserialize(d)?.text())
+        .map_err(serde::de::Error::custom)
 }
 
 fn cluster_name<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<ClusterId>, D::Error> {
@@ -232,57 +255,7 @@ impl LoadBalancerConfig {
     }
 }
 
-/// Durations written as `300s`, `5m`, `1h30m` or a bare number of seconds.
-pub mod duration {
-    use std::time::Duration;
-
-    use serde::{Deserialize, Deserializer, de::Error};
-
-    /// Parses a duration such as `90s`, `5m`, `1h30m` or `300`.
-    pub fn parse(text: &str) -> Result<Duration, String> {
-        let text = text.trim();
-        if let Ok(secs) = text.parse::<u64>() {
-            // Zero is refused here as with a unit: a period or lease of nothing would
-            // spin (or panic) rather than wait.
-            return match secs {
-                0 => Err(format!(
-                    "invalid duration {text:?}: use a positive number with s, m or h, e.g. 5m"
-                )),
-                secs => Ok(Duration::from_secs(secs)),
-            };
-        }
-        let mut total = 0u64;
-        let mut number = String::new();
-        for c in text.chars() {
-            if c.is_ascii_digit() {
-                number.push(c);
-                continue;
-            }
-            let unit = match c {
-                's' => 1,
-                'm' => 60,
-                'h' => 3600,
-                _ => return Err(format!("invalid duration {text:?}: unknown unit {c:?}")),
-            };
-            let n: u64 = number
-                .parse()
-                .map_err(|_| format!("invalid duration {text:?}: a unit without a number"))?;
-            total += n * unit;
-            number.clear();
-        }
-        if !number.is_empty() || total == 0 {
-            return Err(format!(
-                "invalid duration {text:?}: use a positive number with s, m or h, e.g. 5m"
-            ));
-        }
-        Ok(Duration::from_secs(total))
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-        let text = String::deserialize(d)?;
-        parse(&text).map_err(D::Error::custom)
-    }
-}
+pub mod duration;
 
 #[cfg(test)]
 mod tests {
@@ -331,14 +304,18 @@ mod tests {
     fn bad_input_is_refused_with_a_message_naming_it() {
         let unknown = Config::parse("resyncPeriods: 5m").expect_err("typo refused");
         assert!(unknown.to_string().contains("resyncPeriods"), "{unknown}");
-        let bad = Config::parse("resyncPeriod: 5 minutes").expect_err("bad duration");
+        let bad = Config::parse("resyncPeriod: 5 lightyears").expect_err("bad duration");
         assert!(bad.to_string().contains("invalid duration"), "{bad}");
-        assert!(duration::parse("0s").is_err());
-        assert!(duration::parse("0").is_err(), "a bare zero too");
-        let zero = Config::parse("resyncPeriod: \"0\"").expect_err("zero refused");
-        assert!(zero.to_string().contains("invalid duration"), "{zero}");
-        assert!(duration::parse("m").is_err());
-        assert_eq!(duration::parse("2h"), Ok(Duration::from_secs(7200)));
+        for zero in ["resyncPeriod: \"0\"", "resyncPeriod: 0", "resyncPeriod: 0s"] {
+            let refused = Config::parse(zero).expect_err("zero refused");
+            assert!(refused.to_string().contains("out of range"), "{refused}");
+        }
+        let long = Config::parse("resyncPeriod: 2d").expect_err("over a day refused");
+        assert!(long.to_string().contains("\"2d\""), "{long}");
+        let minutes = Config::parse("resyncPeriod: 5 minutes").expect("humantime's words");
+        assert_eq!(minutes.resync_period, Duration::from_secs(300));
+        let bare = Config::parse("resyncPeriod: 90").expect("bare seconds");
+        assert_eq!(bare.resync_period, Duration::from_secs(90));
         let cluster = Config::parse("clusterName: prod/tokyo").expect_err("slash refused");
         assert!(cluster.to_string().contains("cluster name"), "{cluster}");
         let named = Config::parse("clusterName: prod-tokyo").expect("valid name");
@@ -366,6 +343,21 @@ mod tests {
         );
         let zero = Config::parse("requestBudget: {requestsPerSecond: 0}").expect_err("zero");
         assert!(zero.to_string().contains("more than 0"), "{zero}");
+        for bad in [
+            "requestBudget: {requestsPerSecond: .nan}",
+            "requestBudget: {requestsPerSecond: .inf}",
+            "requestBudget: {requestsPerSecond: 1e9}",
+            "requestBudget: {burst: 0}",
+            "requestBudget: {burst: 5000000000}",
+            "requestBudget: {burst: -1}",
+        ] {
+            let refused = Config::parse(bad).expect_err(bad);
+            assert!(
+                refused.to_string().contains("out of range")
+                    || refused.to_string().contains("invalid"),
+                "{bad}: {refused}"
+            );
+        }
         let typo = Config::parse("requestBudget: {rate: 5}").expect_err("unknown key");
         assert!(typo.to_string().contains("rate"), "{typo}");
     }
