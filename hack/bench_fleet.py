@@ -236,6 +236,15 @@ def peak_rss_mb(pid):
     return float("nan")
 
 
+def cpu_seconds(pid):
+    """CPU time the process has used (user + system), from /proc/PID/stat."""
+    with open(f"/proc/{pid}/stat") as f:
+        # Fields after the command (in parentheses, which may hold spaces): utime is
+        # the 14th field, stime the 15th.
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def resident_mb(pid):
     """The process's resident memory as anonymous (its heap, stacks) and file-backed
     (its binary's pages, shared by every replica on a node)."""
@@ -356,6 +365,7 @@ def run(groups, workdir):
             second_project(env, workdir, other, team_clouds)
             fairness["alone_secs"] = probe(env, workdir, other, "probe-alone")
         before = cloud_calls(metrics_url)
+        cpu_before = cpu_seconds(operator.pid)
         started = time.monotonic()
         kubectl(env, "apply", "-f", manifest)
         applied = time.monotonic() - started
@@ -369,6 +379,7 @@ def run(groups, workdir):
                  lambda: metrics_say_converged(metrics_url, groups), LIMIT,
                  max(0.25, min(1.0, groups / 500)))
         elapsed = time.monotonic() - started
+        cpu_converge = cpu_seconds(operator.pid) - cpu_before
         at_convergence = resident_mb(operator.pid)
         wait_for("kubectl to show the fleet converged",
                  lambda: converged(env, groups, ns), 60, 1)
@@ -380,11 +391,14 @@ def run(groups, workdir):
         # included (a burst right after a large change is a cost too).
         periods = []
         previous = cloud_calls(metrics_url)
+        cpu_idle_start, idle_start = cpu_seconds(operator.pid), time.monotonic()
         for _ in range(IDLE_PERIODS):
             time.sleep(RESYNC)
             now = cloud_calls(metrics_url)
             periods.append(delta(now, previous))
             previous = now
+        cpu_idle = cpu_seconds(operator.pid) - cpu_idle_start
+        idle_wall = time.monotonic() - idle_start
         vms = groups * REPLICAS
         total = sum(converge.values())
         lb_calls = sum(v for k, v in converge.items() if k.startswith("load-balancer/"))
@@ -397,6 +411,11 @@ def run(groups, workdir):
             "calls_per_vm": round((total - lb_calls) / vms, 2),
             "calls_per_lb": round(lb_calls / groups, 2),
             "peak_rss_mb": round(peak_rss_mb(operator.pid), 1),
+            # CPU: seconds used from apply to converged, and the mean rate once idle
+            # (millicores, the unit of a Deployment's CPU request).
+            "cpu_secs_to_converge": round(cpu_converge, 1),
+            "cpu_mean_millicores_converging": round(1000 * cpu_converge / elapsed),
+            "cpu_idle_millicores": round(1000 * cpu_idle / idle_wall, 1),
             # The heap the fleet costs: the memory goals are read from this, not RSS.
             "anon_mb_at_convergence": at_convergence["anon"],
             "file_mb_at_convergence": at_convergence["file"],
@@ -494,13 +513,15 @@ def main():
         results = [run(g, workdir) for g in sizes]
     print()
     print(f"| VMs (groups of {REPLICAS}) | LBs | converge | cloud calls | per VM | per LB | "
-          f"peak RSS | anonymous at convergence | idle calls, each {RESYNC} s period | idle writes |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          f"peak RSS | anonymous at convergence | CPU to converge (mean) | CPU idle | "
+          f"idle calls, each {RESYNC} s period | idle writes |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         idle = " / ".join(str(n) for n in r["idle_calls"])
         print(f"| {r['vms']} | {r['lbs']} | {r['converge_secs']} s | {r['calls']} | "
               f"{r['calls_per_vm']} | {r['calls_per_lb']} | {r['peak_rss_mb']} MB | "
-              f"{r['anon_mb_at_convergence']} MB | {idle} | "
+              f"{r['anon_mb_at_convergence']} MB | {r['cpu_secs_to_converge']} s "
+              f"({r['cpu_mean_millicores_converging']}m) | {r['cpu_idle_millicores']}m | {idle} | "
               f"{r['idle_writes']} |")
     for r in results:
         if "latency_bound_secs" in r:

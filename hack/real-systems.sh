@@ -21,7 +21,9 @@
 #   chaos    two replicas under seeded random faults (tests/it/real_chaos.rs; the seed
 #            is printed, VERDA_CHAOS_SEED replays it);
 #   shards   three `run --shards` replicas divide six namespaces, one is SIGKILLed
-#            (tests/it/real_shards.rs; VERDA_REAL_SHARDS_NAMESPACES sets how many).
+#            (tests/it/real_shards.rs; VERDA_REAL_SHARDS_NAMESPACES sets how many);
+#   helm     the Helm chart installed, upgraded (CRDs as documented, nothing replaced),
+#            refused a Secret outside its namespaces and uninstalled (hack/real-helm.sh).
 # Installs and starts what it needs, retries a failed start once, stops what it started.
 # Exits non-zero when anything fails; never skips.
 #
@@ -29,7 +31,7 @@
 # Env:   VERDA_REAL_SYSTEMS_DIR  where the real systems live (default ../shared/real-systems)
 #        VERDA_KEEP_REAL_SYSTEMS=1  leave them running afterwards
 #        VERDA_REAL_STAGES       the stages to run, for development (default, and in CI:
-#                                "e2e cloud volumes health upgrade chaos shards"); a stage left out is
+#                                "e2e cloud volumes health upgrade chaos shards helm"); a stage left out is
 #                                said so
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -218,7 +220,7 @@ real_tests() {
     cargo test --locked --test it -- --ignored --test-threads=1 --nocapture "$@"
 }
 
-STAGES=" ${VERDA_REAL_STAGES:-e2e cloud volumes health upgrade chaos shards} "
+STAGES=" ${VERDA_REAL_STAGES:-e2e cloud volumes health upgrade chaos shards helm} "
 stage() {
   [[ $STAGES == *" $1 "* ]] && return 0
   log "stage $1 left out (VERDA_REAL_STAGES=$STAGES)"
@@ -285,5 +287,16 @@ if stage shards; then
   fresh_cluster "$ROOT/dist/install.yaml"
   real_tests real_shards::
   log "shards passed in $(($(date +%s) - t6)) s"
+fi
+if stage helm; then
+  log "Helm chart: install, published objects Ready, upgrade with nothing replaced, uninstall"
+  t8=$(date +%s)
+  # A fresh cluster with nothing installed (the chart installs) and an empty project.
+  bash "$RS/kube/stop.sh" >"$WORK/stop-kube.log" 2>&1
+  start kube /opt/kubeharness/run/logs
+  purge_project
+  ADMIN_KUBECONFIG=$ADMIN_KUBECONFIG CLOUDS=$CLOUDS OSC=$OSC RS=$RS WORK=$WORK ROOT=$ROOT \
+    bash "$ROOT/hack/real-helm.sh"
+  log "Helm chart passed in $(($(date +%s) - t8)) s"
 fi
 log "stage took $(($(date +%s) - t0)) s"

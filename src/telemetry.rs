@@ -5,9 +5,10 @@
 
 use tracing_subscriber::EnvFilter;
 
-/// `info`, without kube's per-request error lines: the operator reports each failure
-/// once, with its context.
-const DEFAULT_FILTER: &str = "info,kube_client::client::builder=off";
+/// `info`, without kube's per-request error lines and its watcher's warnings (a debug
+/// dump of each 403, once per retry): the operator reports each failure once, with its
+/// context.
+const DEFAULT_FILTER: &str = "info,kube_client::client::builder=off,kube_runtime::watcher=error";
 
 /// Output format of the log lines.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

@@ -199,10 +199,9 @@ async fn run_cleanup<K: Reconciler>(
     let done = match resolved {
         Ok(removal) => K::cleanup(obj.clone(), ctx, removal).await?,
         // The project is recorded before anything is created: an object that recorded
-        // none and has no credentials created nothing, and goes without a cloud call.
-        Err(ReconcileError::Credentials { source, .. })
-            if source.is_not_found() && obj.recorded_project().is_none() =>
-        {
+        // none and has no usable credentials (none, unreadable, refused) created
+        // nothing, and goes without a cloud call.
+        Err(ReconcileError::Credentials { .. }) if obj.recorded_project().is_none() => {
             Cleanup::Done
         }
         Err(e) => return Err(e),

@@ -26,18 +26,25 @@ const FIRST_LISTING: Duration = Duration::from_secs(10);
 
 /// Retries of a Secret's watch double from half a second to at most 10 s (kube's default
 /// goes to 30 s), so access granted later (a RoleBinding) is seen within seconds.
+/// The watcher reports a new listing (`Init`) before each attempt, which would reset a
+/// backoff at once: the doubling starts over only after a quiet minute instead.
 struct Retry {
     next: Duration,
+    last: Option<tokio::time::Instant>,
 }
 
 impl Retry {
     const FIRST: Duration = Duration::from_millis(500);
     const MAX: Duration = Duration::from_secs(10);
+    const QUIET: Duration = Duration::from_secs(60);
 }
 
 impl Default for Retry {
     fn default() -> Self {
-        Self { next: Self::FIRST }
+        Self {
+            next: Self::FIRST,
+            last: None,
+        }
     }
 }
 
@@ -45,6 +52,14 @@ impl Iterator for Retry {
     type Item = Duration;
 
     fn next(&mut self) -> Option<Duration> {
+        let now = tokio::time::Instant::now();
+        if self
+            .last
+            .is_some_and(|last| now > last + Self::MAX + Self::QUIET)
+        {
+            self.next = Self::FIRST;
+        }
+        self.last = Some(now);
         let wait = self.next;
         self.next = (wait * 2).min(Self::MAX);
         Some(wait)
@@ -52,9 +67,7 @@ impl Iterator for Retry {
 }
 
 impl kube::runtime::utils::Backoff for Retry {
-    fn reset(&mut self) {
-        self.next = Self::FIRST;
-    }
+    fn reset(&mut self) {}
 }
 
 /// What the watch of one Secret knows.
@@ -289,5 +302,27 @@ fn version(seen: &Seen) -> Option<String> {
     match seen {
         Seen::Present(secret) => Some(secret.resource_version().unwrap_or_default()),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::runtime::utils::Backoff;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_failing_watch_backs_off_to_ten_seconds_and_starts_over_after_a_quiet_minute() {
+        let mut retry = Retry::default();
+        let mut waits = Vec::new();
+        for _ in 0..7 {
+            // The watcher's `Init` before each listing must not undo the doubling.
+            retry.reset();
+            let wait = retry.next().expect("always retries");
+            waits.push(wait.as_millis());
+            tokio::time::advance(wait).await;
+        }
+        assert_eq!(waits, [500, 1000, 2000, 4000, 8000, 10000, 10000]);
+        tokio::time::advance(Duration::from_secs(120)).await;
+        assert_eq!(retry.next(), Some(Retry::FIRST));
     }
 }

@@ -296,6 +296,15 @@ async fn a_secret_the_operator_may_not_read_is_reported_and_the_grant_is_picked_
         "operator credentials are not lent where the namespace's Secret cannot be read"
     );
     env.event_seen("CredentialsForbidden").await;
+    // It recorded no project, so it created nothing: deleting it needs no credentials.
+    let vms = env.api::<VirtualMachine>();
+    vms.delete("defaulted", &DeleteParams::default())
+        .await
+        .expect("deleted");
+    eventually("defaulted is gone", LIMIT, || async {
+        vms.get_opt("defaulted").await.ok()?.is_none().then_some(())
+    })
+    .await;
 
     // The Role is granted: the Secret watches list at their next retry and wake the
     // objects, well before the terminal retry.
@@ -307,7 +316,6 @@ async fn a_secret_the_operator_may_not_read_is_reported_and_the_grant_is_picked_
         "{:?}",
         granted.elapsed()
     );
-    let vms = env.api::<VirtualMachine>();
     let named = vms.get("named").await.expect("named");
     assert_eq!(
         project_of(&named),
