@@ -195,7 +195,26 @@ pub async fn create_server_group(
         ))
 }
 
-/// Carries out `plan`; returns how many writes it made.
+/// What a round did: its writes, and the replicas it created (not those an earlier
+/// round, unseen yet by the cache, had made: their create answers 409).
+#[derive(Debug, PartialEq)]
+pub struct Applied {
+    pub writes: usize,
+    pub created: Vec<u32>,
+}
+
+impl Applied {
+    /// `plan` as it was carried out, for its events: a replica an earlier round created
+    /// is not announced twice.
+    pub fn done(&self, plan: &Plan) -> Plan {
+        Plan {
+            create: self.created.clone(),
+            ..plan.clone()
+        }
+    }
+}
+
+/// Carries out `plan`.
 pub async fn run(
     client: &kube::Client,
     group: &VirtualMachineGroup,
@@ -203,14 +222,15 @@ pub async fn run(
     hash: &str,
     server_group: Option<&ServerGroupId>,
     vms: &[VirtualMachine],
-) -> Result<usize, ReconcileError> {
+) -> Result<Applied, ReconcileError> {
     let ns = group.namespace().unwrap_or_default();
     let key = format!("{ns}/{}", group.name_any());
     let api: Api<VirtualMachine> = Api::namespaced(client.clone(), &ns);
+    let mut created = Vec::with_capacity(plan.create.len());
     for index in &plan.create {
         let vm = new_vm(group, *index, hash, server_group)?;
         match api.create(&PostParams::default(), &vm).await {
-            Ok(_) => {}
+            Ok(_) => created.push(*index),
             Err(kube::Error::Api(s)) if s.code == 409 => {}
             Err(e) => return Err(ReconcileError::kube("create a VirtualMachine", &key)(e)),
         }
@@ -239,7 +259,10 @@ pub async fn run(
         )
         .map_err(ReconcileError::kube("delete a VirtualMachine", &key))?;
     }
-    Ok(plan.create.len() + plan.drain.len() + plan.delete.len())
+    Ok(Applied {
+        writes: created.len() + plan.drain.len() + plan.delete.len(),
+        created,
+    })
 }
 
 /// Before a VirtualMachine of the group is deleted: what becomes of its data volumes
@@ -324,5 +347,72 @@ pub fn ignore_missing(result: Result<(), kube::Error>) -> Result<(), kube::Error
     match result {
         Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
         other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::client::Body;
+    use std::sync::{Arc, Mutex};
+
+    /// An API server where `<group>-0` exists already (an earlier round made it, the
+    /// cache has not seen it yet): its create answers 409, every other one 201.
+    fn api_server(created: Arc<Mutex<Vec<String>>>) -> kube::Client {
+        let service = tower::service_fn(move |request: http::Request<Body>| {
+            let created = created.clone();
+            async move {
+                let bytes = request.into_body().collect_bytes().await?;
+                let vm: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
+                let name = vm["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned();
+                let (code, body) = if name.ends_with("-0") {
+                    let status = serde_json::json!({"kind": "Status", "apiVersion": "v1",
+                        "status": "Failure", "reason": "AlreadyExists", "code": 409,
+                        "message": format!("virtualmachines.verda.linecorp.com \"{name}\" already exists")});
+                    (409, status)
+                } else {
+                    created.lock().expect("the log").push(name);
+                    (201, vm)
+                };
+                let response = http::Response::builder()
+                    .status(code)
+                    .header("content-type", "application/json")
+                    .body(Body::from(body.to_string().into_bytes()))
+                    .expect("a response");
+                Ok::<_, kube::Error>(response)
+            }
+        });
+        kube::Client::new(service, "default")
+    }
+
+    #[tokio::test]
+    async fn a_replica_an_earlier_round_created_is_neither_counted_nor_announced_again() {
+        let mut group: VirtualMachineGroup =
+            serde_yaml_ng::from_str(include_str!("../../../samples/virtualmachinegroup.yaml"))
+                .expect("the published group");
+        group.metadata.namespace = Some("team-a".into());
+        group.metadata.uid = Some("6c1f0d4e-0000-4000-8000-000000000001".into());
+        let created = Arc::new(Mutex::new(Vec::new()));
+        let plan = Plan {
+            create: vec![0, 1],
+            ..Plan::default()
+        };
+        let applied = run(&api_server(created.clone()), &group, &plan, "h1", None, &[])
+            .await
+            .expect("the round runs");
+        assert_eq!(
+            applied,
+            Applied {
+                writes: 1,
+                created: vec![1]
+            }
+        );
+        assert_eq!(
+            *created.lock().expect("the log"),
+            ["virtualmachinegroup-sample-1"]
+        );
     }
 }

@@ -241,8 +241,9 @@ impl Reconciler for VirtualMachineGroup {
             }
             let sg = outcome.server_group.as_ref();
             let (scale, hash, vms) = (&step.scale, &observed.template_hash, &observed.vms);
-            outcome.writes = apply::run(&ctx.client, group, scale, hash, sg, vms).await?;
-            outcome.events = scale.events(&group.name_any());
+            let applied = apply::run(&ctx.client, group, scale, hash, sg, vms).await?;
+            outcome.writes = applied.writes;
+            outcome.events = applied.done(scale).events(&group.name_any());
             outcome
                 .events
                 .extend(status::heal_events(scale, &observed.judged));
