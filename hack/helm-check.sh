@@ -21,13 +21,8 @@ set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 cd "$HERE/.."
 CHART=charts/verda-operator
-if ! command -v helm >/dev/null; then
-  if [[ -x $HOME/.local/bin/helm ]]; then
-    PATH=$HOME/.local/bin:$PATH
-  else
-    PATH="$(dirname "$(bash "$HERE/../../shared/tools/get-helm.sh")"):$PATH"
-  fi
-fi
+# shellcheck source=hack/use-helm.sh
+source "$HERE/use-helm.sh"
 echo "$(helm version --short)"
 
 tmp=$(mktemp -d)

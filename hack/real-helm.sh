@@ -43,13 +43,8 @@ kubectl() { command kubectl "$@" 2> >(grep -v 'version difference\|^WARNING: ver
 os() { OS_CLIENT_CONFIG_FILE=$CLOUDS "$OSC" --os-cloud osh-demo "$@"; }
 rm -rf "$WORK" && mkdir -p "$WORK"
 
-if ! command -v helm >/dev/null; then
-  if [[ -x $HOME/.local/bin/helm ]]; then
-    PATH=$HOME/.local/bin:$PATH
-  else
-    PATH="$(dirname "$(bash "$ROOT/../shared/tools/get-helm.sh")"):$PATH"
-  fi
-fi
+# shellcheck source=hack/use-helm.sh
+source "$ROOT/hack/use-helm.sh"
 want_version=$(sed -n 's/^version = "\(.*\)"/\1/p' "$ROOT/Cargo.toml" | head -n1)
 [[ -x $BIN ]] || { log "no operator binary at $BIN: build it (cargo build)"; exit 1; }
 [[ $("$BIN" --version) == "verda-operator $want_version" ]] ||
@@ -65,11 +60,7 @@ start_operator() {
   runs=$((runs + 1))
   local dir=$WORK/run-$runs
   mkdir -p "$dir"
-  cp "$ADMIN_KUBECONFIG" "$dir/kubeconfig"
-  KUBECONFIG=$dir/kubeconfig command kubectl config set-credentials operator \
-    --token="$(kubectl -n $NS create token verda-operator --duration=1h)" >/dev/null
-  KUBECONFIG=$dir/kubeconfig command kubectl config set-context --current --user=operator >/dev/null
-  chmod 600 "$dir/kubeconfig"
+  bash "$ROOT/hack/sa-kubeconfig.sh" "$ADMIN_KUBECONFIG" $NS "$dir/kubeconfig" 1h
   kubectl -n $NS get configmap verda-operator-config -o jsonpath='{.data.config\.yaml}' >"$dir/config.yaml"
   local secret cloud
   secret=$(kubectl -n $NS get deploy verda-operator -o jsonpath='{.spec.template.spec.volumes[?(@.name=="clouds")].secret.secretName}')

@@ -194,13 +194,8 @@ fresh_cluster() {
   start kube /opt/kubeharness/run/logs
   install_operator "$1"
   purge_project
-  local token
-  token=$(kubectl -n verda-system create token verda-operator --duration=2h)
   sa_kubeconfig="$WORK/operator.kubeconfig"
-  cp "$ADMIN_KUBECONFIG" "$sa_kubeconfig"
-  KUBECONFIG=$sa_kubeconfig command kubectl config set-credentials operator --token="$token" >/dev/null
-  KUBECONFIG=$sa_kubeconfig command kubectl config set-context --current --user=operator >/dev/null
-  chmod 600 "$sa_kubeconfig"
+  bash "$ROOT/hack/sa-kubeconfig.sh" "$ADMIN_KUBECONFIG" verda-system "$sa_kubeconfig" 2h
 }
 
 # The ignored real-cloud tests named in "$@", as the operator's ServiceAccount.

@@ -3,9 +3,8 @@
 //! is reported on the object once per change, a terminal one settles the generation,
 //! and deleting an object that is not ours, or is paused, makes no cloud call.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use kube::client::Body;
 use kube::runtime::controller::Action;
 use serde_json::{Value, json};
 use verda_api::v1alpha1::{VirtualMachine, finalizers};
@@ -16,80 +15,8 @@ use crate::cloud::owner::ClusterId;
 use crate::cloud::{BlockStorage, CloudFuture, Compute, LoadBalancing, Network};
 use crate::config::Config;
 use crate::metrics::Metrics;
+use crate::runtime::scripted_api::ApiServer;
 use crate::runtime::{Context, Timing};
-
-/// A request the API server received.
-#[derive(Clone, Debug)]
-struct Seen {
-    method: String,
-    path: String,
-    body: Value,
-}
-
-/// The answer to a request, by method and path: status code and body.
-type Reply = Arc<dyn Fn(&str, &str) -> (u16, Value) + Send + Sync>;
-
-/// Answers every request with `reply(method, path)` and records it.
-#[derive(Clone)]
-struct ApiServer {
-    seen: Arc<Mutex<Vec<Seen>>>,
-    reply: Reply,
-}
-
-impl ApiServer {
-    fn new(reply: impl Fn(&str, &str) -> (u16, Value) + Send + Sync + 'static) -> Self {
-        Self {
-            seen: Arc::default(),
-            reply: Arc::new(reply),
-        }
-    }
-
-    fn client(&self) -> kube::Client {
-        let server = self.clone();
-        let service = tower::service_fn(move |request: http::Request<Body>| {
-            let server = server.clone();
-            async move {
-                let (parts, body) = request.into_parts();
-                let bytes = body.collect_bytes().await?;
-                let (method, path) = (parts.method.to_string(), parts.uri.path().to_owned());
-                server.seen.lock().expect("the request log").push(Seen {
-                    body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-                    method: method.clone(),
-                    path: path.clone(),
-                });
-                let (code, answer) = (server.reply)(&method, &path);
-                let response = http::Response::builder()
-                    .status(code)
-                    .header("content-type", "application/json")
-                    .body(Body::from(answer.to_string().into_bytes()))
-                    .expect("a response");
-                Ok::<_, kube::Error>(response)
-            }
-        });
-        kube::Client::new(service, "default")
-    }
-
-    fn seen(&self) -> Vec<Seen> {
-        self.seen.lock().expect("the request log").clone()
-    }
-
-    /// The requests other than events, as `METHOD path`.
-    fn writes(&self) -> Vec<String> {
-        self.seen()
-            .iter()
-            .filter(|s| !s.path.contains("/events"))
-            .map(|s| format!("{} {}", s.method, s.path))
-            .collect()
-    }
-
-    fn events(&self) -> Vec<Value> {
-        self.seen()
-            .into_iter()
-            .filter(|s| s.path.contains("/events"))
-            .map(|s| s.body)
-            .collect()
-    }
-}
 
 /// A cloud the driver must not reach in these tests.
 struct NoCloud;
@@ -156,7 +83,7 @@ fn status(code: u16, reason: &str) -> Value {
 
 /// The finalizer patch answers `code`; everything else succeeds with the object.
 fn refusing_finalizer(code: u16, reason: &'static str) -> ApiServer {
-    ApiServer::new(move |method, path| match (method, path) {
+    ApiServer::new(move |method, path, _| match (method, path) {
         ("PATCH", VM_PATH) => (code, status(code, reason)),
         _ => (200, serde_json::to_value(&*vm(json!({}))).expect("JSON")),
     })
@@ -283,7 +210,8 @@ async fn deleting_an_object_without_our_finalizer_touches_nothing() {
 
 #[tokio::test]
 async fn a_paused_object_goes_without_a_cloud_call_and_keeps_other_finalizers() {
-    let server = ApiServer::new(|_, _| (200, serde_json::to_value(&*vm(json!({}))).expect("JSON")));
+    let server =
+        ApiServer::new(|_, _, _| (200, serde_json::to_value(&*vm(json!({}))).expect("JSON")));
     let paused = vm(json!({"metadata": {
         "deletionTimestamp": "2026-01-01T00:00:00Z",
         "annotations": {"verda.linecorp.com/reconcile-policy": "skip"},

@@ -20,6 +20,8 @@ pub mod problem;
 pub mod progress;
 pub mod reconcile_task;
 pub mod reconciler;
+#[cfg(test)]
+pub(crate) mod scripted_api;
 pub mod status_patch;
 
 pub use context::{Context, Timing};

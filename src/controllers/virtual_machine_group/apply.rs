@@ -353,39 +353,23 @@ pub fn ignore_missing(result: Result<(), kube::Error>) -> Result<(), kube::Error
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kube::client::Body;
-    use std::sync::{Arc, Mutex};
+    use crate::runtime::scripted_api::ApiServer;
 
     /// An API server where `<group>-0` exists already (an earlier round made it, the
     /// cache has not seen it yet): its create answers 409, every other one 201.
-    fn api_server(created: Arc<Mutex<Vec<String>>>) -> kube::Client {
-        let service = tower::service_fn(move |request: http::Request<Body>| {
-            let created = created.clone();
-            async move {
-                let bytes = request.into_body().collect_bytes().await?;
-                let vm: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
-                let name = vm["metadata"]["name"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_owned();
-                let (code, body) = if name.ends_with("-0") {
-                    let status = serde_json::json!({"kind": "Status", "apiVersion": "v1",
-                        "status": "Failure", "reason": "AlreadyExists", "code": 409,
-                        "message": format!("virtualmachines.verda.linecorp.com \"{name}\" already exists")});
-                    (409, status)
-                } else {
-                    created.lock().expect("the log").push(name);
-                    (201, vm)
-                };
-                let response = http::Response::builder()
-                    .status(code)
-                    .header("content-type", "application/json")
-                    .body(Body::from(body.to_string().into_bytes()))
-                    .expect("a response");
-                Ok::<_, kube::Error>(response)
+    fn api_server() -> ApiServer {
+        ApiServer::new(|_, _, vm| {
+            let name = vm["metadata"]["name"].as_str().unwrap_or_default();
+            match name.ends_with("-0") {
+                true => (
+                    409,
+                    json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                        "reason": "AlreadyExists", "code": 409,
+                        "message": format!("virtualmachines.verda.linecorp.com \"{name}\" already exists")}),
+                ),
+                false => (201, vm.clone()),
             }
-        });
-        kube::Client::new(service, "default")
+        })
     }
 
     #[tokio::test]
@@ -395,12 +379,12 @@ mod tests {
                 .expect("the published group");
         group.metadata.namespace = Some("team-a".into());
         group.metadata.uid = Some("6c1f0d4e-0000-4000-8000-000000000001".into());
-        let created = Arc::new(Mutex::new(Vec::new()));
+        let server = api_server();
         let plan = Plan {
             create: vec![0, 1],
             ..Plan::default()
         };
-        let applied = run(&api_server(created.clone()), &group, &plan, "h1", None, &[])
+        let applied = run(&server.client(), &group, &plan, "h1", None, &[])
             .await
             .expect("the round runs");
         assert_eq!(
@@ -410,9 +394,23 @@ mod tests {
                 created: vec![1]
             }
         );
+        let posted: Vec<String> = server
+            .seen()
+            .iter()
+            .filter(|s| s.method == "POST")
+            .map(|s| {
+                s.body["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned()
+            })
+            .collect();
         assert_eq!(
-            *created.lock().expect("the log"),
-            ["virtualmachinegroup-sample-1"]
+            posted,
+            [
+                "virtualmachinegroup-sample-0",
+                "virtualmachinegroup-sample-1"
+            ]
         );
     }
 }
