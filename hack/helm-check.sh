@@ -13,7 +13,11 @@
 #     RoleBinding verda-operator-secrets in the release namespace and in each listed
 #     one, and the six app.kubernetes.io labels on every object and pod template;
 #   - extraLabels, tolerations, nodeSelector, watchNamespace and allowOperatorCredentials
-#     reach the objects.
+#     reach the objects;
+#   - values.schema.json: a bad mode, a negative replica count, an unknown key (at the top
+#     and in `config`) each stop helm with the schema's words naming the key; every key of
+#     the configuration file docs/src/configuration.md shows passes;
+#   - kubeVersion: Kubernetes 1.30 is refused, 1.31 (a provider's build too) is not.
 # Installs Helm with ../shared/tools/get-helm.sh when it is not on PATH. Needs kubectl
 # and python3 with PyYAML.
 # Usage: hack/helm-check.sh
@@ -49,6 +53,45 @@ render bare "$CHART" -n verda-system
 render options "$CHART" -n verda-system --set extraLabels.team=platform \
   --set 'tolerations[0].key=node-role.kubernetes.io/control-plane,tolerations[0].effect=NoSchedule' \
   --set nodeSelector.pool=system,watchNamespace=team-a,allowOperatorCredentials=false,config.resyncPeriod=10m
+# The schema: each bad value fails with Helm's words for a schema violation and every
+# given word (the key, and the rule's, as Helm 3 and 4 both print them).
+refused() {
+  local set=$1 word
+  shift
+  if helm template "$CHART" -n verda-system --set "$set" >/dev/null 2>"$tmp/schema.log"; then
+    echo "helm template --set '$set' rendered: values.schema.json should refuse it" >&2
+    exit 1
+  fi
+  for word in "values don't meet the specifications of the schema" "$@"; do
+    grep -qiF -- "$word" "$tmp/schema.log" ||
+      { echo "helm template --set '$set': no \"$word\" in its error:" >&2; cat "$tmp/schema.log" >&2; exit 1; }
+  done
+}
+refused mode=bogus mode leaderElected shards
+refused replicaCount=-1 replicaCount
+refused shards.replicaCount=-1 replicaCount
+refused replicas=3 "additional propert" replicas
+refused config.resyncPeriods=5m "additional propert" resyncPeriods
+refused config.requestBudget.burst=0 burst
+# Every key of the configuration file as docs/src/configuration.md shows it, the
+# commented ones (clusterName, defaultCloudName) too.
+awk '/^## The configuration file/ { doc = 1 } doc && /^```yaml$/ { inside = 1; next }
+  inside && /^```$/ { exit } inside' docs/src/configuration.md |
+  sed -E 's/^( {0,4})# ([A-Za-z]+:)/\1\2/; s/^/  /; 1i config:' >"$tmp/documented-config.yaml"
+grep -q clusterName "$tmp/documented-config.yaml" ||
+  { echo "no configuration file example in docs/src/configuration.md" >&2; exit 1; }
+render documented "$CHART" -n verda-system -f "$tmp/documented-config.yaml" \
+  --set podDisruptionBudget.minAvailable=50%,logFormat=text,imagePullSecrets={regcred}
+echo "values.schema.json: bad mode, replica counts and unknown keys refused; the documented configuration passes"
+# kubeVersion: the oldest Kubernetes that takes the CRDs' CEL rules (hack/dist.sh says why).
+if helm template "$CHART" --kube-version 1.30.14 >/dev/null 2>"$tmp/kube.log" ||
+  ! grep -q "chart requires kubeVersion" "$tmp/kube.log"; then
+  echo "kubeVersion: Kubernetes 1.30 not refused:" >&2; cat "$tmp/kube.log" >&2; exit 1
+fi
+for v in 1.31.0 v1.31.4-gke.1 1.36.0; do
+  helm template "$CHART" --kube-version "$v" >/dev/null
+done
+echo "kubeVersion: $(sed -n 's/^kubeVersion: //p' "$CHART/Chart.yaml") (1.30 refused; 1.31, 1.31-gke, 1.36 taken)"
 kubectl kustomize config/shards >"$tmp/kustomize-shards.yaml"
 kubectl kustomize config/prometheus >"$tmp/kustomize-prometheus.yaml"
 kubectl kustomize config/grafana >"$tmp/kustomize-grafana.yaml"

@@ -42,6 +42,8 @@ CLOUDS=/opt/osharness/run/clouds.yaml
 OSC=/opt/osharness/venv/bin/openstack
 
 log() { echo "[real-systems] $*" >&2; }
+# record NAME SINCE: a part's time, in the table .ci/run prints at the end.
+record() { echo "$1 $(($(date +%s) - $2))" >>"$WORK/stage-times"; }
 [[ -d $RS ]] || { log "no real systems at $RS"; exit 1; }
 mkdir -p "$WORK"
 
@@ -102,6 +104,7 @@ start openstack /opt/osharness/run/logs
 COMPUTE_HOSTS=$(OS_CLIENT_CONFIG_FILE=$CLOUDS "$OSC" --os-cloud osh-admin compute service list \
   --service nova-compute -f value -c Host | sort -u | wc -l)
 log "real systems up in $(($(date +%s) - t0)) s ($COMPUTE_HOSTS compute hosts)"
+record "start: Prometheus, OpenStack, Kubernetes" "$t0"
 # A second project (team-b) for the shared-cluster test: its user, network,
 # quotas and application credential, in a clouds.yaml of its own.
 # shellcheck source=hack/real-tenant.sh
@@ -229,8 +232,11 @@ if stage e2e; then
   t1=$(date +%s)
   VERDA_E2E_REAL_CLUSTER=1 cargo test --locked --test it -- e2e_ leader_election::
   log "end-to-end suite passed in $(($(date +%s) - t1)) s"
+  record "e2e: end-to-end suite" "$t1"
+  t1=$(date +%s)
   log "the openstack CLI against verda-operator simulate (the embedded cloud)"
   VERDA_OPENSTACK_CLI=$OSC bash "$ROOT/hack/simulate-cli.sh"
+  record "e2e: openstack CLI against simulate" "$t1"
 fi
 
 # The suite leaves its namespaces behind with objects in them; the operator binary,
@@ -242,6 +248,7 @@ if stage cloud; then
   fresh_cluster "$ROOT/dist/install.yaml"
   real_tests real_systems:: real_shared_clusters:: real_lifecycle:: real_monitoring::
   log "real-cloud suite passed in $(($(date +%s) - t2)) s"
+  record "cloud" "$t2"
 fi
 
 if stage volumes; then
@@ -250,6 +257,7 @@ if stage volumes; then
   [[ -n ${sa_kubeconfig:-} ]] || fresh_cluster "$ROOT/dist/install.yaml"
   real_tests real_volumes:: real_addresses::
   log "volumes passed in $(($(date +%s) - t5)) s"
+  record "volumes" "$t5"
 fi
 
 if stage health; then
@@ -258,6 +266,7 @@ if stage health; then
   [[ -n ${sa_kubeconfig:-} ]] || fresh_cluster "$ROOT/dist/install.yaml"
   real_tests real_group_health:: real_lb_options:: real_lb_tls::
   log "group health and load balancer options and TLS passed in $(($(date +%s) - t7)) s"
+  record "health" "$t7"
 fi
 
 if stage upgrade; then
@@ -267,6 +276,7 @@ if stage upgrade; then
   fresh_cluster "$PREVIOUS_SRC/dist/install.yaml"
   real_tests real_upgrade::
   log "upgrade check passed in $(($(date +%s) - t3)) s"
+  record "upgrade" "$t3"
 fi
 
 if stage chaos; then
@@ -275,6 +285,7 @@ if stage chaos; then
   fresh_cluster "$ROOT/dist/install.yaml"
   real_tests real_chaos::
   log "chaos passed in $(($(date +%s) - t4)) s"
+  record "chaos" "$t4"
 fi
 if stage shards; then
   log "shards: three replicas divide namespaces, one SIGKILLed"
@@ -282,6 +293,7 @@ if stage shards; then
   fresh_cluster "$ROOT/dist/install.yaml"
   real_tests real_shards::
   log "shards passed in $(($(date +%s) - t6)) s"
+  record "shards" "$t6"
 fi
 if stage helm; then
   log "Helm chart: install, published objects Ready, upgrade with nothing replaced, uninstall"
@@ -293,5 +305,6 @@ if stage helm; then
   ADMIN_KUBECONFIG=$ADMIN_KUBECONFIG CLOUDS=$CLOUDS OSC=$OSC RS=$RS WORK=$WORK ROOT=$ROOT \
     bash "$ROOT/hack/real-helm.sh"
   log "Helm chart passed in $(($(date +%s) - t8)) s"
+  record "helm" "$t8"
 fi
 log "stage took $(($(date +%s) - t0)) s"

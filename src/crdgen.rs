@@ -27,12 +27,18 @@ pub fn file_name(crd: &CustomResourceDefinition) -> String {
 }
 
 /// One CRD as a YAML document with the generated-file header.
-pub fn render(crd: &CustomResourceDefinition) -> Result<String, serde_yaml_ng::Error> {
-    Ok(format!("{HEADER}{}", serde_yaml_ng::to_string(crd)?))
+pub fn render(crd: &CustomResourceDefinition) -> Result<String, serde_saphyr::SerializeError> {
+    // Long one-line strings (descriptions, CEL rules) stay on one line, not folded.
+    let mut options = serde_saphyr::SerializerOptions::default();
+    options.folded_wrap_chars = usize::MAX;
+    Ok(format!(
+        "{HEADER}{}",
+        serde_saphyr::to_string_with_options(crd, options)?
+    ))
 }
 
 /// Every CRD as one multi-document YAML stream.
-pub fn render_all() -> Result<String, serde_yaml_ng::Error> {
+pub fn render_all() -> Result<String, serde_saphyr::SerializeError> {
     let docs = crds().iter().map(render).collect::<Result<Vec<_>, _>>()?;
     Ok(docs.join("---\n"))
 }
@@ -43,7 +49,7 @@ pub enum CrdgenError {
     #[error("failed to render CRD {name}: {source}")]
     Render {
         name: String,
-        source: serde_yaml_ng::Error,
+        source: serde_saphyr::SerializeError,
     },
     #[error("failed to write {path}: {source}")]
     Write {

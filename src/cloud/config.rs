@@ -14,7 +14,10 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_yaml_ng::{Mapping, Value};
+use serde_json::{Map, Value};
+
+/// A YAML mapping of a clouds.yaml, read into JSON's model: its keys are names.
+type Mapping = Map<String, Value>;
 
 mod entry;
 mod parse;
@@ -75,7 +78,7 @@ fn pick_cloud(
         Some(name) => name.to_owned(),
         None => single_cloud_name(clouds, file)?,
     };
-    let Some(entry) = clouds.get(name.as_str()).and_then(Value::as_mapping) else {
+    let Some(entry) = clouds.get(name.as_str()).and_then(Value::as_object) else {
         return Err(ConfigError::NoSuchCloud {
             cloud: name,
             file: file.to_owned(),
@@ -107,14 +110,14 @@ fn parse_clouds(text: &str, origin: &Path) -> Result<Mapping, ConfigError> {
         reason,
     };
     // Syntax errors carry a position, never a scalar value.
-    let root: Value = serde_yaml_ng::from_str(text).map_err(|e| {
+    let root: Value = serde_saphyr::from_str(text).map_err(|e| {
         unreadable(e.location().map_or_else(
             || "not valid YAML".to_owned(),
             |l| format!("not valid YAML at line {} column {}", l.line(), l.column()),
         ))
     })?;
     match root.get("clouds") {
-        Some(Value::Mapping(m)) => Ok(m.clone()),
+        Some(Value::Object(m)) => Ok(m.clone()),
         _ => Err(unreadable("no `clouds:` mapping".to_owned())),
     }
 }
@@ -141,10 +144,7 @@ pub fn from_clouds_text(
 }
 
 fn cloud_names(clouds: &Mapping) -> Vec<String> {
-    clouds
-        .keys()
-        .filter_map(|k| k.as_str().map(str::to_owned))
-        .collect()
+    clouds.keys().cloned().collect()
 }
 
 fn single_cloud_name(clouds: &Mapping, file: &Path) -> Result<String, ConfigError> {
@@ -161,7 +161,7 @@ fn single_cloud_name(clouds: &Mapping, file: &Path) -> Result<String, ConfigErro
 fn merge(base: &mut Mapping, overlay: Mapping) {
     for (key, value) in overlay {
         match (base.get_mut(&key), value) {
-            (Some(Value::Mapping(b)), Value::Mapping(o)) => merge(b, o),
+            (Some(Value::Object(b)), Value::Object(o)) => merge(b, o),
             (_, value) => {
                 base.insert(key, value);
             }

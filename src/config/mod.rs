@@ -210,7 +210,7 @@ pub enum ConfigError {
     #[error("invalid configuration file {path}: {source}")]
     Parse {
         path: String,
-        source: serde_yaml_ng::Error,
+        source: Box<serde_saphyr::Error>,
     },
 }
 
@@ -232,11 +232,14 @@ impl Config {
     }
 
     /// Parses the YAML text of a configuration file; an empty text gives the defaults.
-    pub fn parse(text: &str) -> Result<Self, serde_yaml_ng::Error> {
+    pub fn parse(text: &str) -> Result<Self, Box<serde_saphyr::Error>> {
         if text.trim().is_empty() {
             return Ok(Self::default());
         }
-        serde_yaml_ng::from_str(text)
+        // The error on one line (where and what), without the parser's source excerpt.
+        let mut options = serde_saphyr::Options::default();
+        options.with_snippet = false;
+        serde_saphyr::from_str_with_options(text, options).map_err(Box::new)
     }
 }
 

@@ -114,3 +114,169 @@ fn a_bundle_never_shows_its_key() {
     let b = bundle(WEB_CRT, WEB_KEY, now()).expect("good");
     assert_eq!(format!("{b:?}"), format!("Bundle({})", b.fingerprint));
 }
+
+// A reader that is not ours: OpenSSL's `pkcs12` reads each bundle back, as Barbican's
+// and Octavia's (pyOpenSSL, cryptography) do.
+
+/// A scratch directory, removed when the test ends, passed or failed.
+struct Scratch(std::path::PathBuf);
+
+impl Scratch {
+    fn new() -> Self {
+        let dir = std::env::temp_dir().join(format!("verda-tls-bundle-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir(&dir).expect("a scratch directory");
+        Self(dir)
+    }
+
+    fn path(&self, name: &str) -> String {
+        self.0.join(name).display().to_string()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// What `openssl ARGS` prints; a missing binary fails the test saying what to install.
+fn openssl(args: &[&str]) -> String {
+    let out = match std::process::Command::new("openssl").args(args).output() {
+        Ok(out) => out,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => panic!(
+            "the openssl command is not installed: these tests read the PKCS#12 bundles back \
+             with OpenSSL, a parser that is not ours; install it (Debian: apt-get install -y openssl)"
+        ),
+        Err(e) => panic!("cannot run openssl: {e}"),
+    };
+    assert!(
+        out.status.success(),
+        "openssl {} failed: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("openssl prints text")
+}
+
+/// The PEM block of `label` in `text`, markers included.
+fn pem_block<'a>(text: &'a str, label: &str) -> &'a str {
+    let begin = format!("-----BEGIN {label}-----");
+    let end = format!("-----END {label}-----");
+    let start = text
+        .find(&begin)
+        .unwrap_or_else(|| panic!("no {begin} in:\n{text}"));
+    let stop = text[start..].find(&end).expect("an END marker") + start + end.len();
+    &text[start..stop]
+}
+
+/// Packs `crt` and the key in file `key_file`, has OpenSSL read the bundle (no password,
+/// as Octavia reads it) and checks it gives back every certificate, byte for byte and in
+/// order, and the key, as OpenSSL itself reads the key file.
+fn assert_openssl_reads_back(scratch: &Scratch, crt: &[u8], key_file: &str, now: DateTime<Utc>) {
+    let key = std::fs::read(key_file).expect("the key file");
+    let b = bundle(crt, &key, now).expect("a good pair");
+    let p12 = scratch.path("bundle.p12");
+    std::fs::write(&p12, &b.pkcs12).expect("write the bundle");
+    let read = openssl(&["pkcs12", "-in", &p12, "-passin", "pass:", "-nodes"]);
+    let certificates = |pem: &[u8]| -> Vec<CertificateDer<'static>> {
+        CertificateDer::pem_slice_iter(pem)
+            .collect::<Result<_, _>>()
+            .expect("PEM certificates")
+    };
+    let (want, got) = (certificates(crt), certificates(read.as_bytes()));
+    assert!(
+        want.len() >= 2,
+        "{key_file}: a chain, not a lone certificate"
+    );
+    assert_eq!(got, want, "{key_file}: the certificates OpenSSL reads");
+    let want_key = openssl(&["pkey", "-in", key_file]);
+    assert_eq!(
+        pem_block(&read, "PRIVATE KEY"),
+        pem_block(&want_key, "PRIVATE KEY"),
+        "{key_file}: the key OpenSSL reads"
+    );
+}
+
+#[test]
+fn openssl_reads_each_key_encoding_back_from_the_bundle() {
+    let scratch = Scratch::new();
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tls");
+    // RSA PKCS#1, RSA PKCS#8, ECDSA SEC1; each certificate with its CA as the chain.
+    for name in ["web", "web-renewed", "api"] {
+        let crt = std::fs::read(format!("{dir}/{name}.crt")).expect("the fixture");
+        assert_openssl_reads_back(&scratch, &crt, &format!("{dir}/{name}.key"), now());
+    }
+}
+
+/// A P-256 key and certificate `/CN=verda test NAME` made by OpenSSL: self-signed, or
+/// signed by `issuer` (certificate and key files) with the `x509 -req` options `extra`.
+/// Their files' paths.
+fn openssl_certificate(
+    s: &Scratch,
+    name: &str,
+    issuer: Option<(&str, &str)>,
+    extra: &[&str],
+) -> (String, String) {
+    let (crt, key, csr) = (
+        s.path(&format!("{name}.crt")),
+        s.path(&format!("{name}.key")),
+        s.path(&format!("{name}.csr")),
+    );
+    let subject = format!("/CN=verda test {name}");
+    let new_key = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-keyout",
+        &key,
+        "-subj",
+        &subject,
+    ];
+    let days = ["-days", "36500", "-out", &crt];
+    match issuer {
+        None => openssl(&[&["req", "-x509"][..], &new_key, &days].concat()),
+        Some((ca, ca_key)) => {
+            openssl(&[&["req", "-out", &csr][..], &new_key].concat());
+            let sign = ["x509", "-req", "-in", &csr, "-CA", ca, "-CAkey", ca_key];
+            openssl(&[&sign[..], &days, extra].concat())
+        }
+    };
+    (crt, key)
+}
+
+#[test]
+fn openssl_reads_a_leaf_and_its_intermediate_back_from_the_bundle() {
+    // root -> intermediate -> leaf; tls.crt holds the leaf, then the intermediate, as
+    // cert-manager writes it.
+    let s = Scratch::new();
+    let (root, root_key) = openssl_certificate(&s, "root", None, &[]);
+    let ca_ext = s.path("ca.ext");
+    let ca = "basicConstraints=critical,CA:TRUE\nkeyUsage=keyCertSign\n";
+    std::fs::write(&ca_ext, ca).expect("write the extensions");
+    let as_ca = ["-set_serial", "2", "-extfile", &ca_ext];
+    let (intermediate, intermediate_key) = openssl_certificate(
+        &s,
+        "intermediate",
+        Some((root.as_str(), root_key.as_str())),
+        &as_ca,
+    );
+    let by_intermediate = Some((intermediate.as_str(), intermediate_key.as_str()));
+    let (leaf, leaf_key) = openssl_certificate(&s, "leaf", by_intermediate, &["-set_serial", "3"]);
+    let verify = [
+        "verify",
+        "-CAfile",
+        &root,
+        "-untrusted",
+        &intermediate,
+        &leaf,
+    ];
+    openssl(&verify);
+    let chain = [std::fs::read(&leaf), std::fs::read(&intermediate)]
+        .into_iter()
+        .map(|f| f.expect("a certificate OpenSSL wrote"))
+        .collect::<Vec<_>>()
+        .concat();
+    assert_openssl_reads_back(&s, &chain, &leaf_key, Utc::now());
+}

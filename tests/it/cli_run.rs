@@ -200,7 +200,7 @@ async fn outside_a_cluster_run_needs_no_flags_and_converges_the_published_vm() {
         .expect("operator starts");
 
     let vms: Api<VirtualMachine> = Api::namespaced(server.client().expect("client"), "default");
-    let vm: VirtualMachine = serde_yaml_ng::from_str(&sample("virtualmachine.yaml")).expect("yaml");
+    let vm: VirtualMachine = serde_saphyr::from_str(&sample("virtualmachine.yaml")).expect("yaml");
     vms.create(&Default::default(), &vm).await.expect("created");
     eventually(
         "vm-sample is Ready on the embedded simulator",

@@ -13,7 +13,7 @@ use crate::support::real::free_port;
 async fn written(path: &Path) -> Value {
     for _ in 0..300 {
         let text = std::fs::read_to_string(path).unwrap_or_default();
-        let read = serde_yaml_ng::from_str::<Value>(&text).ok();
+        let read = serde_saphyr::from_str::<Value>(&text).ok();
         if let Some(clouds) = read.filter(|c| c["clouds"]["verda-sim-appcred"].is_object()) {
             return clouds;
         }

@@ -242,6 +242,40 @@ fn group_rules_refuse_bad_input_with_their_message() {
     for (spec, expected) in cases {
         assert_refused(&vmg(spec), None, expected);
     }
+    // A rollout that can neither add nor take away a replica, in a Deployment's words.
+    let rollout =
+        |update: Value| vmg(json!({"replicas": 2, "template": template, "rollingUpdate": update}));
+    let never = "maxUnavailable may not be 0 when maxSurge is 0";
+    assert_refused(
+        &rollout(json!({"maxSurge": 0, "maxUnavailable": 0})),
+        None,
+        never,
+    );
+    assert_refused(
+        &rollout(json!({"maxSurge": "0%", "maxUnavailable": 0})),
+        None,
+        never,
+    );
+    assert_refused(
+        &rollout(json!({"maxSurge": 0, "maxUnavailable": "0%"})),
+        None,
+        never,
+    );
+    // (The fields' own count-or-percent rule asks CEL's type(), which the client-side
+    // evaluator lacks: only this rule's verdict is read here.)
+    for fine in [
+        json!({"maxSurge": 0}),
+        json!({"maxUnavailable": 0}),
+        json!({"maxSurge": 0, "maxUnavailable": 1}),
+        json!({"maxSurge": "10%", "maxUnavailable": 0}),
+        json!({"maxSurge": 0, "maxUnavailable": "10%"}),
+    ] {
+        let why = refusals(&rollout(fine.clone()), None);
+        assert!(
+            !why.iter().any(|w| w.contains(never)),
+            "{fine} refused: {why:?}"
+        );
+    }
     let old = vmg(json!({"replicas": 2, "haPolicy": "soft", "template": template}));
     let new = vmg(json!({"replicas": 2, "haPolicy": "hard", "template": template}));
     assert_refused(&new, Some(&old), "haPolicy is immutable");

@@ -210,7 +210,7 @@ fn counted(n: usize, what: &str) -> String {
 
 /// Creates the object of a published manifest, by its kind.
 async fn apply(env: &Env, yaml: &str) {
-    let doc: serde_yaml_ng::Value = serde_yaml_ng::from_str(yaml).expect("valid manifest");
+    let doc: serde_json::Value = serde_saphyr::from_str(yaml).expect("valid manifest");
     match doc["kind"].as_str() {
         Some("VirtualMachine") => drop(env.create_from_yaml::<VirtualMachine>(yaml).await),
         Some("VirtualMachineGroup") => {
@@ -582,8 +582,7 @@ fn creates_made(sim: &Simulator, objects: &Objects, run: &str) -> String {
 /// Deletes the scenario's objects and waits until they and every cloud resource are gone.
 async fn delete_all(env: &Env, scenario: &Scenario) {
     for name in scenario.samples.iter().rev() {
-        let doc: serde_yaml_ng::Value =
-            serde_yaml_ng::from_str(&sample(name)).expect("valid manifest");
+        let doc: serde_json::Value = serde_saphyr::from_str(&sample(name)).expect("valid manifest");
         let object = doc["metadata"]["name"].as_str().expect("a name");
         match doc["kind"].as_str() {
             Some("VirtualMachine") => delete::<VirtualMachine>(env, object).await,

@@ -76,7 +76,7 @@ fn capture(file: &str, obj: &Value) {
         "{}/config/argocd/testdata/{file}.yaml",
         env!("CARGO_MANIFEST_DIR")
     );
-    std::fs::write(&path, serde_yaml_ng::to_string(&obj).expect("yaml")).expect("fixture written");
+    std::fs::write(&path, serde_saphyr::to_string(&obj).expect("yaml")).expect("fixture written");
 }
 
 /// Servers take a while to build, so the provisioning and scaling stages can be seen.

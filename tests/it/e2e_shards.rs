@@ -119,7 +119,7 @@ impl Ring {
                 .await
                 .expect("labelled");
             let mut vm: VirtualMachine =
-                serde_yaml_ng::from_str(&sample("virtualmachine.yaml")).expect("manifest");
+                serde_saphyr::from_str(&sample("virtualmachine.yaml")).expect("manifest");
             vm.metadata.namespace = Some(ns.clone());
             Api::<VirtualMachine>::namespaced(cluster.client(), &ns)
                 .create(&PostParams::default(), &vm)
@@ -295,7 +295,7 @@ async fn three_shards_divide_the_namespaces_survive_a_killed_one_and_hand_back_o
         .await
         .expect("created");
     for ns in &ring.namespaces {
-        let lb: LoadBalancer = serde_yaml_ng::from_str(STATIC_LB).expect("manifest");
+        let lb: LoadBalancer = serde_saphyr::from_str(STATIC_LB).expect("manifest");
         Api::<LoadBalancer>::namespaced(cluster.client(), ns)
             .create(&PostParams::default(), &lb)
             .await

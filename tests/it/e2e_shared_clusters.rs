@@ -129,7 +129,7 @@ async fn each_object_acts_in_the_project_its_credentials_name() {
     env.create_from_yaml::<VirtualMachine>(&vm_manifest("team-vm", Some("team-b")))
         .await;
     let mut foreign: LoadBalancer =
-        serde_yaml_ng::from_str(&support::e2e::sample("loadbalancer.yaml")).expect("sample");
+        serde_saphyr::from_str(&support::e2e::sample("loadbalancer.yaml")).expect("sample");
     foreign.metadata.name = Some("team-lb".into());
     foreign.spec.cloud_credentials_ref = Some(verda_api::v1alpha1::CloudCredentialsRef {
         secret_name: "team-b".into(),

@@ -32,7 +32,7 @@ struct Expected {
 
 fn read_yaml<T: serde::de::DeserializeOwned>(path: &Path) -> T {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 #[test]

@@ -180,7 +180,7 @@ fn application_credential(real: &Real, name: &str) -> (String, String) {
     let id = made["ID"].as_str().expect("credential ID").to_owned();
     let secret = made["Secret"].as_str().expect("credential secret");
     let password = single_cloud(&real.clouds, "osh-demo");
-    let root: serde_yaml_ng::Value = serde_yaml_ng::from_str(&password).expect("YAML");
+    let root: serde_json::Value = serde_saphyr::from_str(&password).expect("YAML");
     let auth_url = root["clouds"]["osh-demo"]["auth"]["auth_url"]
         .as_str()
         .expect("auth_url")

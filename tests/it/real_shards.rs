@@ -35,8 +35,9 @@ fn shards_overlay(real: &Real) -> (i64, Vec<String>) {
     let dir = dir.to_string_lossy();
     real.kubectl(&["apply", "-k", &dir]);
     let rendered = real.kubectl(&["kustomize", &dir]);
-    for doc in serde_yaml_ng::Deserializer::from_str(&rendered) {
-        let doc: serde_json::Value = serde::Deserialize::deserialize(doc).expect("a YAML document");
+    let docs: Vec<serde_json::Value> =
+        serde_saphyr::from_multiple(&rendered).expect("YAML documents");
+    for doc in docs {
         if doc["kind"] == "Deployment" {
             let spec = &doc["spec"];
             let args = spec["template"]["spec"]["containers"][0]["args"]

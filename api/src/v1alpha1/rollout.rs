@@ -11,6 +11,10 @@ use serde::{Deserialize, Serialize};
 const COUNT_OR_PERCENT: &str = "type(self) == int ? self >= 0 : self.matches('^[0-9]+%$')";
 const COUNT_OR_PERCENT_MESSAGE: &str =
     "a count (0 or more) or a percentage of replicas such as 25%";
+/// Not both `maxSurge` and `maxUnavailable` zero (`0`, `0%`), as a Deployment. (No
+/// `type()`: the rule is checked client-side in the tests too.)
+const NOT_BOTH_ZERO: &str = "!has(self.maxSurge) || !has(self.maxUnavailable) || \
+     !string(self.maxSurge).matches('^0+%?$') || !string(self.maxUnavailable).matches('^0+%?$')";
 
 /// The power a server should have, in KubeVirt's words.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -29,6 +33,9 @@ pub enum RunStrategy {
 /// once, and which indices it reaches.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, kube::KubeSchema)]
 #[serde(rename_all = "camelCase")]
+// A rollout that may neither add nor take away a replica can never progress: refused as
+// Kubernetes refuses it for a Deployment, in its words.
+#[x_kube(validation = kube::core::Rule::new(NOT_BOTH_ZERO).message("maxUnavailable may not be 0 when maxSurge is 0: the update could neither add a replica nor take one away").field_path(".maxUnavailable"))]
 pub struct RollingUpdate {
     /// Replicas created beyond `replicas` while old ones still serve: a count or a
     /// percentage (rounded up); default 1. A group whose replicas have data volumes, or
@@ -38,7 +45,10 @@ pub struct RollingUpdate {
     #[x_kube(validation = kube::core::Rule::new(COUNT_OR_PERCENT).message(COUNT_OR_PERCENT_MESSAGE))]
     pub max_surge: Option<IntOrString>,
     /// Replicas that may be unavailable during the update: a count or a percentage
-    /// (rounded down); default 0 (1 when there is no surge).
+    /// (rounded down); default 0 (1 when there is no surge); not 0 when `maxSurge` is 0.
+    /// A group updated in place (data volumes, declared ports or addresses, a
+    /// `partition`) replaces one replica at a time, which is unavailable while it is
+    /// replaced, whatever this says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[x_kube(validation = kube::core::Rule::new(COUNT_OR_PERCENT).message(COUNT_OR_PERCENT_MESSAGE))]
     pub max_unavailable: Option<IntOrString>,

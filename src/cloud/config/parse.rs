@@ -3,7 +3,9 @@
 
 use std::path::PathBuf;
 
-use serde_yaml_ng::{Mapping, Value};
+use serde_json::Value;
+
+use super::Mapping;
 
 use super::entry::{
     CloudConfig, Credentials, Environment, IdOrName, Interface, Scope, Secret, Tls,
@@ -80,7 +82,7 @@ pub(super) fn from_entry(name: &str, entry: &Mapping) -> Result<CloudConfig, Con
     let empty = Mapping::new();
     let auth = entry
         .get("auth")
-        .and_then(Value::as_mapping)
+        .and_then(Value::as_object)
         .unwrap_or(&empty);
     let top = Yaml(entry);
     let verify = entry.get("verify").and_then(Value::as_bool);

@@ -224,7 +224,7 @@ mod tests {
     use crate::controllers::load_balancer::plan::{Step, plan};
 
     fn spec() -> Spec {
-        serde_yaml_ng::from_str(
+        serde_saphyr::from_str(
             r#"
 apiVersion: verda.linecorp.com/v1alpha1
 kind: LoadBalancer

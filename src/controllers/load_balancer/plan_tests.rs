@@ -10,7 +10,7 @@ use crate::controllers::load_balancer::resolve::Observed;
 const REPLACE: Duration = Duration::from_secs(30);
 
 fn published() -> LoadBalancer {
-    serde_yaml_ng::from_str(
+    serde_saphyr::from_str(
         r#"
 apiVersion: verda.linecorp.com/v1alpha1
 kind: LoadBalancer

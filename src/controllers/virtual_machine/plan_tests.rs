@@ -9,7 +9,7 @@ use crate::cloud::model::compute::ServerFault;
 const REPLACE: Duration = Duration::from_secs(30);
 
 fn vm(yaml: &str) -> VirtualMachine {
-    serde_yaml_ng::from_str(yaml).expect("fixture is a VirtualMachine")
+    serde_saphyr::from_str(yaml).expect("fixture is a VirtualMachine")
 }
 
 fn published() -> VirtualMachine {

@@ -375,7 +375,7 @@ mod tests {
     #[tokio::test]
     async fn a_replica_an_earlier_round_created_is_neither_counted_nor_announced_again() {
         let mut group: VirtualMachineGroup =
-            serde_yaml_ng::from_str(include_str!("../../../samples/virtualmachinegroup.yaml"))
+            serde_saphyr::from_str(include_str!("../../../samples/virtualmachinegroup.yaml"))
                 .expect("the published group");
         group.metadata.namespace = Some("team-a".into());
         group.metadata.uid = Some("6c1f0d4e-0000-4000-8000-000000000001".into());

@@ -224,12 +224,12 @@ fn a_stateful_group_replaces_in_place_and_scales_down_from_the_highest_index() {
 
 #[test]
 fn a_scale_down_tells_what_becomes_of_the_removed_replicas_volumes() {
-    let group: verda_api::v1alpha1::VirtualMachineGroup = serde_yaml_ng::from_str(
+    let group: verda_api::v1alpha1::VirtualMachineGroup = serde_saphyr::from_str(
         "apiVersion: verda.linecorp.com/v1alpha1\nkind: VirtualMachineGroup\nmetadata: {name: db, namespace: team}\nspec:\n  replicas: 2\n  template: {image: centos79, flavor: m1.small, volumes: [{name: data, size: 1}]}\n",
     )
     .expect("a group");
     let vm = |name: &str| -> verda_api::v1alpha1::VirtualMachine {
-        serde_yaml_ng::from_str(&format!(
+        serde_saphyr::from_str(&format!(
             "apiVersion: verda.linecorp.com/v1alpha1\nkind: VirtualMachine\nmetadata: {{name: {name}, namespace: team}}\nspec: {{image: centos79, flavor: m1.small, volumes: [{{name: data, size: 1}}]}}\n"
         ))
         .expect("a VirtualMachine")
@@ -255,7 +255,7 @@ fn a_scale_down_tells_what_becomes_of_the_removed_replicas_volumes() {
 #[test]
 fn retained_volumes_past_replicas_go_when_scaled_says_delete() {
     let group = |retention: &str| -> verda_api::v1alpha1::VirtualMachineGroup {
-        serde_yaml_ng::from_str(&format!(
+        serde_saphyr::from_str(&format!(
             "apiVersion: verda.linecorp.com/v1alpha1\nkind: VirtualMachineGroup\nmetadata: {{name: db, namespace: team}}\nspec:\n  replicas: 2\n  template: {{image: centos79, flavor: m1.small, volumes: [{{name: data, size: 1}}]}}\n  volumeRetention: {{whenScaled: {retention}}}\n"
         ))
         .expect("a group")

@@ -45,7 +45,8 @@ pub fn next_status(
     status.server_group_id = server_group.map(ToString::to_string);
     status.selector = Some(format!("{}={}", labels::GROUP, group.name_any()));
     let outdated = active.iter().any(|m| policy.outdated(m));
-    let (ready, reason, message) = readiness(group, vms, &status, active.len() as i32, outdated);
+    let (ready, reason, message) =
+        readiness(group, vms, &status, active.len() as i32, outdated, policy);
     set_condition(
         &mut status.conditions,
         NewCondition {
@@ -69,6 +70,7 @@ fn readiness(
     status: &VirtualMachineGroupStatus,
     active: i32,
     outdated: bool,
+    policy: &Policy,
 ) -> (Status, &'static str, String) {
     let unplaced = vms
         .iter()
@@ -100,8 +102,9 @@ fn readiness(
             Status::False,
             "RollingUpdate",
             format!(
-                "{} of {desired} VirtualMachines run the current template",
-                status.updated_replicas
+                "{} of {desired} VirtualMachines run the current template{}",
+                status.updated_replicas,
+                in_place_note(policy)
             ),
         )
     } else {
@@ -113,6 +116,19 @@ fn readiness(
                 status.ready_replicas
             ),
         )
+    }
+}
+
+/// What a rollout in place says of `maxUnavailable: 0`, which it cannot keep: each
+/// replica keeps its index, so it is replaced where it stands.
+fn in_place_note(policy: &Policy) -> &'static str {
+    match policy.in_place && policy.max_unavailable == 0 {
+        true => {
+            "; updated in place one replica at a time (its volumes, addresses or the partition \
+             keep each replica's index), so one is unavailable while it is replaced although \
+             maxUnavailable is 0"
+        }
+        false => "",
     }
 }
 
@@ -399,6 +415,34 @@ mod tests {
                 "AllReplicasReady",
                 "2 of 2 VirtualMachines are Ready"
             )
+        );
+    }
+
+    #[test]
+    fn a_rollout_in_place_says_it_takes_one_replica_away_whatever_max_unavailable_says() {
+        let members = [member(0, "old", true), member(1, "new", true)];
+        let mut in_place = policy(2);
+        in_place.in_place = true;
+        let status = next_status(&group(2), &[], &members, &in_place, None, Timestamp::now());
+        let (_, reason, message) = ready_of(&status);
+        assert_eq!(reason, "RollingUpdate");
+        assert!(
+            message
+                .starts_with("1 of 2 VirtualMachines run the current template; updated in place")
+                && message.ends_with("although maxUnavailable is 0"),
+            "{message}"
+        );
+        // With room to take replicas away, or with surge, there is nothing to explain.
+        in_place.max_unavailable = 1;
+        let status = next_status(&group(2), &[], &members, &in_place, None, Timestamp::now());
+        assert_eq!(
+            ready_of(&status).2,
+            "1 of 2 VirtualMachines run the current template"
+        );
+        let status = next_status(&group(2), &[], &members, &policy(2), None, Timestamp::now());
+        assert_eq!(
+            ready_of(&status).2,
+            "1 of 2 VirtualMachines run the current template"
         );
     }
 

@@ -252,10 +252,9 @@ pub fn load_crd_dir(dir: &Path) -> Result<Vec<ResourceType>, StartError> {
 
 /// Parses a (multi-document) YAML text of CustomResourceDefinitions; other kinds are skipped.
 pub fn parse_crds(text: &str) -> Result<Vec<ResourceType>, String> {
-    use serde::Deserialize;
     let mut out = Vec::new();
-    for doc in serde_yaml_ng::Deserializer::from_str(text) {
-        let v = Value::deserialize(doc).map_err(|e| e.to_string())?;
+    let docs: Vec<Value> = serde_saphyr::from_multiple(text).map_err(|e| e.to_string())?;
+    for v in docs {
         if v.get("kind").and_then(Value::as_str) != Some("CustomResourceDefinition") {
             continue;
         }

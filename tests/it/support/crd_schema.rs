@@ -17,7 +17,7 @@ pub fn schema_of(kind: &str) -> Value {
     for entry in std::fs::read_dir(&dir).expect("config/crd/bases exists") {
         let path = entry.expect("readable dir entry").path();
         let text = std::fs::read_to_string(&path).expect("readable CRD");
-        let crd: Value = serde_yaml_ng::from_str(&text).expect("CRD is YAML");
+        let crd: Value = serde_saphyr::from_str(&text).expect("CRD is YAML");
         if crd["spec"]["names"]["kind"] == kind {
             return crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"].clone();
         }
@@ -27,8 +27,9 @@ pub fn schema_of(kind: &str) -> Value {
 
 /// Every document of a (multi-document) YAML text.
 pub fn documents(text: &str) -> Vec<Value> {
-    serde_yaml_ng::Deserializer::from_str(text)
-        .map(|doc| <Value as serde::Deserialize>::deserialize(doc).expect("valid YAML document"))
+    serde_saphyr::from_multiple::<Value>(text)
+        .expect("valid YAML documents")
+        .into_iter()
         .filter(|doc| !doc.is_null())
         .collect()
 }

@@ -237,7 +237,7 @@ impl Env {
             + serde::Serialize
             + DeserializeOwned,
     {
-        let mut obj: K = serde_yaml_ng::from_str(yaml).expect("valid manifest");
+        let mut obj: K = serde_saphyr::from_str(yaml).expect("valid manifest");
         obj.meta_mut().namespace = Some(self.ns.clone());
         self.api::<K>()
             .create(&PostParams::default(), &obj)

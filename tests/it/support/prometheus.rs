@@ -20,7 +20,7 @@ pub struct Prometheus {
 pub fn published_rules(interval: &str) -> Value {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/config/prometheus/rules.yaml");
     let text = std::fs::read_to_string(path).expect("config/prometheus/rules.yaml");
-    let rule: Value = serde_yaml_ng::from_str(&text).expect("the PrometheusRule parses");
+    let rule: Value = serde_saphyr::from_str(&text).expect("the PrometheusRule parses");
     let mut groups = rule["spec"]["groups"].clone();
     for group in groups.as_array_mut().expect("spec.groups is a list") {
         group["interval"] = Value::from(interval);
@@ -33,7 +33,7 @@ impl Prometheus {
     pub fn start(binary: &Path, target: &str, rules: &Value, dir: &Path) -> Self {
         std::fs::create_dir_all(dir).expect("prometheus dir");
         let rules_path = dir.join("rules.yaml");
-        std::fs::write(&rules_path, serde_yaml_ng::to_string(rules).expect("yaml")).expect("rules");
+        std::fs::write(&rules_path, serde_saphyr::to_string(rules).expect("yaml")).expect("rules");
         let config = format!(
             "global: {{scrape_interval: 1s, evaluation_interval: 1s}}\n\
              rule_files: [{}]\n\

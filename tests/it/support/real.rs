@@ -503,16 +503,16 @@ pub fn tenant_clouds() -> PathBuf {
 
 /// A clouds.yaml holding only `cloud` of `file`, so a Secret needs no cloudName.
 pub fn single_cloud(file: &Path, cloud: &str) -> String {
-    use serde_yaml_ng::{Mapping, Value};
+    use serde_json::{Map, Value};
     let text = std::fs::read_to_string(file).expect("clouds.yaml");
-    let root: Value = serde_yaml_ng::from_str(&text).expect("YAML");
+    let root: Value = serde_saphyr::from_str(&text).expect("YAML");
     let entry = root["clouds"][cloud].clone();
     assert!(!entry.is_null(), "{cloud} in {}", file.display());
-    let mut clouds = Mapping::new();
-    clouds.insert(Value::from(cloud), entry);
-    let mut top = Mapping::new();
-    top.insert(Value::from("clouds"), Value::Mapping(clouds));
-    serde_yaml_ng::to_string(&top).expect("YAML")
+    let mut clouds = Map::new();
+    clouds.insert(cloud.to_owned(), entry);
+    let mut top = Map::new();
+    top.insert("clouds".to_owned(), Value::Object(clouds));
+    serde_saphyr::to_string(&top).expect("YAML")
 }
 
 /// Creates or replaces the namespace's default Secret with `clouds_yaml`, as

@@ -7,7 +7,7 @@ use crate::cloud::model::volume::Attachment;
 use crate::cloud::owner::Owner;
 
 fn vm(volumes: &str) -> VirtualMachine {
-    serde_yaml_ng::from_str(&format!(
+    serde_saphyr::from_str(&format!(
         "apiVersion: verda.linecorp.com/v1alpha1\nkind: VirtualMachine\nmetadata: {{name: db-1, namespace: team, uid: vm-uid}}\nspec:\n  image: centos79\n  flavor: m1.small\n  volumes: {volumes}\n"
     ))
     .expect("a VirtualMachine")

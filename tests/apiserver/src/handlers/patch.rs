@@ -98,7 +98,7 @@ fn parse_apply(body: &[u8]) -> Result<Value, ApiError> {
     if let Ok(v) = serde_json::from_slice::<Value>(body) {
         return Ok(v);
     }
-    serde_yaml_ng::from_slice(body)
+    serde_saphyr::from_slice(body)
         .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))
 }
 

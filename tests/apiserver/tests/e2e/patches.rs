@@ -183,7 +183,7 @@ async fn apply_conflicts_with_another_managers_field_unless_forced() {
     .await
     .unwrap();
     let yaml = "apiVersion: verda.linecorp.com/v1alpha1\nkind: VirtualMachineGroup\nmetadata:\n  name: g1\nspec:\n  replicas: 7\n";
-    let value: serde_json::Value = serde_yaml_ng::from_str(yaml).unwrap();
+    let value: serde_json::Value = serde_saphyr::from_str(yaml).unwrap();
     let s = status(
         api.patch(
             "g1",
