@@ -12,8 +12,8 @@ use std::time::Duration;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use tokio::sync::watch;
 
-use crate::cloud::CloudPorts;
 use crate::cloud::CloudSelection;
+use crate::cloud::CloudServices;
 use crate::cloud::budget::Budgets;
 use crate::config::{Config, ConfigError};
 use crate::controllers;
@@ -114,13 +114,13 @@ pub async fn run(options: RunOptions) -> Result<(), RunError> {
     tracing::info!(listen = %options.listen, identity = %options.identity, "operator started");
 
     let timing = Timing::from_config(&config);
-    let ports: Arc<dyn CloudPorts> = Arc::new(cloud.client.clone());
+    let services: Arc<dyn CloudServices> = Arc::new(cloud.client.clone());
     let cluster = crate::runtime::cluster::identify(&client, &config).await?;
     tracing::info!(%cluster, "cloud resources record this cluster");
     let owned = options.shards.then(Arc::<OwnedNamespaces>::default);
     let scope = owned.clone().map_or(Assignment::All, Assignment::Owned);
     let ctx = Arc::new(
-        Context::new(client.clone(), config, metrics, ports, timing, cluster)
+        Context::new(client.clone(), config, metrics, services, timing, cluster)
             .watching(options.namespace.clone())
             .watching_through(clients.watches.clone())
             .reporting_as(&options.identity)

@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 use super::config::{CloudConfig, Credentials, IdOrName, Interface, Scope, Secret};
 use super::error::{ErrorKind, Resource};
 
-/// The OpenStack services the port calls, with their catalog type and metric label.
+/// The OpenStack services the client calls, with their catalog type and metric label.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Service {
     Identity,

@@ -1,4 +1,4 @@
-//! `CloudError`: the one classified error every port verb returns.
+//! `CloudError`: the one classified error every service verb returns.
 //!
 //! Each error names the failed action and its object ("failed to create server
 //! verda-default-web-0: quota exceeded: ...") and carries a [`ErrorKind`] the
@@ -88,7 +88,7 @@ fn retry_suffix(retry_after: Option<Duration>) -> String {
     }
 }
 
-/// A failed port call: the action with its object, and the classified cause.
+/// A failed service call: the action with its object, and the classified cause.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("failed to {action}: {kind}")]
 pub struct CloudError {

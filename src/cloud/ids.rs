@@ -1,4 +1,4 @@
-//! Typed identifiers for every OpenStack object the port handles.
+//! Typed identifiers for every OpenStack object the service traits handle.
 //!
 //! A `ServerId` cannot be passed where a `PoolId` is expected. The types only wrap the
 //! string OpenStack returned; they deliberately do not validate UUID syntax, because Nova

@@ -1,12 +1,16 @@
-//! The OpenStack port: one trait per service ([`Compute`], [`Network`],
-//! [`LoadBalancing`]) with one method per API call, the classified [`CloudError`], and the
-//! real client [`OpenStackClient`] behind them.
+//! The OpenStack services: one trait per service ([`Compute`], [`BlockStorage`],
+//! [`Network`], [`LoadBalancing`]) with one method per API call, gathered per region by
+//! [`CloudServices`], the classified [`CloudError`], and the real client
+//! [`OpenStackClient`] behind them.
 //!
-//! Layout: `ports` (the traits), `model` (request/response types), `ids` (typed IDs),
-//! `owner` (how resources record their Kubernetes owner), `config` (clouds.yaml and
+//! Layout: `services` (the traits), `regions` (the traits per region), `model`
+//! (request/response types), `ids` (typed IDs), `owner` (how resources record their
+//! Kubernetes owner), `orphans` (which resources no owner keeps any more), `config` (clouds.yaml and
 //! `OS_*` resolution), `auth` (Keystone v3), `transport` (the single choke point: token,
-//! retries, concurrency cap, metrics), `http_clients`/`proxy`/`tls` (the connections), `retry` (backoff rules), `error`/`error_body`
-//! (classification), `client` (the verbs).
+//! retries, concurrency cap, metrics), `budget` (each project's request budget),
+//! `write_log` (which reconcile wrote what), `http_clients`/`proxy`/`tls` (the
+//! connections), `retry` (backoff rules), `error`/`error_body` (classification), `request`
+//! and `client` (the verbs).
 //!
 //! Deliberately not here: deciding what to create or delete (controllers), and the
 //! `openstack` crate — its calls would bypass the choke point's retries, metrics,
@@ -23,11 +27,11 @@ pub mod ids;
 pub mod model;
 pub mod orphans;
 pub mod owner;
-pub mod ports;
 mod proxy;
 mod regions;
 mod request;
 pub mod retry;
+pub mod services;
 mod tls;
 mod transport;
 pub mod write_log;
@@ -36,10 +40,10 @@ pub use auth::Service;
 pub use client::OpenStackClient;
 pub use config::{CloudConfig, CloudSelection, CloudSource, ConfigError, Environment, resolve};
 pub use error::{CloudError, ErrorKind, Resource, ignore_not_found};
-pub use ports::{
+pub use proxy::Proxies;
+pub use regions::CloudServices;
+pub use retry::RetryPolicy;
+pub use services::{
     BlockStorage, CloudFuture, CloudResult, Compute, LoadBalancing, MetadataMode, Network,
 };
-pub use proxy::Proxies;
-pub use regions::CloudPorts;
-pub use retry::RetryPolicy;
 pub use transport::ClientOptions;

@@ -1,14 +1,14 @@
-//! The cloud as the controllers reach it: per service, in the cloud's own region or in
-//! the region a LoadBalancer names. One [`CloudPorts`] per set of credentials (a tenant).
+//! The cloud as the controllers talk to it: per service, in the cloud's own region or in
+//! the region a LoadBalancer names. One [`CloudServices`] per set of credentials (a tenant).
 
 use std::sync::Arc;
 
 use super::client::OpenStackClient;
-use super::ports::{BlockStorage, CloudFuture, Compute, LoadBalancing, Network};
+use super::services::{BlockStorage, CloudFuture, Compute, LoadBalancing, Network};
 
 /// The cloud, per region. VirtualMachines use the cloud's own region; a LoadBalancer
 /// may name another.
-pub trait CloudPorts: Send + Sync {
+pub trait CloudServices: Send + Sync {
     fn compute(&self) -> Arc<dyn Compute>;
     fn network(&self, region: Option<&str>) -> Arc<dyn Network>;
     fn load_balancing(&self, region: Option<&str>) -> Arc<dyn LoadBalancing>;
@@ -18,7 +18,7 @@ pub trait CloudPorts: Send + Sync {
     fn project_id(&self) -> CloudFuture<'_, String>;
 }
 
-impl CloudPorts for OpenStackClient {
+impl CloudServices for OpenStackClient {
     fn compute(&self) -> Arc<dyn Compute> {
         Arc::new(self.clone())
     }

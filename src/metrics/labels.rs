@@ -8,7 +8,7 @@ use prometheus_client::encoding::EncodeLabelSet;
 pub struct CloudRequestLabels {
     /// `compute`, `load-balancer`, `network` or `identity`.
     pub service: &'static str,
-    /// The port verb, e.g. `create_server`.
+    /// The service verb, e.g. `create_server`.
     pub operation: &'static str,
     /// HTTP status code, or `error` when no response arrived.
     pub code: String,

@@ -10,7 +10,7 @@ use kube::{Resource, ResourceExt};
 use verda_api::v1alpha1::{LoadBalancer, VirtualMachine, VirtualMachineGroup};
 
 use super::{Orphan, classify, delete, list};
-use crate::cloud::CloudPorts;
+use crate::cloud::CloudServices;
 use crate::cloud::budget::Budgets;
 use crate::cloud::{ClientOptions, CloudSelection, CloudSource, Environment, OpenStackClient};
 use crate::config::Config;
@@ -61,10 +61,10 @@ pub async fn run(options: OrphansOptions) -> Result<(), OrphansError> {
         budgets: Some(Budgets::new(config.request_budget.spec())),
         ..ClientOptions::default()
     };
-    let ports: Arc<dyn CloudPorts> =
+    let services: Arc<dyn CloudServices> =
         Arc::new(OpenStackClient::new(cloud, Metrics::new(), client_options)?);
     // The cloud first: an object created after this listing cannot look orphaned.
-    let listing = list(ports.as_ref(), &cluster).await?;
+    let listing = list(services.as_ref(), &cluster).await?;
     let live = live_uids(&client).await?;
     let orphans = classify(&listing, &cluster, &live);
     if options.json {
@@ -83,7 +83,7 @@ pub async fn run(options: OrphansOptions) -> Result<(), OrphansError> {
         orphans.len()
     );
     let mut failed = 0;
-    for (orphan, result) in delete(ports.as_ref(), &orphans).await {
+    for (orphan, result) in delete(services.as_ref(), &orphans).await {
         match result {
             Ok(()) => eprintln!("deleted {} {} ({})", orphan.kind, orphan.id, orphan.name),
             Err(e) => {

@@ -7,7 +7,7 @@
 pub mod command;
 
 use crate::cloud::CloudError;
-use crate::cloud::CloudPorts;
+use crate::cloud::CloudServices;
 use crate::cloud::model::key_manager::StoredSecret;
 use crate::cloud::model::loadbalancing::LbFilter;
 use crate::cloud::model::network::{FloatingIpFilter, PortFilter};
@@ -19,31 +19,34 @@ pub use crate::cloud::orphans::{Listing, Orphan, ResourceKind, classify};
 /// Seven calls: managed servers, server groups, managed load balancers, floating IPs,
 /// `cluster`'s data volumes, the project's ports, and `cluster`'s Barbican secrets
 /// (none where the cloud has no Barbican).
-pub async fn list(ports: &dyn CloudPorts, cluster: &ClusterId) -> Result<Listing, CloudError> {
-    let compute = ports.compute();
-    let certificates = ports
+pub async fn list(
+    services: &dyn CloudServices,
+    cluster: &ClusterId,
+) -> Result<Listing, CloudError> {
+    let compute = services.compute();
+    let certificates = services
         .load_balancing(None)
         .list_certificates(&certificate_prefix(cluster))
         .await;
     Ok(Listing {
         servers: compute.list_managed_servers().await?,
         server_groups: compute.list_server_groups().await?,
-        load_balancers: ports
+        load_balancers: services
             .load_balancing(None)
             .list_load_balancers(&LbFilter {
                 tags: vec![MANAGED_TAG.to_owned()],
                 ..LbFilter::default()
             })
             .await?,
-        floating_ips: ports
+        floating_ips: services
             .network(None)
             .list_floating_ips(&FloatingIpFilter::default())
             .await?,
-        volumes: ports
+        volumes: services
             .block_storage()
             .list_volumes(&cluster.volume_filter())
             .await?,
-        ports: ports
+        ports: services
             .network(None)
             .list_ports(&PortFilter::default())
             .await?,
@@ -57,7 +60,7 @@ pub async fn list(ports: &dyn CloudPorts, cluster: &ClusterId) -> Result<Listing
 /// Deletes `orphans`: floating IPs, load balancers (with everything under them), their
 /// certificates, servers, then server groups. One that is already gone counts as deleted.
 pub async fn delete(
-    ports: &dyn CloudPorts,
+    services: &dyn CloudServices,
     orphans: &[Orphan],
 ) -> Vec<(Orphan, Result<(), CloudError>)> {
     let mut ordered = orphans.to_vec();
@@ -66,9 +69,9 @@ pub async fn delete(
     for orphan in ordered {
         let id = orphan.id.clone();
         let done = match orphan.kind {
-            ResourceKind::FloatingIp => ports.network(None).delete_floating_ip(&id.into()).await,
+            ResourceKind::FloatingIp => services.network(None).delete_floating_ip(&id.into()).await,
             ResourceKind::LoadBalancer => {
-                ports
+                services
                     .load_balancing(None)
                     .delete_load_balancer(&id.into())
                     .await
@@ -78,12 +81,15 @@ pub async fn delete(
                     secret_ref: id,
                     name: Some(orphan.name.clone()),
                 };
-                ports.load_balancing(None).delete_certificate(&secret).await
+                services
+                    .load_balancing(None)
+                    .delete_certificate(&secret)
+                    .await
             }
-            ResourceKind::Server => ports.compute().delete_server(&id.into()).await,
-            ResourceKind::Volume => ports.block_storage().delete_volume(&id.into()).await,
-            ResourceKind::Port => ports.network(None).delete_port(&id.into()).await,
-            ResourceKind::ServerGroup => ports.compute().delete_server_group(&id.into()).await,
+            ResourceKind::Server => services.compute().delete_server(&id.into()).await,
+            ResourceKind::Volume => services.block_storage().delete_volume(&id.into()).await,
+            ResourceKind::Port => services.network(None).delete_port(&id.into()).await,
+            ResourceKind::ServerGroup => services.compute().delete_server_group(&id.into()).await,
         };
         results.push((orphan, crate::cloud::ignore_not_found(done)));
     }

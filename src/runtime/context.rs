@@ -10,7 +10,7 @@ use std::time::Duration;
 use crate::caches::Reach;
 use crate::caches::cloud_view::{CloudView, Surroundings};
 use crate::caches::watch::CacheSlot;
-use crate::cloud::CloudPorts;
+use crate::cloud::CloudServices;
 use crate::cloud::budget::Budgets;
 use crate::cloud::owner::{ClusterId, Owner};
 use crate::config::Config;
@@ -75,7 +75,7 @@ impl Context {
         client: kube::Client,
         config: Config,
         metrics: Arc<Metrics>,
-        cloud: Arc<dyn CloudPorts>,
+        cloud: Arc<dyn CloudServices>,
         timing: Timing,
         cluster: ClusterId,
     ) -> Self {

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use verda_api::v1alpha1::{VirtualMachine, finalizers};
 
 use super::reconcile;
-use crate::cloud::CloudPorts;
+use crate::cloud::CloudServices;
 use crate::cloud::owner::ClusterId;
 use crate::cloud::{BlockStorage, CloudFuture, Compute, LoadBalancing, Network};
 use crate::config::Config;
@@ -21,7 +21,7 @@ use crate::runtime::{Context, Timing};
 /// A cloud the driver must not reach in these tests.
 struct NoCloud;
 
-impl CloudPorts for NoCloud {
+impl CloudServices for NoCloud {
     fn compute(&self) -> Arc<dyn Compute> {
         panic!("the driver called Nova")
     }

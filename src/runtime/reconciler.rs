@@ -42,7 +42,7 @@ pub struct Reconcile<K: Reconciler> {
     pub tenant: Tenant,
     pub policy: ReconcilePolicy,
     pub owner: Owner,
-    pub ports: K::Ports,
+    pub services: K::Services,
     pub now: Timestamp,
 }
 
@@ -80,7 +80,7 @@ object_status!(
 /// A controller, as the driver runs it.
 pub trait Reconciler: Managed {
     /// The cloud services (and the project's cloud view) this kind talks to.
-    type Ports: Send + Sync;
+    type Services: Send + Sync;
     /// What `observe` found.
     type Observed: Send + Sync;
     /// The next thing to do, decided by `plan` alone.
@@ -89,7 +89,7 @@ pub trait Reconciler: Managed {
     type Outcome: Send + Sync;
     type Status: ObjectStatus;
 
-    fn ports(ctx: &Context, tenant: &Tenant, obj: &Self) -> Self::Ports;
+    fn services(ctx: &Context, tenant: &Tenant, obj: &Self) -> Self::Services;
 
     /// What is wrong with the spec, found without any I/O: reported before anything
     /// is read or written, and on every edit.
@@ -172,7 +172,7 @@ pub async fn converge<K: Reconciler>(
     K::validate(&obj, &ctx)?;
     let reconcile = Reconcile {
         owner: ctx.owner_of(&*obj),
-        ports: K::ports(&ctx, &tenant, &obj),
+        services: K::services(&ctx, &tenant, &obj),
         now: Timestamp::now(),
         obj,
         ctx,

@@ -22,7 +22,7 @@ use verda_api::v1alpha1::CloudCredentialsRef;
 pub use origin::{CredentialsError, Origin, SecretKey};
 use secrets::{Built, SecretWatches};
 
-use crate::cloud::CloudPorts;
+use crate::cloud::CloudServices;
 use crate::cloud::budget::Budgets;
 use crate::cloud::config::from_clouds_text;
 use crate::cloud::{ClientOptions, OpenStackClient};
@@ -38,7 +38,7 @@ pub const CACERT_KEY: &str = "cacert";
 /// The credentials an object acts with, and the project they act in.
 #[derive(Clone)]
 pub struct Tenant {
-    pub ports: Arc<dyn CloudPorts>,
+    pub services: Arc<dyn CloudServices>,
     /// The project's ID, as Keystone scoped the credentials' token.
     pub project: String,
     pub origin: Origin,
@@ -47,7 +47,7 @@ pub struct Tenant {
 /// Resolves objects' credentials; shared by the controllers.
 pub struct Tenancy {
     settings: CredentialsConfig,
-    operator: Arc<dyn CloudPorts>,
+    operator: Arc<dyn CloudServices>,
     secrets: SecretWatches,
     metrics: Arc<Metrics>,
     /// The projects' request budgets the clients built here spend from.
@@ -60,7 +60,7 @@ impl Tenancy {
     pub fn new(
         client: kube::Client,
         settings: CredentialsConfig,
-        operator: Arc<dyn CloudPorts>,
+        operator: Arc<dyn CloudServices>,
         metrics: Arc<Metrics>,
     ) -> Self {
         Self {
@@ -158,18 +158,18 @@ impl Tenancy {
                 None => Err(CredentialsError::NamespaceDefaultNotFound { secret: key }),
             };
         };
-        let ports = self.client_for(&key, &secret, cloud, &built)?;
-        self.tenant(ports, Origin::Secret(key)).await
+        let services = self.client_for(&key, &secret, cloud, &built)?;
+        self.tenant(services, Origin::Secret(key)).await
     }
 
     async fn tenant(
         &self,
-        ports: Arc<dyn CloudPorts>,
+        services: Arc<dyn CloudServices>,
         origin: Origin,
     ) -> Result<Tenant, CredentialsError> {
-        match ports.project_id().await {
+        match services.project_id().await {
             Ok(project) => Ok(Tenant {
-                ports,
+                services,
                 project,
                 origin,
             }),
@@ -187,14 +187,14 @@ impl Tenancy {
         secret: &Secret,
         cloud: Option<String>,
         built: &secrets::BuiltSlot,
-    ) -> Result<Arc<dyn CloudPorts>, CredentialsError> {
+    ) -> Result<Arc<dyn CloudServices>, CredentialsError> {
         let version = kube::ResourceExt::resource_version(secret).unwrap_or_default();
         let mut slot = built.lock();
         if let Some(b) = slot.as_ref()
             && b.resource_version == version
             && b.cloud == cloud
         {
-            return Ok(b.ports.clone());
+            return Ok(b.services.clone());
         }
         let invalid = |problem: String| CredentialsError::Invalid {
             secret: key.clone(),
@@ -225,13 +225,13 @@ impl Tenancy {
         };
         let client = OpenStackClient::new(config, self.metrics.clone(), options)
             .map_err(|e| invalid(e.to_string()))?;
-        let ports: Arc<dyn CloudPorts> = Arc::new(client);
+        let services: Arc<dyn CloudServices> = Arc::new(client);
         *slot = Some(Built {
             resource_version: version,
             cloud,
-            ports: ports.clone(),
+            services: services.clone(),
         });
-        Ok(ports)
+        Ok(services)
     }
 }
 

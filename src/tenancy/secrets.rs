@@ -18,7 +18,7 @@ use kube::runtime::watcher::{self, Event};
 use tokio::sync::{mpsc, watch};
 
 use super::origin::{CredentialsError, SecretKey};
-use crate::cloud::CloudPorts;
+use crate::cloud::CloudServices;
 use crate::lock::Lock;
 
 /// How long a first look at a Secret may take before the reconcile gives up for now.
@@ -87,7 +87,7 @@ enum Seen {
 pub struct Built {
     pub resource_version: String,
     pub cloud: Option<String>,
-    pub ports: Arc<dyn CloudPorts>,
+    pub services: Arc<dyn CloudServices>,
 }
 
 /// Where the client of a followed Secret is kept.

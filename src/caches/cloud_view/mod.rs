@@ -42,7 +42,7 @@ pub use servers::ServerView;
 pub use surroundings::Surroundings;
 pub use volumes::{VolumeOwner, VolumeView};
 
-use crate::cloud::CloudPorts;
+use crate::cloud::CloudServices;
 use crate::cloud::model::compute::Server;
 use crate::cloud::model::loadbalancing::LbFilter;
 use crate::cloud::model::network::{FloatingIpFilter, PortFilter};
@@ -75,7 +75,9 @@ pub struct ProjectView {
     pub network_ports: PortView,
     /// Each LoadBalancer's pool members when it last converged (drift reports).
     pub lb_members: MemberMemory,
-    ports: Lock<Option<Weak<dyn CloudPorts>>>,
+    /// The credentials last used in the project, which a refresh lists with while a
+    /// reconcile still holds them.
+    services: Lock<Option<Weak<dyn CloudServices>>>,
     /// When a listing of servers was last taken on demand.
     server_listing_tried: Tried,
     /// When the project's ports were last listed on demand.
@@ -98,7 +100,7 @@ impl CloudView {
             .entry(tenant.project.clone())
             .or_default()
             .clone();
-        *view.ports.lock() = Some(Arc::downgrade(&tenant.ports));
+        *view.services.lock() = Some(Arc::downgrade(&tenant.services));
         view
     }
 
@@ -234,7 +236,7 @@ impl CloudView {
         let project = Project {
             id: &tenant.project,
             view,
-            ports: tenant.ports.as_ref(),
+            services: tenant.services.as_ref(),
             ctx,
         };
         Some((project, wakers))
@@ -341,8 +343,8 @@ impl CloudView {
     /// the credentials last used in that project.
     pub async fn refresh(&self, ctx: Surroundings<'_>, wakers: &Wakers) {
         for (project, view) in self.projects() {
-            let ports = view.ports.lock().as_ref().and_then(Weak::upgrade);
-            let Some(ports) = ports else {
+            let services = view.services.lock().as_ref().and_then(Weak::upgrade);
+            let Some(services) = services else {
                 tracing::debug!(
                     project,
                     "no live credentials for this project: its view is not refreshed; reconciles read the cloud"
@@ -352,7 +354,7 @@ impl CloudView {
             let project = Project {
                 id: &project,
                 view: &view,
-                ports: ports.as_ref(),
+                services: services.as_ref(),
                 ctx,
             };
             project.refresh(wakers).await;
@@ -364,7 +366,7 @@ impl CloudView {
 struct Project<'a> {
     id: &'a str,
     view: &'a ProjectView,
-    ports: &'a dyn CloudPorts,
+    services: &'a dyn CloudServices,
     ctx: Surroundings<'a>,
 }
 
@@ -406,7 +408,7 @@ impl Project<'_> {
             listing.take(page);
         };
         match self
-            .ports
+            .services
             .compute()
             .each_managed_server_page(&mut take)
             .await
@@ -435,7 +437,7 @@ impl Project<'_> {
             fields: PORT_RECORD_FIELDS,
             ..PortFilter::default()
         };
-        match self.ports.network(None).list_ports(&filter).await {
+        match self.services.network(None).list_ports(&filter).await {
             Ok(listed) => {
                 let ours = listed.into_iter().filter(|p| {
                     port_owner(&p.description)
@@ -454,7 +456,7 @@ impl Project<'_> {
     async fn refresh_volumes(&self, wakers: &Wakers) {
         let asked = Instant::now();
         let filter = self.ctx.cluster.volume_filter();
-        match self.ports.block_storage().list_volumes(&filter).await {
+        match self.services.block_storage().list_volumes(&filter).await {
             Ok(mut listed) => {
                 let orphans = orphans::count_volumes(self.ctx, &listed);
                 listed.retain(|volume| self.speaks_for(&volume.metadata, asked));
@@ -483,7 +485,7 @@ impl Project<'_> {
         };
         let named = region.unwrap_or("default");
         let listed = match self
-            .ports
+            .services
             .load_balancing(region)
             .list_load_balancers(&filter)
             .await
@@ -495,7 +497,7 @@ impl Project<'_> {
             }
         };
         let fips = if with_fips {
-            let neutron = self.ports.network(region);
+            let neutron = self.services.network(region);
             match neutron
                 .list_floating_ips(&FloatingIpFilter::default())
                 .await

@@ -18,7 +18,7 @@ use crate::cloud::model::compute::{
 };
 use crate::cloud::model::volume::VolumeAttachment;
 use crate::cloud::owner::MANAGED_TAG;
-use crate::cloud::ports::{CloudFuture, CloudResult, Compute, MetadataMode};
+use crate::cloud::services::{CloudFuture, CloudResult, Compute, MetadataMode};
 
 #[derive(Deserialize)]
 struct Created {

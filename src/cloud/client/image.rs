@@ -1,4 +1,4 @@
-//! Glance v2 image lookup (the image part of [`crate::cloud::ports::Compute`]).
+//! Glance v2 image lookup (the image part of [`crate::cloud::services::Compute`]).
 //! `find_image` tries a GET only for UUID-shaped input (Glance IDs are UUIDs), then lists
 //! by exact name; Glance sends HTML errors unless asked for JSON, which the transport does.
 
@@ -9,7 +9,7 @@ use crate::cloud::auth::Service;
 use crate::cloud::error::{CloudError, ErrorKind, Resource};
 use crate::cloud::ids::{ImageId, looks_like_uuid};
 use crate::cloud::model::compute::Image;
-use crate::cloud::ports::CloudResult;
+use crate::cloud::services::CloudResult;
 use crate::cloud::transport::Request;
 
 pub(super) async fn list(client: &OpenStackClient, name: Option<&str>) -> CloudResult<Vec<Image>> {

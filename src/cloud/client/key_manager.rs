@@ -8,7 +8,7 @@ use serde_json::json;
 use super::OpenStackClient;
 use crate::cloud::auth::Service;
 use crate::cloud::model::key_manager::StoredSecret;
-use crate::cloud::ports::CloudResult;
+use crate::cloud::services::CloudResult;
 use crate::cloud::transport::Request;
 
 /// Barbican's largest page.

@@ -7,7 +7,7 @@ use super::OpenStackClient;
 use super::octavia::{filtered, octavia};
 use crate::cloud::ids::ListenerId;
 use crate::cloud::model::loadbalancing::{CreateListener, LbFilter, Listener, UpdateListener};
-use crate::cloud::ports::CloudResult;
+use crate::cloud::services::CloudResult;
 
 pub(super) async fn create(
     client: &OpenStackClient,

@@ -11,7 +11,7 @@ use crate::cloud::error::{CloudError, Resource};
 use crate::cloud::ids::*;
 use crate::cloud::model::key_manager::StoredSecret;
 use crate::cloud::model::loadbalancing::*;
-use crate::cloud::ports::{CloudFuture, CloudResult, LoadBalancing};
+use crate::cloud::services::{CloudFuture, CloudResult, LoadBalancing};
 
 async fn create(
     client: &OpenStackClient,

@@ -9,7 +9,7 @@ use super::OpenStackClient;
 use super::octavia::octavia;
 use crate::cloud::ids::PoolId;
 use crate::cloud::model::loadbalancing::{Member, MemberSpec};
-use crate::cloud::ports::CloudResult;
+use crate::cloud::services::CloudResult;
 
 pub(super) async fn list(client: &OpenStackClient, pool: &PoolId) -> CloudResult<Vec<Member>> {
     let req = octavia(

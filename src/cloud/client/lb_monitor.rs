@@ -7,7 +7,7 @@ use super::OpenStackClient;
 use super::octavia::octavia;
 use crate::cloud::ids::HealthMonitorId;
 use crate::cloud::model::loadbalancing::{CreateHealthMonitor, HealthMonitor, UpdateHealthMonitor};
-use crate::cloud::ports::CloudResult;
+use crate::cloud::services::CloudResult;
 
 pub(super) async fn create(
     client: &OpenStackClient,

@@ -7,7 +7,7 @@ use super::OpenStackClient;
 use super::octavia::{filtered, octavia};
 use crate::cloud::ids::PoolId;
 use crate::cloud::model::loadbalancing::{CreatePool, LbFilter, Pool, UpdatePool};
-use crate::cloud::ports::CloudResult;
+use crate::cloud::services::CloudResult;
 
 pub(super) async fn create(client: &OpenStackClient, request: &CreatePool) -> CloudResult<Pool> {
     let req = octavia("create_pool", Method::POST, "/pools").json(json!({"pool": request}));

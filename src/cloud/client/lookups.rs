@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::cloud::ports::CloudResult;
+use crate::cloud::services::CloudResult;
 
 /// What is looked up by name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -1,4 +1,4 @@
-//! `OpenStackClient`: the real implementation of the three ports over the choke point.
+//! `OpenStackClient`: the real implementation of the service traits over the choke point.
 //!
 //! This module holds the client handle and the helpers every verb uses: send with an
 //! action for the error message, unwrap a response's wrapper key, follow pagination
@@ -18,7 +18,7 @@ use super::config::CloudConfig;
 use super::error::{CloudError, ErrorKind, Resource};
 use super::model::compute::Server;
 use super::model::loadbalancing::LoadBalancer;
-use super::ports::CloudResult;
+use super::services::CloudResult;
 use super::transport::{ClientOptions, Reply, Request, Transport};
 use crate::metrics::Metrics;
 

@@ -9,14 +9,14 @@ use crate::cloud::auth::Service;
 use crate::cloud::error::{CloudError, Resource};
 use crate::cloud::ids::{FloatingIpId, NetworkId, PortId, SubnetId, looks_like_uuid};
 use crate::cloud::model::network::*;
-use crate::cloud::ports::{CloudFuture, CloudResult, Network as NetworkPort};
+use crate::cloud::services::{CloudFuture, CloudResult, Network as NetworkService};
 use crate::cloud::transport::Request;
 
 fn neutron(op: &'static str, method: Method, path: impl Into<String>) -> Request {
     Request::new(Service::Network, op, method, path)
 }
 
-impl NetworkPort for OpenStackClient {
+impl NetworkService for OpenStackClient {
     fn list_networks<'a>(&'a self, name: Option<&'a str>) -> CloudFuture<'a, Vec<Network>> {
         Box::pin(async move {
             let req = neutron("list_networks", Method::GET, "/networks").query_opt("name", name);

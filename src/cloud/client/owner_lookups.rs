@@ -16,7 +16,7 @@ use tokio::sync::oneshot;
 use crate::cloud::model::compute::Server;
 use crate::cloud::model::loadbalancing::LoadBalancer;
 use crate::cloud::owner::owner_tag;
-use crate::cloud::ports::CloudResult;
+use crate::cloud::services::CloudResult;
 
 /// Owners asked for in one call: their tags fit a URL (about 50 characters each).
 pub const MOST_OWNERS_PER_CALL: usize = 40;

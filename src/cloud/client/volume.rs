@@ -13,7 +13,7 @@ use crate::cloud::auth::Service;
 use crate::cloud::error::{CloudError, ErrorKind, Resource};
 use crate::cloud::ids::VolumeId;
 use crate::cloud::model::volume::{CreateVolume, Volume};
-use crate::cloud::ports::{BlockStorage, CloudFuture, CloudResult};
+use crate::cloud::services::{BlockStorage, CloudFuture, CloudResult};
 use crate::cloud::transport::Request;
 
 fn cinder(op: &'static str, method: Method, path: impl Into<String>) -> Request {

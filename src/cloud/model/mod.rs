@@ -1,4 +1,4 @@
-//! Request and response types of the port, per service. Plain data: no I/O.
+//! Request and response types of the service traits, per service. Plain data: no I/O.
 
 pub mod compute;
 pub mod key_manager;

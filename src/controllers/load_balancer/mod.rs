@@ -142,7 +142,7 @@ fn drawing_on(
 
 /// The cloud a LoadBalancer talks to, in its region: Octavia, Neutron, and the
 /// project's view of its load balancers.
-pub struct Ports {
+pub struct Services {
     octavia: Arc<dyn LoadBalancing>,
     neutron: Arc<dyn Network>,
     view: Arc<ProjectView>,
@@ -158,17 +158,17 @@ pub struct Observed {
 }
 
 impl Reconciler for LoadBalancer {
-    type Ports = Ports;
+    type Services = Services;
     type Observed = Observed;
     type Step = plan::Step;
     type Outcome = apply::Outcome;
     type Status = LoadBalancerStatus;
 
-    fn ports(ctx: &Context, tenant: &Tenant, lb: &Self) -> Ports {
+    fn services(ctx: &Context, tenant: &Tenant, lb: &Self) -> Services {
         let region = lb.spec.region.as_deref();
-        Ports {
-            octavia: tenant.ports.load_balancing(region),
-            neutron: tenant.ports.network(region),
+        Services {
+            octavia: tenant.services.load_balancing(region),
+            neutron: tenant.services.network(region),
             view: ctx.view.of(tenant),
         }
     }
@@ -192,25 +192,25 @@ impl Reconciler for LoadBalancer {
             ctx,
             obj: lb,
             owner,
-            ports,
+            services,
             tenant,
             ..
         } = reconcile;
         let backends = resolve::backends(&ctx.caches.current(), lb, &tenant.project).await;
         let sources = observe::Sources {
-            octavia: ports.octavia.as_ref(),
-            neutron: ports.neutron.as_ref(),
+            octavia: services.octavia.as_ref(),
+            neutron: services.neutron.as_ref(),
             lb,
             owner,
         };
         let look = if use_view {
-            let cached = ports
+            let cached = services
                 .view
                 .load_balancers
                 .cached(&owner.uid, ctx.view_max_age());
             let writes = reconcile.policy.writes();
             if cached.is_none()
-                && observe::vouched_none(ctx, tenant, &ports.view, &sources, writes).await
+                && observe::vouched_none(ctx, tenant, &services.view, &sources, writes).await
             {
                 observe::listed_none()
             } else {
@@ -292,28 +292,28 @@ impl Reconciler for LoadBalancer {
             ctx,
             obj: lb,
             owner,
-            ports,
+            services,
             tenant,
             policy,
             ..
         } = reconcile;
         let region = lb.spec.region.as_deref();
         observe::remember(
-            &ports.view.load_balancers,
+            &services.view.load_balancers,
             owner,
             region,
             &observed.look,
             &step,
         );
-        let members = &ports.view.lb_members;
+        let members = &services.view.lb_members;
         let drift = drift::members(members, &owner.uid, lb, &observed.look.tree, &step);
         if step == plan::Step::Converged {
             drift::converged(members, &owner.uid, lb, &observed.backends.ports);
         }
         let inputs = apply::Inputs {
             ctx,
-            octavia: ports.octavia.as_ref(),
-            neutron: ports.neutron.as_ref(),
+            octavia: services.octavia.as_ref(),
+            neutron: services.neutron.as_ref(),
             lb,
             owner,
             placement: observed.placement.as_ref(),
@@ -325,9 +325,9 @@ impl Reconciler for LoadBalancer {
             outcome.event = Some((EventType::Warning, "DriftCorrected", note));
         }
         if let Some((made, trees)) = outcome.created.take() {
-            observe::remember_created(&ports.view.load_balancers, owner, lb, made, trees);
+            observe::remember_created(&services.view.load_balancers, owner, lb, made, trees);
         }
-        if settled && let Some(due) = ports.view.load_balancers.quiet_read_in(&owner.uid) {
+        if settled && let Some(due) = services.view.load_balancers.quiet_read_in(&owner.uid) {
             // The confirming read came right after the write: read once more when a
             // listing can vouch for what it finds.
             outcome.requeue = outcome.requeue.min(due + Duration::from_millis(500));

@@ -43,11 +43,17 @@ pub async fn cleanup(
     let key = object_key(&*lb);
     let owner = ctx.owner_of(&*lb);
     let region = lb.spec.region.as_deref();
-    let octavia = tenant.ports.load_balancing(region);
+    let octavia = tenant.services.load_balancing(region);
     let project_view = ctx.view.of(&tenant);
     project_view.load_balancers.forget(&owner, region);
     project_view.lb_members.forget(&owner.uid);
-    floating_ips(tenant.ports.network(region).as_ref(), &owner, detach, &key).await?;
+    floating_ips(
+        tenant.services.network(region).as_ref(),
+        &owner,
+        detach,
+        &key,
+    )
+    .await?;
     let found = octavia
         .load_balancers_of(&owner.uid)
         .await

@@ -34,7 +34,7 @@ pub async fn run(
     step: Step,
 ) -> Result<Outcome, ReconcileError> {
     let key = owner.key();
-    let compute = tenant.ports.compute();
+    let compute = tenant.services.compute();
     let compute = compute.as_ref();
     let poll = ctx.timing.poll;
     let kept = crate::controllers::virtual_machine::plan::keeper(vm, &observed.servers)
@@ -127,7 +127,7 @@ async fn volume_step(
     key: &str,
     step: crate::controllers::virtual_machine::volumes::plan::VolumeStep,
 ) -> Result<Outcome, ReconcileError> {
-    let (cinder, compute) = (tenant.ports.block_storage(), tenant.ports.compute());
+    let (cinder, compute) = (tenant.services.block_storage(), tenant.services.compute());
     let target = crate::controllers::virtual_machine::volumes::apply::Target {
         cinder: cinder.as_ref(),
         compute: compute.as_ref(),
@@ -153,7 +153,7 @@ async fn port_step(
         other => other.describe(),
     };
     let writes = step.writes();
-    let neutron = tenant.ports.network(None);
+    let neutron = tenant.services.network(None);
     let view = ctx.view.of(tenant);
     let record = observed.ports.as_ref().map_or("", |l| l.record.as_str());
     let memory = (&view.network_ports, record);
@@ -181,7 +181,7 @@ async fn create(
     if let Some(resolved) = &observed.resolved {
         record_resolved(ctx, vm, resolved).await?;
     }
-    let created = tenant.ports.compute().create_server(request).await;
+    let created = tenant.services.compute().create_server(request).await;
     if let (Err(_), Some(look)) = (&created, &observed.ports) {
         // Nova may have refused a port gone or bound elsewhere: Neutron says next.
         ctx.view.of(tenant).network_ports.forget(&look.record);

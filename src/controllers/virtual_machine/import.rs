@@ -70,7 +70,7 @@ async fn check(
         problem,
         message,
     };
-    let server = match tenant.ports.compute().get_server(id).await {
+    let server = match tenant.services.compute().get_server(id).await {
         Ok(server) => server,
         Err(e) if e.is_not_found() => {
             return Err(refuse(
@@ -114,7 +114,7 @@ async fn take_over(
     server: &Server,
 ) -> Result<(), ReconcileError> {
     let key = owner.key();
-    let compute = tenant.ports.compute();
+    let compute = tenant.services.compute();
     compute
         .set_server_tags(&server.id, &owner.tags_added_to(&server.tags))
         .await
@@ -137,7 +137,7 @@ async fn mismatch(
     server: &Server,
     key: &str,
 ) -> Result<Option<String>, ReconcileError> {
-    let compute = tenant.ports.compute();
+    let compute = tenant.services.compute();
     let image = compute
         .find_image(&vm.spec.image)
         .await

@@ -72,7 +72,7 @@ async fn observe_ports(
     let (ctx, vm, neutron) = (
         &reconcile.ctx,
         &reconcile.obj,
-        reconcile.ports.network.as_ref(),
+        reconcile.services.network.as_ref(),
     );
     let key = reconcile.owner.key();
     let networks = match observed.resolved.as_ref().or(references::written(vm)) {
@@ -90,7 +90,7 @@ async fn observe_ports(
         true => network_ports::known(reconcile, &observed.servers, &record).await,
         false => None,
     };
-    let view = &reconcile.ports.view.network_ports;
+    let view = &reconcile.services.view.network_ports;
     let look = network_ports::observe(neutron, view, vm, (record, known), ids, &key).await?;
     if let Some(create) = observed.create.as_mut() {
         let count = vm.spec.ports.as_ref().map_or(0, Vec::len);
@@ -100,7 +100,7 @@ async fn observe_ports(
 }
 
 /// The cloud a VirtualMachine talks to: Nova, and the project's view of its servers.
-pub struct Ports {
+pub struct Services {
     compute: Arc<dyn Compute>,
     network: Arc<dyn Network>,
     cinder: Arc<dyn BlockStorage>,
@@ -108,17 +108,17 @@ pub struct Ports {
 }
 
 impl Reconciler for VirtualMachine {
-    type Ports = Ports;
+    type Services = Services;
     type Observed = resolve::Observed;
     type Step = plan::Step;
     type Outcome = apply::Outcome;
     type Status = VirtualMachineStatus;
 
-    fn ports(ctx: &Context, tenant: &Tenant, _: &Self) -> Ports {
-        Ports {
-            compute: tenant.ports.compute(),
-            network: tenant.ports.network(None),
-            cinder: tenant.ports.block_storage(),
+    fn services(ctx: &Context, tenant: &Tenant, _: &Self) -> Services {
+        Services {
+            compute: tenant.services.compute(),
+            network: tenant.services.network(None),
+            cinder: tenant.services.block_storage(),
             view: ctx.view.of(tenant),
         }
     }
@@ -141,16 +141,16 @@ impl Reconciler for VirtualMachine {
             ctx,
             obj,
             owner,
-            ports,
+            services,
             tenant,
             ..
         } = reconcile;
         let sources = resolve::Sources {
             ctx,
             tenant,
-            view: &ports.view,
-            compute: ports.compute.as_ref(),
-            network: ports.network.as_ref(),
+            view: &services.view,
+            compute: services.compute.as_ref(),
+            network: services.network.as_ref(),
             vm: obj,
             owner,
             creates: reconcile.policy.writes(),
@@ -169,8 +169,8 @@ impl Reconciler for VirtualMachine {
         if volumes::wanted(obj) {
             let owner = volumes::volume_owner(ctx, obj, owner);
             let server = plan::keeper(obj, &observed.servers);
-            let cinder = ports.cinder.as_ref();
-            let view = &ports.view.volumes;
+            let cinder = services.cinder.as_ref();
+            let view = &services.view.volumes;
             let look = volumes::observe(ctx, cinder, view, obj, owner, server, use_view).await?;
             observed.volumes = Some(look);
         }
@@ -236,7 +236,7 @@ impl Reconciler for VirtualMachine {
             owner,
             tenant,
             policy,
-            ports,
+            services,
             ..
         } = reconcile;
         match (&step, &obj.spec.import) {
@@ -247,15 +247,17 @@ impl Reconciler for VirtualMachine {
             _ => {
                 let written = step.clone();
                 let forget = || match (&written, &observed.volumes) {
-                    (plan::Step::Volume(_), Some(look)) => ports.view.volumes.forget(&look.owner),
+                    (plan::Step::Volume(_), Some(look)) => {
+                        services.view.volumes.forget(&look.owner)
+                    }
                     // A port write changes no server.
                     (plan::Step::Port(_), _) => {}
-                    (plan::Step::Create, _) => ports.view.servers.creating(owner),
+                    (plan::Step::Create, _) => services.view.servers.creating(owner),
                     _ if written.writes() => {
-                        ports.view.servers.forget(owner);
+                        services.view.servers.forget(owner);
                         // A server deleted or changed may still hold its ports.
                         if let Some(look) = &observed.ports {
-                            ports.view.network_ports.forget(&look.record);
+                            services.view.network_ports.forget(&look.record);
                         }
                     }
                     _ => {}

@@ -5,7 +5,7 @@
 use verda_api::conditions::is_true;
 use verda_api::v1alpha1::{Resolution, ResolvedReferences, VirtualMachine};
 
-use crate::cloud::ports::CloudResult;
+use crate::cloud::services::CloudResult;
 use crate::cloud::{Compute, Network};
 use crate::runtime::progress::STALLED;
 use crate::runtime::{Context, ReconcileError};

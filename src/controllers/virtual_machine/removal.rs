@@ -47,7 +47,7 @@ pub async fn cleanup(
         Removal::Detach(tenant) => (tenant, true),
     };
     let owner = ctx.owner_of(&*vm);
-    let compute = tenant.ports.compute();
+    let compute = tenant.services.compute();
     let servers = compute
         .list_servers(&owner.uid)
         .await
@@ -88,7 +88,7 @@ async fn gone(
         Left::Done(note) => note,
     };
     let ports = if crate::controllers::virtual_machine::network_ports::wanted(vm) {
-        let neutron = tenant.ports.network(None);
+        let neutron = tenant.services.network(None);
         let key = object_key(vm);
         let record = crate::controllers::virtual_machine::network_ports::record(ctx, vm, owner);
         // Kept, detached or deleted: whoever takes the record next asks Neutron.
@@ -135,7 +135,7 @@ async fn volumes_left(
         return Ok(Left::Done(String::new()));
     }
     let volume_owner = crate::controllers::virtual_machine::volumes::volume_owner(ctx, vm, owner);
-    let cinder = tenant.ports.block_storage();
+    let cinder = tenant.services.block_storage();
     let key = object_key(vm);
     crate::controllers::virtual_machine::volumes::removal::volumes(
         cinder.as_ref(),

@@ -79,7 +79,7 @@ pub fn run(
 
 /// The cloud a group talks to: Nova, for its server group; the project's view, for
 /// its retained volumes.
-pub struct Ports {
+pub struct Services {
     compute: Arc<dyn Compute>,
     cinder: Arc<dyn BlockStorage>,
     view: Arc<ProjectView>,
@@ -113,16 +113,16 @@ pub struct Outcome {
 }
 
 impl Reconciler for VirtualMachineGroup {
-    type Ports = Ports;
+    type Services = Services;
     type Observed = Observed;
     type Step = plan::Step;
     type Outcome = Outcome;
     type Status = VirtualMachineGroupStatus;
 
-    fn ports(ctx: &Context, tenant: &Tenant, _: &Self) -> Ports {
-        Ports {
-            compute: tenant.ports.compute(),
-            cinder: tenant.ports.block_storage(),
+    fn services(ctx: &Context, tenant: &Tenant, _: &Self) -> Services {
+        Services {
+            compute: tenant.services.compute(),
+            cinder: tenant.services.block_storage(),
             view: ctx.view.of(tenant),
         }
     }
@@ -141,10 +141,10 @@ impl Reconciler for VirtualMachineGroup {
             ctx,
             obj: group,
             owner,
-            ports,
+            services,
             ..
         } = reconcile;
-        let server_group = resolve::server_group(ports.compute.as_ref(), group, owner).await?;
+        let server_group = resolve::server_group(services.compute.as_ref(), group, owner).await?;
         let caches = ctx.caches.current();
         let vms = resolve::owned_vms(&caches, group).await;
         let lbs = resolve::referencing_lbs(&caches, group).await;
@@ -153,7 +153,7 @@ impl Reconciler for VirtualMachineGroup {
             .iter()
             .filter_map(|vm| replica_index(vm, &name))
             .collect();
-        let retained_volumes = ports.view.volumes.retained(&owner.uid, &live);
+        let retained_volumes = services.view.volumes.retained(&owner.uid, &live);
         let template_hash =
             plan::template_hash(&serde_json::to_string(&group.spec.template).unwrap_or_default());
         let strategy = group.spec.run_strategy.unwrap_or_default();
@@ -224,7 +224,7 @@ impl Reconciler for VirtualMachineGroup {
             ctx,
             obj: group,
             owner,
-            ports,
+            services,
             policy,
             ..
         } = reconcile;
@@ -236,7 +236,7 @@ impl Reconciler for VirtualMachineGroup {
         };
         if policy.writes() {
             if let Some(wanted) = step.server_group {
-                let created = apply::create_server_group(ports.compute.as_ref(), owner, wanted);
+                let created = apply::create_server_group(services.compute.as_ref(), owner, wanted);
                 outcome.server_group = Some(created.await?);
             }
             let sg = outcome.server_group.as_ref();
@@ -254,14 +254,14 @@ impl Reconciler for VirtualMachineGroup {
                 .extend(plan::volume_events(group, scale, vms));
             let scaled_away = plan::scaled_away(group, &observed.retained_volumes);
             if !scaled_away.is_empty() {
-                let cinder = ports.cinder.as_ref();
+                let cinder = services.cinder.as_ref();
                 outcome.writes += apply::delete_volumes(cinder, &scaled_away, &owner.key()).await?;
                 for (index, _) in &scaled_away {
                     let gone = VolumeOwner {
                         owner: owner.clone(),
                         index: Some(*index),
                     };
-                    ports.view.volumes.forget(&gone);
+                    services.view.volumes.forget(&gone);
                 }
                 outcome.events.push(plan::scaled_away_event(&scaled_away));
             }
@@ -384,7 +384,7 @@ async fn retained(
     let Removal::Delete(tenant) = removal else {
         return Ok(None);
     };
-    let neutron = tenant.ports.network(None);
+    let neutron = tenant.services.network(None);
     let key = object_key(group);
     let bound = addresses::delete_retained(neutron.as_ref(), group, &ctx.cluster, &key).await?;
     Ok(bound.then_some(Cleanup::Wait(ctx.timing.poll)))
@@ -409,7 +409,7 @@ async fn retained_volumes(
         owner: ctx.owner_of(group),
         index: None,
     };
-    let cinder = tenant.ports.block_storage();
+    let cinder = tenant.services.block_storage();
     let key = object_key(group);
     // As the group's own would be deleted: a VirtualMachine carrying its retention.
     let mut holder = VirtualMachine::new(&group.name_any(), group.spec.template.clone());
@@ -477,7 +477,7 @@ async fn cleanup(
     }
     if let Removal::Delete(tenant) = removal {
         let owner = ctx.owner_of(&*group);
-        let compute = tenant.ports.compute();
+        let compute = tenant.services.compute();
         let groups = compute
             .list_server_groups()
             .await

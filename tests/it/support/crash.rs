@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
-use verda_operator::cloud::CloudPorts;
+use verda_operator::cloud::CloudServices;
 use verda_operator::cloud::ids::*;
 use verda_operator::cloud::model::compute::{
     CreateServer, Flavor, Image, Server, ServerGroup, ServerGroupPolicy,
@@ -118,7 +118,7 @@ impl Tripwire {
     }
 }
 
-/// The real client's ports behind a [`Tripwire`].
+/// The real client's services behind a [`Tripwire`].
 pub struct CrashingCloud {
     client: OpenStackClient,
     wire: Arc<Tripwire>,
@@ -130,7 +130,7 @@ impl CrashingCloud {
     }
 }
 
-impl CloudPorts for CrashingCloud {
+impl CloudServices for CrashingCloud {
     fn compute(&self) -> Arc<dyn Compute> {
         Arc::new(Wired {
             inner: self.client.compute(),
@@ -160,7 +160,7 @@ impl CloudPorts for CrashingCloud {
     }
 
     fn project_id(&self) -> CloudFuture<'_, String> {
-        CloudPorts::project_id(&self.client)
+        CloudServices::project_id(&self.client)
     }
 }
 

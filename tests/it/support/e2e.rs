@@ -8,7 +8,7 @@ use std::time::Duration;
 use kube::Resource;
 use kube::api::{Api, PostParams};
 use serde::de::DeserializeOwned;
-use verda_operator::cloud::CloudPorts;
+use verda_operator::cloud::CloudServices;
 use verda_operator::cloud::budget::{BudgetSpec, Budgets};
 use verda_operator::cloud::{ClientOptions, OpenStackClient};
 use verda_operator::config::Config;
@@ -73,17 +73,17 @@ impl Env {
         timing: Timing,
         budgets: Arc<Budgets>,
     ) -> Self {
-        let wrap = |client| Arc::new(client) as Arc<dyn CloudPorts>;
+        let wrap = |client| Arc::new(client) as Arc<dyn CloudServices>;
         let settings = (timing, Config::default(), Some(budgets), Assignment::All);
         Self::launch(sim_config, settings, wrap).await
     }
 
-    /// As [`Env::start`], the controllers seeing the cloud through the ports `wrap`
+    /// As [`Env::start`], the controllers seeing the cloud through the services `wrap`
     /// builds around the real client.
     pub async fn start_with(
         sim_config: SimConfig,
         timing: Timing,
-        wrap: impl FnOnce(OpenStackClient) -> Arc<dyn CloudPorts>,
+        wrap: impl FnOnce(OpenStackClient) -> Arc<dyn CloudServices>,
     ) -> Self {
         let settings = (timing, Config::default(), None, Assignment::All);
         Self::launch(sim_config, settings, wrap).await
@@ -99,7 +99,7 @@ impl Env {
     async fn launch(
         sim_config: SimConfig,
         settings: Settings,
-        wrap: impl FnOnce(OpenStackClient) -> Arc<dyn CloudPorts>,
+        wrap: impl FnOnce(OpenStackClient) -> Arc<dyn CloudServices>,
     ) -> Self {
         let cluster = TestCluster::from_env_or_start().await.expect("a cluster");
         let ns = cluster.namespace("e2e").await.expect("a namespace");
@@ -135,7 +135,7 @@ impl Env {
 
     /// The simulator's cloud as the operator's own credentials reach it, for a test to
     /// change things behind the operator's back.
-    pub fn cloud(&self) -> Arc<dyn CloudPorts> {
+    pub fn cloud(&self) -> Arc<dyn CloudServices> {
         cloud_of(&self.sim)
     }
 
@@ -253,7 +253,7 @@ async fn context(
     ns: &str,
     sim: &Simulator,
     timing: Timing,
-    wrap: impl FnOnce(OpenStackClient) -> Arc<dyn CloudPorts>,
+    wrap: impl FnOnce(OpenStackClient) -> Arc<dyn CloudServices>,
 ) -> Arc<Context> {
     let settings = (timing, Config::default(), None, Assignment::All);
     context_with(cluster, ns, sim, settings, wrap).await
@@ -261,7 +261,7 @@ async fn context(
 
 /// The simulator's cloud as the operator's own credentials reach it, for a test to
 /// change things behind the operator's back.
-pub fn cloud_of(sim: &Simulator) -> Arc<dyn CloudPorts> {
+pub fn cloud_of(sim: &Simulator) -> Arc<dyn CloudServices> {
     let options = ClientOptions::default();
     let client = OpenStackClient::new(simulator_cloud(sim), Metrics::new(), options);
     Arc::new(client.expect("cloud client"))
@@ -297,7 +297,7 @@ async fn context_with(
     ns: &str,
     sim: &Simulator,
     (timing, config, budgets, scope): Settings,
-    wrap: impl FnOnce(OpenStackClient) -> Arc<dyn CloudPorts>,
+    wrap: impl FnOnce(OpenStackClient) -> Arc<dyn CloudServices>,
 ) -> Arc<Context> {
     let metrics = Metrics::new();
     let options = ClientOptions {

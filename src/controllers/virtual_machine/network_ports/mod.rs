@@ -122,14 +122,14 @@ pub async fn known(
         obj: vm,
         owner,
         tenant,
-        ports,
+        services,
         ..
     } = reconcile;
     let recorded = vm.status.as_ref().and_then(|s| s.server_id.as_deref());
     if recorded.is_some_and(|id| !servers.iter().any(|s| s.id.as_str() == id)) {
         return None;
     }
-    let view = &ports.view;
+    let view = &services.view;
     if let Some(found) = view.network_ports.settled(record, ctx.view_max_age()) {
         return Some(found);
     }

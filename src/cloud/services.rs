@@ -1,6 +1,8 @@
-//! The three ports the controllers use: one trait per OpenStack service, one method per
-//! API call. The method names are also the metric `operation` label and the simulator's
-//! counter names.
+//! The cloud's services as the controllers use them: one trait per OpenStack service
+//! ([`Compute`] with Glance's image lookup, [`BlockStorage`], [`Network`], and
+//! [`LoadBalancing`] with Barbican, Octavia's certificate store), one method per API call.
+//! The method names are also the metric `operation` label and the simulator's counter
+//! names.
 //!
 //! Shape: object-safe traits returning boxed futures, so controllers hold
 //! `Arc<dyn Compute>` and tests can swap the real client for a fake at run time. Native
