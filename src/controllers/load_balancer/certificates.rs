@@ -11,12 +11,12 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::ResourceExt;
 use verda_api::v1alpha1::{LoadBalancer, Protocol};
 
+use crate::caches::cloud_view::OctaviaTree;
 use crate::cloud::LoadBalancing;
 use crate::cloud::model::key_manager::StoredSecret;
 use crate::cloud::model::loadbalancing::Listener;
 use crate::cloud::orphans::certificate_prefix;
 use crate::cloud::owner::Owner;
-use crate::controllers::load_balancer::resolve::Observed;
 use crate::runtime::problem::Problem;
 use crate::runtime::{Context, ReconcileError};
 use crate::tls_bundle::{self, Bundle, BundleError};
@@ -109,7 +109,7 @@ pub fn prefix(owner: &Owner) -> String {
 
 /// Whether the owner may have secrets in Barbican: a port terminates TLS, a listener
 /// does, or the last status counted some.
-pub fn in_use(lb: &LoadBalancer, tree: Option<&Observed>) -> bool {
+pub fn in_use(lb: &LoadBalancer, tree: Option<&OctaviaTree>) -> bool {
     let spec = lb
         .spec
         .ports
@@ -135,7 +135,7 @@ pub async fn read(
     lb: &LoadBalancer,
     owner: &Owner,
     octavia: &dyn LoadBalancing,
-    tree: &Observed,
+    tree: &OctaviaTree,
     now: DateTime<Utc>,
 ) -> Result<Certificates, ReconcileError> {
     let key = crate::runtime::object::object_key(lb);

@@ -6,11 +6,11 @@
 
 use verda_api::v1alpha1::LoadBalancer;
 
+use crate::caches::cloud_view::OctaviaTree;
 use crate::caches::cloud_view::{MemberMemory, MemberSet};
 use crate::cloud::model::loadbalancing::MemberSpec;
 use crate::controllers::load_balancer::desired::{self, Backend};
 use crate::controllers::load_balancer::plan::{Step, member_list, wanted_addresses};
-use crate::controllers::load_balancer::resolve::Observed;
 
 /// Remembers the members `backends` give each port of a converged `lb`.
 pub fn converged(memory: &MemberMemory, uid: &str, lb: &LoadBalancer, backends: &[Vec<Backend>]) {
@@ -41,7 +41,7 @@ pub fn members(
     memory: &MemberMemory,
     uid: &str,
     lb: &LoadBalancer,
-    observed: &Observed,
+    tree: &OctaviaTree,
     step: &Step,
 ) -> Option<String> {
     let Step::ReplaceMembers(index, pool, wanted) = step else {
@@ -50,7 +50,7 @@ pub fn members(
     if memory.of(uid, *index)? != set(wanted) {
         return None;
     }
-    let found = observed
+    let found = tree
         .members
         .get(pool.as_str())
         .map_or(&[][..], Vec::as_slice);

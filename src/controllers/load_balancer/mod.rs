@@ -250,15 +250,15 @@ impl Reconciler for LoadBalancer {
     }
 
     fn plan(reconcile: &Reconcile<Self>, observed: &Observed) -> plan::Step {
-        let look = plan::Look {
-            observed: &observed.look.tree,
+        let facts = plan::Facts {
+            tree: &observed.look.tree,
             backends: &observed.backends.ports,
             starting: &observed.backends.starting,
             certificates: &observed.certificates,
         };
         let step = plan::plan_holding(
             &reconcile.obj,
-            &look,
+            &facts,
             reconcile.ctx.timing.error_replace,
             reconcile.now,
         );

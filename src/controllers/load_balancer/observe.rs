@@ -3,21 +3,21 @@
 //! one call to the status tree (see [`crate::controllers::load_balancer::confirm`]), otherwise the whole tree — and
 //! what the view keeps of it afterwards.
 
-use crate::caches::cloud_view::{Cached, LoadBalancerView, ProjectView};
+use crate::caches::cloud_view::{Cached, LoadBalancerView, OctaviaTree, ProjectView};
 use crate::cloud::LoadBalancing;
 use crate::cloud::Network;
 use crate::cloud::model::loadbalancing::{ListenerTree, LoadBalancer as OsLoadBalancer};
 use crate::cloud::owner::Owner;
 use crate::controllers::load_balancer::confirm;
 use crate::controllers::load_balancer::plan::Step;
-use crate::controllers::load_balancer::resolve::{self, Observed};
+use crate::controllers::load_balancer::resolve;
 use crate::runtime::{Context, ReconcileError};
 use crate::tenancy::Tenant;
 use verda_api::v1alpha1::{LoadBalancer, VipType};
 
 /// The tree, and where it came from.
 pub struct Look {
-    pub tree: Observed,
+    pub tree: OctaviaTree,
     pub source: Source,
 }
 
@@ -108,7 +108,7 @@ pub async fn vouched_none(
 /// No load balancer, as the listing vouched.
 pub fn listed_none() -> Look {
     Look {
-        tree: Observed::default(),
+        tree: OctaviaTree::default(),
         source: Source::Listing,
     }
 }
@@ -125,7 +125,7 @@ pub async fn read(from: &Sources<'_>) -> Result<Look, ReconcileError> {
 /// `tree` with every pool's members as the status tree shows them.
 async fn members(
     from: &Sources<'_>,
-    tree: Observed,
+    tree: OctaviaTree,
     source: Source,
 ) -> Result<Look, ReconcileError> {
     let lb = tree.load_balancers.first().cloned();
@@ -138,7 +138,7 @@ async fn by_status(
     from: &Sources<'_>,
     lb: Option<OsLoadBalancer>,
     source: Source,
-    confirm: impl FnOnce(&crate::cloud::model::loadbalancing::StatusTree) -> Option<Observed>,
+    confirm: impl FnOnce(&crate::cloud::model::loadbalancing::StatusTree) -> Option<OctaviaTree>,
 ) -> Result<Look, ReconcileError> {
     let Some(lb) = lb else {
         return read(from).await;

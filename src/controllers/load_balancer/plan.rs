@@ -8,6 +8,7 @@ use std::time::Duration;
 use k8s_openapi::jiff::Timestamp;
 use verda_api::v1alpha1::{LoadBalancer, LoadBalancerPort, VipType};
 
+use crate::caches::cloud_view::OctaviaTree;
 use crate::cloud::ids::{
     FloatingIpId, HealthMonitorId, ListenerId, LoadBalancerId, PoolId, PortId,
 };
@@ -17,7 +18,7 @@ use crate::cloud::model::loadbalancing::{
 };
 use crate::controllers::load_balancer::certificates::{Certificates, Wanted};
 use crate::controllers::load_balancer::desired::{self, Backend, MonitorSettings};
-use crate::controllers::load_balancer::resolve::{Observed, keeper, live};
+use crate::controllers::load_balancer::resolve::{keeper, live};
 use crate::runtime::keeper::{InError, duplicates, in_error};
 
 /// The next thing to do for one LoadBalancer.
@@ -146,11 +147,10 @@ pub fn wanted_addresses(members: &[MemberSpec]) -> impl Iterator<Item = (&str, u
 pub fn recording_owner(
     step: Step,
     lb: &LoadBalancer,
-    observed: &Observed,
+    tree: &OctaviaTree,
     owner_tags: &[String],
 ) -> Step {
-    let Some(kept) = keeper(lb, &observed.load_balancers).filter(|_| step == Step::Converged)
-    else {
+    let Some(kept) = keeper(lb, &tree.load_balancers).filter(|_| step == Step::Converged) else {
         return step;
     };
     let missing: Vec<&String> = owner_tags
@@ -168,25 +168,25 @@ pub fn recording_owner(
 /// Decides the next write.
 pub fn plan(
     lb: &LoadBalancer,
-    observed: &Observed,
+    tree: &OctaviaTree,
     backends: &[Vec<Backend>],
     error_replace: Duration,
     now: Timestamp,
 ) -> Step {
     let certificates = Certificates::default();
-    let look = Look {
-        observed,
+    let facts = Facts {
+        tree,
         backends,
         starting: &[],
         certificates: &certificates,
     };
-    plan_holding(lb, &look, error_replace, now)
+    plan_holding(lb, &facts, error_replace, now)
 }
 
 /// What a plan is decided on: the Octavia tree, the backends of each port, how many
 /// VirtualMachines of each port's group are still starting, the certificates.
-pub struct Look<'a> {
-    pub observed: &'a Observed,
+pub struct Facts<'a> {
+    pub tree: &'a OctaviaTree,
     pub backends: &'a [Vec<Backend>],
     pub starting: &'a [usize],
     pub certificates: &'a Certificates,
@@ -198,32 +198,32 @@ pub struct Look<'a> {
 /// once no listener holds them.
 pub fn plan_holding(
     lb: &LoadBalancer,
-    look: &Look<'_>,
+    facts: &Facts<'_>,
     error_replace: Duration,
     now: Timestamp,
 ) -> Step {
-    let Look {
-        observed,
+    let Facts {
+        tree,
         backends,
         starting,
         certificates,
-    } = *look;
+    } = *facts;
     if let Some(wanted) = certificates.unstored() {
         return Step::StoreCertificate(wanted.clone());
     }
-    let kept = match usable_load_balancer(lb, observed, backends, error_replace, now) {
+    let kept = match usable_load_balancer(lb, tree, backends, error_replace, now) {
         Ok(kept) => kept,
         Err(step) => return step,
     };
     let mut held = 0;
     for (index, port) in lb.spec.ports.iter().enumerate() {
         let tls = certificates.refs(index).unwrap_or_default();
-        let pool = match port_tree(index, port, &tls, &kept.id, observed) {
+        let pool = match port_tree(index, port, &tls, &kept.id, tree) {
             Ok(pool) => pool,
             Err(step) => return step,
         };
         let wanted = desired::members(port, backends.get(index).map_or(&[], Vec::as_slice));
-        let existing = observed
+        let existing = tree
             .members
             .get(pool.id.as_str())
             .map_or(&[][..], Vec::as_slice);
@@ -236,13 +236,13 @@ pub fn plan_holding(
             return Step::ReplaceMembers(index, pool.id.clone(), wanted);
         }
     }
-    if let Some(step) = stale_listener(lb, observed) {
+    if let Some(step) = stale_listener(lb, tree) {
         return step;
     }
-    if let Some(unused) = certificates.unused(&observed.listeners) {
+    if let Some(unused) = certificates.unused(&tree.listeners) {
         return Step::DeleteCertificate(unused.clone());
     }
-    match floating_ip_step(lb, observed, kept.vip_port_id.as_ref()) {
+    match floating_ip_step(lb, tree, kept.vip_port_id.as_ref()) {
         Step::Converged if held > 0 => Step::HoldMembers(held),
         step => step,
     }
@@ -252,12 +252,12 @@ pub fn plan_holding(
 /// busy; otherwise the step that gets it there.
 fn usable_load_balancer<'a>(
     lb: &LoadBalancer,
-    observed: &'a Observed,
+    tree: &'a OctaviaTree,
     backends: &[Vec<Backend>],
     error_replace: Duration,
     now: Timestamp,
 ) -> Result<&'a OctaviaLoadBalancer, Step> {
-    let Some(kept) = keeper(lb, &observed.load_balancers) else {
+    let Some(kept) = keeper(lb, &tree.load_balancers) else {
         let members = lb
             .spec
             .ports
@@ -267,7 +267,7 @@ fn usable_load_balancer<'a>(
             .collect();
         return Err(Step::Create(members));
     };
-    let found = &observed.load_balancers;
+    let found = &tree.load_balancers;
     let extra: Vec<LoadBalancerId> = duplicates(found, kept.id.as_str(), |l| l.id.as_str(), live)
         .into_iter()
         .map(|l| l.id.clone())
@@ -289,9 +289,9 @@ fn port_tree<'a>(
     port: &LoadBalancerPort,
     tls: &[String],
     lb_id: &LoadBalancerId,
-    observed: &'a Observed,
+    tree: &'a OctaviaTree,
 ) -> Result<&'a Pool, Step> {
-    let Some(listener) = observed
+    let Some(listener) = tree
         .listeners
         .iter()
         .find(|l| i32::from(l.protocol_port) == port.port)
@@ -301,7 +301,7 @@ fn port_tree<'a>(
     let pool = listener
         .default_pool_id
         .as_ref()
-        .and_then(|id| observed.pools.iter().find(|p| &p.id == id));
+        .and_then(|id| tree.pools.iter().find(|p| &p.id == id));
     if listener.protocol != desired::protocol(port.protocol) {
         // Octavia cannot change a listener's protocol: remove it (pool first) and
         // create it anew.
@@ -325,7 +325,7 @@ fn port_tree<'a>(
     let monitor = pool
         .healthmonitor_id
         .as_ref()
-        .and_then(|id| observed.monitors.iter().find(|m| &m.id == id));
+        .and_then(|id| tree.monitors.iter().find(|m| &m.id == id));
     match (desired::monitor_settings(port), monitor) {
         (None, Some(m)) => Err(Step::DeleteMonitor(m.id.clone())),
         (Some(s), None) => Err(Step::CreateMonitor(index, pool.id.clone(), s)),
@@ -338,8 +338,8 @@ fn port_tree<'a>(
 }
 
 /// A listener of a port no longer in the spec: its pool goes first, then it.
-fn stale_listener(lb: &LoadBalancer, observed: &Observed) -> Option<Step> {
-    let stale = observed.listeners.iter().find(|l| {
+fn stale_listener(lb: &LoadBalancer, tree: &OctaviaTree) -> Option<Step> {
+    let stale = tree.listeners.iter().find(|l| {
         !lb.spec
             .ports
             .iter()
@@ -348,7 +348,7 @@ fn stale_listener(lb: &LoadBalancer, observed: &Observed) -> Option<Step> {
     let pool = stale
         .default_pool_id
         .as_ref()
-        .filter(|id| observed.pools.iter().any(|p| &p.id == *id));
+        .filter(|id| tree.pools.iter().any(|p| &p.id == *id));
     Some(match pool {
         Some(id) => Step::DeletePool(id.clone()),
         None => Step::DeleteListener(stale.id.clone()),
@@ -356,8 +356,8 @@ fn stale_listener(lb: &LoadBalancer, observed: &Observed) -> Option<Step> {
 }
 
 /// `vipType: public` wants exactly one floating IP on the VIP port; `private` none.
-fn floating_ip_step(lb: &LoadBalancer, observed: &Observed, vip_port: Option<&PortId>) -> Step {
-    let fips = &observed.floating_ips;
+fn floating_ip_step(lb: &LoadBalancer, tree: &OctaviaTree, vip_port: Option<&PortId>) -> Step {
+    let fips = &tree.floating_ips;
     if lb.spec.vip_type == VipType::Private {
         return match fips.first() {
             Some(f) => Step::DeleteFloatingIp(f.id.clone()),

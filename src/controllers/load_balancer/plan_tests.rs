@@ -5,7 +5,7 @@ use k8s_openapi::jiff::Timestamp;
 use serde_json::json;
 
 use super::*;
-use crate::controllers::load_balancer::resolve::Observed;
+use crate::caches::cloud_view::OctaviaTree;
 
 const REPLACE: Duration = Duration::from_secs(30);
 
@@ -38,7 +38,7 @@ fn os_lb(id: &str, status: &str) -> serde_json::Value {
 }
 
 /// An ACTIVE tree for `published()` with `members` in the pool.
-fn tree(members: &[(&str, &str)]) -> Observed {
+fn tree(members: &[(&str, &str)]) -> OctaviaTree {
     let members = members
         .iter()
         .map(|(name, address)| {
@@ -47,7 +47,7 @@ fn tree(members: &[(&str, &str)]) -> Observed {
             .expect("member")
         })
         .collect();
-    Observed {
+    OctaviaTree {
         load_balancers: vec![serde_json::from_value(os_lb("lb-1", "ACTIVE")).expect("lb")],
         listeners: vec![
             serde_json::from_value(json!({"id": "l-80", "protocol": "HTTP", "protocol_port": 80,
@@ -105,7 +105,7 @@ fn member(name: &str, address: &str) -> crate::cloud::model::loadbalancing::Memb
     }
 }
 
-fn plan_for(lb: &LoadBalancer, observed: &Observed, backends: &[Backend]) -> Step {
+fn plan_for(lb: &LoadBalancer, observed: &OctaviaTree, backends: &[Backend]) -> Step {
     plan(lb, observed, &[backends.to_vec()], REPLACE, at(0))
 }
 
@@ -113,7 +113,7 @@ fn plan_for(lb: &LoadBalancer, observed: &Observed, backends: &[Backend]) -> Ste
 fn nothing_found_means_create_and_a_duplicate_is_deleted() {
     let lb = published();
     assert_eq!(
-        plan_for(&lb, &Observed::default(), &[]),
+        plan_for(&lb, &OctaviaTree::default(), &[]),
         Step::Create(vec![Vec::new(); lb.spec.ports.len()])
     );
     let mut observed = tree(&[]);
@@ -131,7 +131,7 @@ fn a_create_carries_the_members_already_serving() {
     let lb = published();
     let serving = [backend("web-0", "10.0.0.10"), backend("web-1", "10.0.0.11")];
     assert_eq!(
-        plan_for(&lb, &Observed::default(), &serving),
+        plan_for(&lb, &OctaviaTree::default(), &serving),
         Step::Create(vec![vec![
             member("web-0", "10.0.0.10"),
             member("web-1", "10.0.0.11")
@@ -189,7 +189,7 @@ fn members_follow_the_backends_in_one_batch_and_converge() {
 }
 
 /// `tree(members)` with the listener and pool as Octavia shows them with its defaults.
-fn shown_with_defaults(members: &[(&str, &str)]) -> Observed {
+fn shown_with_defaults(members: &[(&str, &str)]) -> OctaviaTree {
     let mut observed = tree(members);
     observed.listeners[0] = serde_json::from_value(json!({"id": "l-80", "protocol": "HTTP",
         "protocol_port": 80, "provisioning_status": "ACTIVE", "operating_status": "ONLINE",
@@ -399,15 +399,15 @@ fn additions_wait_for_the_groups_starting_virtual_machines_but_removals_do_not()
     let lb = published();
     let two = [backend("web-0", "10.0.0.10"), backend("web-1", "10.0.0.11")];
     let one = tree(&[("web-0", "10.0.0.10")]);
-    let holding = |observed: &Observed, backends: &[Backend], starting: usize| {
+    let holding = |observed: &OctaviaTree, backends: &[Backend], starting: usize| {
         let certificates = Certificates::default();
-        let look = Look {
-            observed,
+        let facts = Facts {
+            tree: observed,
             backends: &[backends.to_vec()],
             starting: &[starting],
             certificates: &certificates,
         };
-        plan_holding(&lb, &look, REPLACE, at(0))
+        plan_holding(&lb, &facts, REPLACE, at(0))
     };
     assert_eq!(holding(&one, &two, 3), Step::HoldMembers(3));
     assert!(matches!(holding(&one, &two, 0), Step::ReplaceMembers(..)));
@@ -491,7 +491,7 @@ fn secret(name: &str, href: &str) -> StoredSecret {
 }
 
 /// `tree` with its listener terminating TLS with the certificate at `href`.
-fn serving(href: &str) -> Observed {
+fn serving(href: &str) -> OctaviaTree {
     let mut observed = tree(&[]);
     let listener = &mut observed.listeners[0];
     listener.protocol = crate::cloud::model::loadbalancing::Protocol::TerminatedHttps;
@@ -500,14 +500,14 @@ fn serving(href: &str) -> Observed {
     observed
 }
 
-fn plan_tls(observed: &Observed, certificates: &Certificates) -> Step {
-    let look = Look {
-        observed,
+fn plan_tls(observed: &OctaviaTree, certificates: &Certificates) -> Step {
+    let facts = Facts {
+        tree: observed,
         backends: &[vec![]],
         starting: &[],
         certificates,
     };
-    plan_holding(&terminating(), &look, REPLACE, at(0))
+    plan_holding(&terminating(), &facts, REPLACE, at(0))
 }
 
 #[test]
@@ -516,7 +516,7 @@ fn a_certificate_is_stored_before_the_load_balancer_that_serves_it_is_made() {
         ports: vec![vec![wanted("verda-lb-u-1-aaaa")]],
         stored: Some(vec![]),
     };
-    let nothing = Observed::default();
+    let nothing = OctaviaTree::default();
     assert_eq!(
         plan_tls(&nothing, &certificates),
         Step::StoreCertificate(wanted("verda-lb-u-1-aaaa"))

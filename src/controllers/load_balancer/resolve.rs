@@ -11,6 +11,7 @@ use verda_api::v1alpha1::{
     LoadBalancer, RealServers, VipType, VirtualMachine, annotations, labels,
 };
 
+use crate::caches::cloud_view::OctaviaTree;
 use crate::caches::watch::index::Keyed;
 use crate::caches::watch::{WatchCaches, exists, in_namespace, with_key};
 use crate::cloud::ids::{LbFlavorId, LoadBalancerId, NetworkId, SubnetId};
@@ -199,9 +200,6 @@ pub async fn health_watched(caches: &WatchCaches, lb: &LoadBalancer) -> bool {
         .any(|g| refs.contains(&g.name_any().as_str()) && g.spec.auto_healing.is_some())
 }
 
-/// The Octavia objects of one LoadBalancer, found by its owner tag.
-pub use crate::caches::cloud_view::OctaviaTree as Observed;
-
 /// The load balancer this object keeps: the recorded one, else the first not being
 /// deleted.
 pub fn keeper<'a>(lb: &LoadBalancer, found: &'a [OsLoadBalancer]) -> Option<&'a OsLoadBalancer> {
@@ -224,19 +222,19 @@ pub async fn observe(
     neutron: &dyn Network,
     lb: &LoadBalancer,
     owner: &Owner,
-) -> Result<Observed, ReconcileError> {
+) -> Result<OctaviaTree, ReconcileError> {
     let key = owner.key();
-    let mut observed = Observed {
+    let mut tree = OctaviaTree {
         load_balancers: octavia
             .load_balancers_of(&owner.uid)
             .await
             .map_err(ReconcileError::cloud("list load balancers", &key))?,
-        ..Observed::default()
+        ..OctaviaTree::default()
     };
     let wants_fip = lb.spec.vip_type == VipType::Public
         || lb.status.as_ref().is_some_and(|s| s.floating_ip.is_some());
     if wants_fip {
-        observed.floating_ips = neutron
+        tree.floating_ips = neutron
             .list_floating_ips(&FloatingIpFilter {
                 description: Some(owner.tag()),
                 ..FloatingIpFilter::default()
@@ -244,18 +242,18 @@ pub async fn observe(
             .await
             .map_err(ReconcileError::cloud("list floating IPs", &key))?;
     }
-    let Some(kept) = keeper(lb, &observed.load_balancers) else {
-        return Ok(observed);
+    let Some(kept) = keeper(lb, &tree.load_balancers) else {
+        return Ok(tree);
     };
     if matches!(
         kept.provisioning_status,
         ProvisioningStatus::PendingCreate | ProvisioningStatus::PendingDelete
     ) {
-        return Ok(observed);
+        return Ok(tree);
     }
     let kept = kept.id.clone();
-    read_children(octavia, &kept, &key, &mut observed).await?;
-    Ok(observed)
+    read_children(octavia, &kept, &key, &mut tree).await?;
+    Ok(tree)
 }
 
 /// The listeners, pools, health monitors and members under the kept load balancer.
@@ -263,24 +261,24 @@ async fn read_children(
     octavia: &dyn LoadBalancing,
     kept: &LoadBalancerId,
     key: &str,
-    observed: &mut Observed,
+    tree: &mut OctaviaTree,
 ) -> Result<(), ReconcileError> {
     let children = LbFilter {
         loadbalancer_id: Some(kept.clone()),
         ..LbFilter::default()
     };
-    observed.listeners = octavia
+    tree.listeners = octavia
         .list_listeners(&children)
         .await
         .map_err(ReconcileError::cloud("list listeners", key))?;
-    observed.pools = octavia
+    tree.pools = octavia
         .list_pools(&children)
         .await
         .map_err(ReconcileError::cloud("list pools", key))?;
-    for pool in &observed.pools {
+    for pool in &tree.pools {
         if let Some(id) = &pool.healthmonitor_id {
             match octavia.get_health_monitor(id).await {
-                Ok(m) => observed.monitors.push(m),
+                Ok(m) => tree.monitors.push(m),
                 Err(e) if e.is_not_found() => {}
                 Err(e) => return Err(ReconcileError::cloud("read a health monitor", key)(e)),
             }
@@ -289,7 +287,7 @@ async fn read_children(
             .list_members(&pool.id)
             .await
             .map_err(ReconcileError::cloud("list pool members", key))?;
-        observed.members.insert(pool.id.to_string(), members);
+        tree.members.insert(pool.id.to_string(), members);
     }
     Ok(())
 }

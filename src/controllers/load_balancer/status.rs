@@ -8,12 +8,12 @@ use verda_api::v1alpha1::{
     CertificateStatus, LoadBalancer, LoadBalancerStatus, MemberStatus, PortStatus,
 };
 
+use crate::caches::cloud_view::OctaviaTree;
 use crate::cloud::model::loadbalancing::{OperatingStatus, ProvisioningStatus};
 use crate::cloud::model::word;
 use crate::controllers::load_balancer::apply::{LOAD_BALANCER_ERROR, Outcome};
 use crate::controllers::load_balancer::certificates::Certificates;
 use crate::controllers::load_balancer::desired::{self, ignored_monitors};
-use crate::controllers::load_balancer::resolve::Observed;
 
 pub const MONITORS_APPLIED: &str = "MonitorsApplied";
 pub const GROUP_NOT_FOUND: &str = "GroupNotFound";
@@ -32,7 +32,7 @@ pub fn member_counts(ports: &[PortStatus]) -> (usize, usize) {
 /// The status after `outcome`, from the tree observed before it.
 pub fn next_status(
     lb: &LoadBalancer,
-    observed: &Observed,
+    tree: &OctaviaTree,
     outcome: &Outcome,
     missing_groups: &[String],
     certificates: &Certificates,
@@ -41,12 +41,12 @@ pub fn next_status(
     let mut status = lb.status.clone().unwrap_or_default();
     let recorded = match &outcome.recorded {
         Some(id) => id.clone(),
-        None => crate::controllers::load_balancer::resolve::keeper(lb, &observed.load_balancers)
+        None => crate::controllers::load_balancer::resolve::keeper(lb, &tree.load_balancers)
             .map(|l| l.id.clone()),
     };
     let kept = recorded
         .as_ref()
-        .and_then(|id| observed.load_balancers.iter().find(|l| &l.id == id));
+        .and_then(|id| tree.load_balancers.iter().find(|l| &l.id == id));
     let same_lb = status.load_balancer_id.as_deref() == recorded.as_ref().map(|id| id.as_str());
     status.error_since = match kept.map(|l| l.provisioning_status) {
         Some(ProvisioningStatus::Error) if same_lb => status.error_since.or(Some(Time(now))),
@@ -58,13 +58,13 @@ pub fn next_status(
     status.provisioning_status = kept.and_then(|l| word(l.provisioning_status));
     status.operating_status = kept.and_then(|l| word(l.operating_status));
     let vip_port = kept.and_then(|l| l.vip_port_id.as_ref());
-    status.floating_ip = observed
+    status.floating_ip = tree
         .floating_ips
         .iter()
         .find(|f| vip_port.is_some() && f.port_id.as_ref() == vip_port)
         .map(|f| f.floating_ip_address.clone());
     status.ports = if kept.is_some() {
-        port_statuses(lb, observed)
+        port_statuses(lb, tree)
     } else {
         Vec::new()
     };
@@ -135,20 +135,20 @@ fn set_conditions(
 }
 
 /// Per spec port: the listener, pool and monitor IDs and the pool's members.
-fn port_statuses(lb: &LoadBalancer, observed: &Observed) -> Vec<PortStatus> {
+fn port_statuses(lb: &LoadBalancer, tree: &OctaviaTree) -> Vec<PortStatus> {
     lb.spec
         .ports
         .iter()
         .map(|port| {
-            let listener = observed
+            let listener = tree
                 .listeners
                 .iter()
                 .find(|l| i32::from(l.protocol_port) == port.port);
             let pool = listener
                 .and_then(|l| l.default_pool_id.as_ref())
-                .and_then(|id| observed.pools.iter().find(|p| &p.id == id));
+                .and_then(|id| tree.pools.iter().find(|p| &p.id == id));
             let mut members: Vec<MemberStatus> = pool
-                .and_then(|p| observed.members.get(p.id.as_str()))
+                .and_then(|p| tree.members.get(p.id.as_str()))
                 .map(|ms| {
                     ms.iter()
                         .map(|m| MemberStatus {
