@@ -10,8 +10,8 @@ use crate::cloud::ids::{LoadBalancerId, SubnetId};
 use crate::cloud::model::loadbalancing::LoadBalancer;
 use crate::cloud::model::network::FloatingIpFilter;
 use crate::cloud::owner::owned_by_another;
-use crate::controllers::load_balancer::apply::{Inputs, Outcome, PROVISIONING};
-use crate::controllers::load_balancer::resolve;
+use crate::controllers::load_balancer::execute::{Inputs, Outcome, PROVISIONING};
+use crate::controllers::load_balancer::references;
 use crate::runtime::ReconcileError;
 use crate::runtime::lifecycle::{PAUSED_READY, paused_message};
 use crate::runtime::problem::Problem;
@@ -108,7 +108,7 @@ async fn check(
     let vip_subnet = match placement {
         Some(known) => known.vip_subnet.clone(),
         None => {
-            resolve::placement(&ctx.config, octavia, neutron, lb)
+            references::placement(&ctx.config, octavia, neutron, lb)
                 .await?
                 .vip_subnet
         }

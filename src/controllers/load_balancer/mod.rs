@@ -2,21 +2,25 @@
 //! health monitor per port, members from a group, VirtualMachines or addresses, and a
 //! floating IP for `vipType: public`.
 //!
-//! Its [`Reconciler`]: `resolve` (backends from Kubernetes, the Octavia tree by owner
-//! tag) → `plan` (pure: the one next write) → `apply` (that write) → `status`. VirtualMachine and group
-//! changes wake the LoadBalancers that draw on them at once.
+//! Its [`Reconciler`]: `observe` (the backends from the watch caches, `real_servers`; the
+//! Octavia tree by owner tag, `tree`, or from the cloud view, `observe`; the names a
+//! create needs, `references`) → `plan` (pure: the one next write) → `execute` (that
+//! write) → `status`. VirtualMachine and group changes wake the LoadBalancers that draw
+//! on them at once.
 
-pub mod apply;
 pub mod certificates;
 pub mod confirm;
 pub mod desired;
 pub mod drift;
+pub mod execute;
 pub mod import;
 pub mod observe;
 pub mod plan;
+pub mod real_servers;
+pub mod references;
 mod removal;
-pub mod resolve;
 pub mod status;
+pub mod tree;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -66,7 +70,9 @@ pub fn run(
             if !membership_changed(&seen, &vm) {
                 return Vec::new();
             }
-            drawing_on(&by_vm, &*vm, &vm.keys(), |rs| resolve::draws_from(rs, &vm))
+            drawing_on(&by_vm, &*vm, &vm.keys(), |rs| {
+                real_servers::draws_from(rs, &vm)
+            })
         })
         .watches_shared_stream(feeds.groups.subscribe(), move |group| {
             // Only a group's coming and going matters here; its members wake the
@@ -107,7 +113,7 @@ fn membership_changed(seen: &Mutex<HashMap<String, Membership>>, vm: &VirtualMac
     let now = Membership {
         group: vm.labels().get(labels::GROUP).cloned(),
         address: vm.status.as_ref().and_then(|s| s.primary_ip.clone()),
-        serving: resolve::serving_backend(vm).is_some(),
+        serving: real_servers::serving_backend(vm).is_some(),
     };
     let key = object_key(vm);
     let mut seen = seen
@@ -152,8 +158,8 @@ pub struct Services {
 /// load balancer and may create one — where it goes (VIP subnet, Octavia flavor).
 pub struct Observed {
     look: observe::Look,
-    backends: resolve::Backends,
-    placement: Option<resolve::Placement>,
+    backends: real_servers::Backends,
+    placement: Option<references::Placement>,
     certificates: certificates::Certificates,
 }
 
@@ -161,7 +167,7 @@ impl Reconciler for LoadBalancer {
     type Services = Services;
     type Observed = Observed;
     type Step = plan::Step;
-    type Outcome = apply::Outcome;
+    type Outcome = execute::Outcome;
     type Status = LoadBalancerStatus;
 
     fn services(ctx: &Context, tenant: &Tenant, lb: &Self) -> Services {
@@ -176,8 +182,8 @@ impl Reconciler for LoadBalancer {
     /// The VIP subnet and the Octavia flavor must follow from the spec and the
     /// operator's configuration, for the load balancer there is as for the next.
     fn validate(lb: &Self, ctx: &Context) -> Result<(), ReconcileError> {
-        resolve::vip_subnet_name(&ctx.config, lb)?;
-        resolve::flavor_name(&ctx.config, lb).map(drop)
+        references::vip_subnet_name(&ctx.config, lb)?;
+        references::flavor_name(&ctx.config, lb).map(drop)
     }
 
     fn current_status(&self) -> Option<&LoadBalancerStatus> {
@@ -196,7 +202,7 @@ impl Reconciler for LoadBalancer {
             tenant,
             ..
         } = reconcile;
-        let backends = resolve::backends(&ctx.caches.current(), lb, &tenant.project).await;
+        let backends = real_servers::backends(&ctx.caches.current(), lb, &tenant.project).await;
         let sources = observe::Sources {
             octavia: services.octavia.as_ref(),
             neutron: services.neutron.as_ref(),
@@ -214,7 +220,7 @@ impl Reconciler for LoadBalancer {
             {
                 observe::listed_none()
             } else {
-                let health = resolve::health_watched(&ctx.caches.current(), lb).await;
+                let health = real_servers::health_watched(&ctx.caches.current(), lb).await;
                 observe::look(&sources, cached, health).await?
             }
         } else {
@@ -224,12 +230,12 @@ impl Reconciler for LoadBalancer {
         let certificates =
             certificates::read(ctx, lb, owner, sources.octavia, &look.tree, now).await?;
         // Paused, nothing is created: nothing to place.
-        let placement = match resolve::keeper(lb, &look.tree.load_balancers) {
+        let placement = match tree::keeper(lb, &look.tree.load_balancers) {
             Some(_) => None,
             None if !reconcile.policy.writes() => None,
-            None => {
-                Some(resolve::placement(&ctx.config, sources.octavia, sources.neutron, lb).await?)
-            }
+            None => Some(
+                references::placement(&ctx.config, sources.octavia, sources.neutron, lb).await?,
+            ),
         };
         Ok(Observed {
             look,
@@ -275,10 +281,10 @@ impl Reconciler for LoadBalancer {
         reconcile: &Reconcile<Self>,
         _: &Observed,
         step: &plan::Step,
-    ) -> Option<apply::Outcome> {
+    ) -> Option<execute::Outcome> {
         let imports = matches!(step, plan::Step::Create(_)) && reconcile.obj.spec.import.is_some();
         let resync = reconcile.ctx.timing.resync;
-        (step.writes() && !imports).then(|| apply::paused(step, resync))
+        (step.writes() && !imports).then(|| execute::paused(step, resync))
     }
 
     /// Remembers what the step leaves the view vouching for, tells a correction of
@@ -287,7 +293,7 @@ impl Reconciler for LoadBalancer {
         reconcile: &Reconcile<Self>,
         observed: &Observed,
         step: plan::Step,
-    ) -> Result<apply::Outcome, ReconcileError> {
+    ) -> Result<execute::Outcome, ReconcileError> {
         let Reconcile {
             ctx,
             obj: lb,
@@ -310,7 +316,7 @@ impl Reconciler for LoadBalancer {
         if step == plan::Step::Converged {
             drift::converged(members, &owner.uid, lb, &observed.backends.ports);
         }
-        let inputs = apply::Inputs {
+        let inputs = execute::Inputs {
             ctx,
             octavia: services.octavia.as_ref(),
             neutron: services.neutron.as_ref(),
@@ -338,7 +344,7 @@ impl Reconciler for LoadBalancer {
     fn status(
         reconcile: &Reconcile<Self>,
         observed: &Observed,
-        outcome: &apply::Outcome,
+        outcome: &execute::Outcome,
     ) -> LoadBalancerStatus {
         let missing = &observed.backends.missing_groups;
         status::next_status(
@@ -354,7 +360,7 @@ impl Reconciler for LoadBalancer {
     /// News of conditions that turned bad, then the step's own event.
     fn events(
         reconcile: &Reconcile<Self>,
-        outcome: &apply::Outcome,
+        outcome: &execute::Outcome,
         status: &LoadBalancerStatus,
     ) -> Vec<Event> {
         news(reconcile.obj.status.as_ref(), status)
@@ -377,7 +383,11 @@ impl Reconciler for LoadBalancer {
             .set(ready as i64);
     }
 
-    fn requeue(_: &Reconcile<Self>, outcome: &apply::Outcome, _: &LoadBalancerStatus) -> Duration {
+    fn requeue(
+        _: &Reconcile<Self>,
+        outcome: &execute::Outcome,
+        _: &LoadBalancerStatus,
+    ) -> Duration {
         outcome.requeue
     }
 
@@ -392,17 +402,17 @@ impl Reconciler for LoadBalancer {
 
 /// Carries out `step`: an import in place of a create, or the step itself.
 async fn carry_out(
-    inputs: &apply::Inputs<'_>,
+    inputs: &execute::Inputs<'_>,
     step: plan::Step,
     project: &str,
     policy: ReconcilePolicy,
-) -> Result<apply::Outcome, ReconcileError> {
+) -> Result<execute::Outcome, ReconcileError> {
     match (&step, &inputs.lb.spec.import) {
         (plan::Step::Create(_), Some(import)) => {
             let id = LoadBalancerId::new(import.id.clone());
             import::import(inputs, project, &id, policy.writes()).await
         }
-        _ => apply::run(inputs, step).await,
+        _ => execute::run(inputs, step).await,
     }
 }
 

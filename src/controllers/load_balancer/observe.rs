@@ -10,7 +10,7 @@ use crate::cloud::model::loadbalancing::{ListenerTree, LoadBalancer as OsLoadBal
 use crate::cloud::owner::Owner;
 use crate::controllers::load_balancer::confirm;
 use crate::controllers::load_balancer::plan::Step;
-use crate::controllers::load_balancer::resolve;
+use crate::controllers::load_balancer::tree;
 use crate::runtime::{Context, ReconcileError};
 use crate::tenancy::Tenant;
 use verda_api::v1alpha1::{LoadBalancer, VipType};
@@ -117,7 +117,7 @@ pub fn listed_none() -> Look {
 /// listing vouches for.
 pub async fn read(from: &Sources<'_>) -> Result<Look, ReconcileError> {
     Ok(Look {
-        tree: resolve::observe(from.octavia, from.neutron, from.lb, from.owner).await?,
+        tree: tree::read(from.octavia, from.neutron, from.lb, from.owner).await?,
         source: Source::Read,
     })
 }

@@ -18,7 +18,7 @@ use crate::cloud::model::loadbalancing::{
 };
 use crate::controllers::load_balancer::certificates::{Certificates, Wanted};
 use crate::controllers::load_balancer::desired::{self, Backend, MonitorSettings};
-use crate::controllers::load_balancer::resolve::{keeper, live};
+use crate::controllers::load_balancer::tree::{keeper, live};
 use crate::runtime::keeper::{InError, duplicates, in_error};
 
 /// The next thing to do for one LoadBalancer.

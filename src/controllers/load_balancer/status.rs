@@ -11,9 +11,9 @@ use verda_api::v1alpha1::{
 use crate::caches::cloud_view::OctaviaTree;
 use crate::cloud::model::loadbalancing::{OperatingStatus, ProvisioningStatus};
 use crate::cloud::model::word;
-use crate::controllers::load_balancer::apply::{LOAD_BALANCER_ERROR, Outcome};
 use crate::controllers::load_balancer::certificates::Certificates;
 use crate::controllers::load_balancer::desired::{self, ignored_monitors};
+use crate::controllers::load_balancer::execute::{LOAD_BALANCER_ERROR, Outcome};
 
 pub const MONITORS_APPLIED: &str = "MonitorsApplied";
 pub const GROUP_NOT_FOUND: &str = "GroupNotFound";
@@ -41,7 +41,7 @@ pub fn next_status(
     let mut status = lb.status.clone().unwrap_or_default();
     let recorded = match &outcome.recorded {
         Some(id) => id.clone(),
-        None => crate::controllers::load_balancer::resolve::keeper(lb, &tree.load_balancers)
+        None => crate::controllers::load_balancer::tree::keeper(lb, &tree.load_balancers)
             .map(|l| l.id.clone()),
     };
     let kept = recorded

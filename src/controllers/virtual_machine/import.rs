@@ -10,7 +10,7 @@ use crate::cloud::MetadataMode;
 use crate::cloud::ids::ServerId;
 use crate::cloud::model::compute::Server;
 use crate::cloud::owner::{Owner, owned_by_another};
-use crate::controllers::virtual_machine::apply::Outcome;
+use crate::controllers::virtual_machine::execute::Outcome;
 use crate::runtime::lifecycle::{PAUSED_READY, paused_message};
 use crate::runtime::problem::Problem;
 use crate::runtime::{Context, ReconcileError};
@@ -44,7 +44,7 @@ pub async fn import(
         server_id: Some(id.clone()),
         ready: (
             Status::False,
-            crate::controllers::virtual_machine::apply::PROVISIONING,
+            crate::controllers::virtual_machine::execute::PROVISIONING,
             format!("took over server {id}"),
         ),
         event: Some((

@@ -1,19 +1,20 @@
 //! The VirtualMachine controller: one Nova server per object.
 //!
-//! Its [`Reconciler`]: `resolve` (servers by owner UID, lookups) → `plan` (pure: the
-//! next step) → `apply` (the only cloud writes) → `status`. The server is found by the owner's UID before any
-//! create and its ID is written to status right after, so a crash anywhere leaves
-//! neither a duplicate nor an orphan.
+//! Its [`Reconciler`]: `observe` (servers by owner UID, lookups, declared ports,
+//! volumes) → `plan` (pure: the next step) → `execute` (the only cloud writes) →
+//! `status`. The server is found by the owner's UID before any create and its ID is
+//! written to status right after, so a crash anywhere leaves neither a duplicate nor an
+//! orphan.
 
-pub mod apply;
+pub mod execute;
 pub mod import;
 pub mod network_ports;
+pub mod observe;
 pub mod outcome;
 pub mod plan;
 pub mod power;
 pub mod references;
 mod removal;
-pub mod resolve;
 pub mod status;
 pub mod volumes;
 
@@ -66,7 +67,7 @@ pub fn run(
 /// happen boots on them.
 async fn observe_ports(
     reconcile: &Reconcile<VirtualMachine>,
-    observed: &mut resolve::Observed,
+    observed: &mut observe::Observed,
     use_view: bool,
 ) -> Result<network_ports::Look, ReconcileError> {
     let (ctx, vm, neutron) = (
@@ -109,9 +110,9 @@ pub struct Services {
 
 impl Reconciler for VirtualMachine {
     type Services = Services;
-    type Observed = resolve::Observed;
+    type Observed = observe::Observed;
     type Step = plan::Step;
-    type Outcome = apply::Outcome;
+    type Outcome = execute::Outcome;
     type Status = VirtualMachineStatus;
 
     fn services(ctx: &Context, tenant: &Tenant, _: &Self) -> Services {
@@ -136,7 +137,7 @@ impl Reconciler for VirtualMachine {
     async fn observe(
         reconcile: &Reconcile<Self>,
         use_view: bool,
-    ) -> Result<resolve::Observed, ReconcileError> {
+    ) -> Result<observe::Observed, ReconcileError> {
         let Reconcile {
             ctx,
             obj,
@@ -145,7 +146,7 @@ impl Reconciler for VirtualMachine {
             tenant,
             ..
         } = reconcile;
-        let sources = resolve::Sources {
+        let sources = observe::Sources {
             ctx,
             tenant,
             view: &services.view,
@@ -155,7 +156,7 @@ impl Reconciler for VirtualMachine {
             owner,
             creates: reconcile.policy.writes(),
         };
-        let mut observed = resolve::observe(&sources, use_view).await?;
+        let mut observed = observe::servers(&sources, use_view).await?;
         // Only a server to be halted asks whether the pools still list it.
         if power::strategy(obj) == RunStrategy::Halted {
             observed.in_pools = power::in_pools(&ctx.caches.current(), obj).await;
@@ -178,7 +179,7 @@ impl Reconciler for VirtualMachine {
     }
 
     /// A create (of the server, or of a volume) is decided on the cloud itself.
-    fn needs_fresh_look(observed: &resolve::Observed, step: &plan::Step) -> bool {
+    fn needs_fresh_look(observed: &observe::Observed, step: &plan::Step) -> bool {
         let volumes_from_view = observed.volumes.as_ref().is_some_and(|v| v.from_view);
         match step {
             plan::Step::Create => observed.from_view,
@@ -187,7 +188,7 @@ impl Reconciler for VirtualMachine {
         }
     }
 
-    fn plan(reconcile: &Reconcile<Self>, observed: &resolve::Observed) -> plan::Step {
+    fn plan(reconcile: &Reconcile<Self>, observed: &observe::Observed) -> plan::Step {
         let step = plan::plan(
             &reconcile.obj,
             &reconcile.owner,
@@ -215,21 +216,21 @@ impl Reconciler for VirtualMachine {
     /// while paused: it only looks the server up).
     fn while_paused(
         reconcile: &Reconcile<Self>,
-        observed: &resolve::Observed,
+        observed: &observe::Observed,
         step: &plan::Step,
-    ) -> Option<apply::Outcome> {
+    ) -> Option<execute::Outcome> {
         let obj = &reconcile.obj;
         let imports = matches!(step, plan::Step::Create) && obj.spec.import.is_some();
         let resync = reconcile.ctx.timing.resync;
-        (step.writes() && !imports).then(|| apply::paused(obj, observed, step, resync))
+        (step.writes() && !imports).then(|| execute::paused(obj, observed, step, resync))
     }
 
     /// An import in place of a create, or the step.
     async fn execute(
         reconcile: &Reconcile<Self>,
-        observed: &resolve::Observed,
+        observed: &observe::Observed,
         step: plan::Step,
-    ) -> Result<apply::Outcome, ReconcileError> {
+    ) -> Result<execute::Outcome, ReconcileError> {
         let Reconcile {
             ctx,
             obj,
@@ -263,7 +264,7 @@ impl Reconciler for VirtualMachine {
                     _ => {}
                 };
                 forget();
-                let outcome = apply::run(ctx, tenant, obj, owner, observed, step).await;
+                let outcome = execute::run(ctx, tenant, obj, owner, observed, step).await;
                 // Again once the write is answered: a refresh asked while it was on its
                 // way may have listed the cloud before it took effect (a volume still
                 // `available` while Nova attaches it), and must not vouch for that.
@@ -275,8 +276,8 @@ impl Reconciler for VirtualMachine {
 
     fn status(
         reconcile: &Reconcile<Self>,
-        observed: &resolve::Observed,
-        outcome: &apply::Outcome,
+        observed: &observe::Observed,
+        outcome: &execute::Outcome,
     ) -> VirtualMachineStatus {
         let mut status =
             status::next_status(&reconcile.obj, &observed.servers, outcome, reconcile.now);
@@ -297,7 +298,7 @@ impl Reconciler for VirtualMachine {
 
     fn events(
         _: &Reconcile<Self>,
-        outcome: &apply::Outcome,
+        outcome: &execute::Outcome,
         _: &VirtualMachineStatus,
     ) -> Vec<Event> {
         outcome
@@ -311,7 +312,7 @@ impl Reconciler for VirtualMachine {
 
     fn requeue(
         _: &Reconcile<Self>,
-        outcome: &apply::Outcome,
+        outcome: &execute::Outcome,
         _: &VirtualMachineStatus,
     ) -> Duration {
         outcome.requeue

@@ -1,6 +1,6 @@
 //! What a VirtualMachine step did: the server status should describe, the Ready
-//! condition, the event, and when to look again. Shared by the server steps (`apply`)
-//! and the volume steps (`volumes::apply`).
+//! condition, the event, and when to look again. Shared by the server steps (`execute`)
+//! and the volume steps (`volumes::execute`).
 
 use std::time::Duration;
 

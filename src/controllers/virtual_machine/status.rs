@@ -8,7 +8,7 @@ use verda_api::v1alpha1::{
 };
 
 use crate::cloud::model::compute::{Server, ServerStatus};
-use crate::controllers::virtual_machine::apply::{Outcome, PROVISIONING};
+use crate::controllers::virtual_machine::execute::{Outcome, PROVISIONING};
 use crate::controllers::virtual_machine::plan::{error_reason, fault_message};
 
 /// The status after `outcome`, given the servers observed before it.

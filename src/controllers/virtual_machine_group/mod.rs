@@ -1,16 +1,16 @@
 //! The VirtualMachineGroup controller: a Nova server group and `replicas` owned
 //! VirtualMachines.
 //!
-//! Its [`Reconciler`]: `resolve` (server group, owned VirtualMachines, LoadBalancers
+//! Its [`Reconciler`]: `observe` (server group, owned VirtualMachines, LoadBalancers
 //! drawing on the group) → `plan` (pure: the server group to create, VirtualMachines to
-//! create / drain / delete) → `apply` (the server group, then Kubernetes writes only;
+//! create / drain / delete) → `execute` (the server group, then Kubernetes writes only;
 //! the VirtualMachine controller owns the servers) → `status`.
 
 pub mod addresses;
-pub mod apply;
+pub mod execute;
 pub mod health;
+pub mod observe;
 pub mod plan;
-pub mod resolve;
 pub mod rollout;
 pub mod status;
 
@@ -144,10 +144,10 @@ impl Reconciler for VirtualMachineGroup {
             services,
             ..
         } = reconcile;
-        let server_group = resolve::server_group(services.compute.as_ref(), group, owner).await?;
+        let server_group = observe::server_group(services.compute.as_ref(), group, owner).await?;
         let caches = ctx.caches.current();
-        let vms = resolve::owned_vms(&caches, group).await;
-        let lbs = resolve::referencing_lbs(&caches, group).await;
+        let vms = observe::owned_vms(&caches, group).await;
+        let lbs = observe::referencing_lbs(&caches, group).await;
         let name = group.name_any();
         let live = vms
             .iter()
@@ -167,7 +167,7 @@ impl Reconciler for VirtualMachineGroup {
                 health::judge(vm, strategy, pools, was, reconcile.now)
             })
             .collect();
-        let members = resolve::members(group, &vms, &lbs, &judged);
+        let members = observe::members(group, &vms, &lbs, &judged);
         let status = group.status.as_ref();
         let new_revision =
             status.and_then(|s| s.update_revision.as_deref()) != Some(template_hash.as_str());
@@ -236,12 +236,13 @@ impl Reconciler for VirtualMachineGroup {
         };
         if policy.writes() {
             if let Some(wanted) = step.server_group {
-                let created = apply::create_server_group(services.compute.as_ref(), owner, wanted);
+                let created =
+                    execute::create_server_group(services.compute.as_ref(), owner, wanted);
                 outcome.server_group = Some(created.await?);
             }
             let sg = outcome.server_group.as_ref();
             let (scale, hash, vms) = (&step.scale, &observed.template_hash, &observed.vms);
-            let applied = apply::run(&ctx.client, group, scale, hash, sg, vms).await?;
+            let applied = execute::run(&ctx.client, group, scale, hash, sg, vms).await?;
             outcome.writes = applied.writes;
             outcome.events = applied.done(scale).events(&group.name_any());
             outcome
@@ -255,7 +256,8 @@ impl Reconciler for VirtualMachineGroup {
             let scaled_away = plan::scaled_away(group, &observed.retained_volumes);
             if !scaled_away.is_empty() {
                 let cinder = services.cinder.as_ref();
-                outcome.writes += apply::delete_volumes(cinder, &scaled_away, &owner.key()).await?;
+                outcome.writes +=
+                    execute::delete_volumes(cinder, &scaled_away, &owner.key()).await?;
                 for (index, _) in &scaled_away {
                     let gone = VolumeOwner {
                         owner: owner.clone(),
@@ -266,10 +268,10 @@ impl Reconciler for VirtualMachineGroup {
                 outcome.events.push(plan::scaled_away_event(&scaled_away));
             }
         }
-        outcome.writes += apply::align_credentials(&ctx.client, group, &observed.vms).await?
-            + apply::align_policy(&ctx.client, group, &observed.vms).await?
-            + apply::align_run_strategy(&ctx.client, group, &observed.vms).await?
-            + apply::align_index_labels(&ctx.client, group, &observed.vms).await?;
+        outcome.writes += execute::align_credentials(&ctx.client, group, &observed.vms).await?
+            + execute::align_policy(&ctx.client, group, &observed.vms).await?
+            + execute::align_run_strategy(&ctx.client, group, &observed.vms).await?
+            + execute::align_index_labels(&ctx.client, group, &observed.vms).await?;
         Ok(outcome)
     }
 
@@ -447,10 +449,10 @@ async fn cleanup(
     removal: Removal,
 ) -> Result<Cleanup, ReconcileError> {
     let key = object_key(&*group);
-    let vms = resolve::owned_vms(&ctx.caches.current(), &group).await;
+    let vms = observe::owned_vms(&ctx.caches.current(), &group).await;
     if !vms.is_empty() {
         // They must carry the group's policy when their deletion is decided.
-        if apply::align_policy(&ctx.client, &group, &vms).await? > 0 {
+        if execute::align_policy(&ctx.client, &group, &vms).await? > 0 {
             return Ok(Cleanup::Wait(ctx.timing.poll));
         }
         let api: Api<VirtualMachine> =
@@ -461,9 +463,9 @@ async fn cleanup(
             .iter()
             .filter(|vm| vm.metadata.deletion_timestamp.is_none())
         {
-            apply::set_volume_retention(&api, vm, fate, &key).await?;
-            apply::set_port_retention(&api, vm, port_fate, &key).await?;
-            apply::ignore_missing(
+            execute::set_volume_retention(&api, vm, fate, &key).await?;
+            execute::set_port_retention(&api, vm, port_fate, &key).await?;
+            execute::ignore_missing(
                 api.delete(&vm.name_any(), &DeleteParams::background())
                     .await
                     .map(drop),

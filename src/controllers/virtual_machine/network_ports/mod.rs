@@ -5,11 +5,11 @@
 //! The owner is recorded in the port's `description` (Neutron keeps no tags given at
 //! create; [`port_record`]): the VirtualMachine's, or for replica `n` of a group the
 //! group's and `n`, with the cluster, so a new VirtualMachine of that index finds them.
-//! `observe` lists them (one call), `plan` decides the next step (pure), `apply` carries
-//! it out, `removal` keeps or deletes them as `networkRetention` says.
+//! `observe` lists them (one call), `plan` decides the next step (pure), `execute`
+//! carries it out, `removal` keeps or deletes them as `networkRetention` says.
 
 pub mod adoption;
-pub mod apply;
+pub mod execute;
 pub mod floating;
 pub mod plan;
 pub mod removal;

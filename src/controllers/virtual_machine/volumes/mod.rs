@@ -6,11 +6,11 @@
 //! The volumes of a group's replica `<group>-<n>` record the group and the index, not
 //! the VirtualMachine: a scale-down deletes the VirtualMachine, and a later
 //! VirtualMachine of the same index must find them. `observe` reads them (from the
-//! cloud view while settled), `plan` decides the next step (pure), `apply` carries it
-//! out, `status` reports them and `removal` keeps or deletes them as the object's
+//! cloud view while settled), `plan` decides the next step (pure), `execute` carries
+//! it out, `status` reports them and `removal` keeps or deletes them as the object's
 //! `volumeRetention` says.
 
-pub mod apply;
+pub mod execute;
 pub mod plan;
 pub mod removal;
 pub mod status;

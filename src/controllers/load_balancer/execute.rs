@@ -20,7 +20,7 @@ use crate::cloud::{LoadBalancing, Network, ignore_not_found};
 use crate::controllers::load_balancer::certificates::{Certificates, Wanted};
 use crate::controllers::load_balancer::desired::{self, MonitorSettings};
 use crate::controllers::load_balancer::plan::Step;
-use crate::controllers::load_balancer::resolve;
+use crate::controllers::load_balancer::references;
 use crate::runtime::{Context, ReconcileError};
 
 pub use crate::runtime::progress::PROVISIONING;
@@ -79,7 +79,7 @@ pub struct Inputs<'a> {
     pub lb: &'a LoadBalancer,
     pub owner: &'a Owner,
     /// Where a new load balancer goes, resolved while observing one is missing.
-    pub placement: Option<&'a resolve::Placement>,
+    pub placement: Option<&'a references::Placement>,
     pub certificates: &'a Certificates,
 }
 
@@ -505,7 +505,7 @@ async fn create_floating_ip(
         ..
     } = *inputs;
     let key = owner.key();
-    let network = resolve::floating_network(&ctx.config, neutron, &key).await?;
+    let network = references::floating_network(&ctx.config, neutron, &key).await?;
     let fip = neutron
         .create_floating_ip(&CreateFloatingIp {
             floating_network: network,

@@ -15,9 +15,9 @@ use crate::cloud::model::compute::CreateServer;
 use crate::cloud::owner::Owner;
 use crate::cloud::{Compute, MetadataMode, ignore_not_found};
 use crate::controllers::virtual_machine::network_ports;
+use crate::controllers::virtual_machine::observe::Observed;
 use crate::controllers::virtual_machine::plan::Step;
 use crate::controllers::virtual_machine::power::{self, PowerStep};
-use crate::controllers::virtual_machine::resolve::Observed;
 use crate::runtime::object::object_key;
 use crate::runtime::{Context, ReconcileError};
 use crate::tenancy::Tenant;
@@ -128,7 +128,7 @@ async fn volume_step(
     step: crate::controllers::virtual_machine::volumes::plan::VolumeStep,
 ) -> Result<Outcome, ReconcileError> {
     let (cinder, compute) = (tenant.services.block_storage(), tenant.services.compute());
-    let target = crate::controllers::virtual_machine::volumes::apply::Target {
+    let target = crate::controllers::virtual_machine::volumes::execute::Target {
         cinder: cinder.as_ref(),
         compute: compute.as_ref(),
         server,
@@ -136,7 +136,7 @@ async fn volume_step(
         poll: ctx.timing.poll,
         slow: ctx.timing.terminal_retry,
     };
-    crate::controllers::virtual_machine::volumes::apply::run(&target, step).await
+    crate::controllers::virtual_machine::volumes::execute::run(&target, step).await
 }
 
 /// A declared-port step; the server (if any) waits on it.
@@ -157,7 +157,7 @@ async fn port_step(
     let view = ctx.view.of(tenant);
     let record = observed.ports.as_ref().map_or("", |l| l.record.as_str());
     let memory = (&view.network_ports, record);
-    let note = network_ports::apply::run(neutron.as_ref(), memory, step, key).await?;
+    let note = network_ports::execute::run(neutron.as_ref(), memory, step, key).await?;
     let poll = ctx.timing.poll;
     Ok(Outcome {
         event: note.map(|n| (EventType::Normal, "PortReady", n)),

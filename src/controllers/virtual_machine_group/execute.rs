@@ -179,7 +179,7 @@ async fn patch_each(
 }
 
 /// Creates the group's Nova server group, named after its owner so a crash before the
-/// status records it is found again (by `resolve::server_group`) instead of doubled.
+/// status records it is found again (by `observe::server_group`) instead of doubled.
 pub async fn create_server_group(
     compute: &dyn Compute,
     owner: &Owner,

@@ -1,5 +1,6 @@
-//! What a VirtualMachineGroup refers to: its Nova server group, its VirtualMachines
-//! (by label and controller reference), and the LoadBalancers that draw on it.
+//! The observe step of a VirtualMachineGroup: its Nova server group, its
+//! VirtualMachines (by label and controller reference), and the LoadBalancers that draw
+//! on it.
 
 use std::collections::BTreeMap;
 

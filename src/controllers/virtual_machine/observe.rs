@@ -1,6 +1,8 @@
-//! What a VirtualMachine refers to: its servers (found by owner UID, one call), the
-//! flavor when it may differ, and — only when creating — image, flavor, networks, user
-//! data and the server group, built into the finished create request.
+//! The observe step of a VirtualMachine, its server side: its servers (found by owner
+//! UID, one call), the flavor when it may differ, and — only when creating — image,
+//! flavor, networks, user data and the server group, resolved from their names and built
+//! into the finished create request. The declared ports and the volumes are observed in
+//! `network_ports` and `volumes`.
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::ResourceExt;
@@ -64,8 +66,8 @@ pub struct Sources<'a> {
 /// differs from the spec, the spec's flavor (it may be an ID) to tell a real
 /// difference; when there is no server (and the object is not paused), everything a
 /// create needs.
-pub async fn observe(from: &Sources<'_>, use_view: bool) -> Result<Observed, ReconcileError> {
-    let (servers, from_view) = servers(from, use_view).await?;
+pub async fn servers(from: &Sources<'_>, use_view: bool) -> Result<Observed, ReconcileError> {
+    let (servers, from_view) = find_servers(from, use_view).await?;
     let Sources {
         compute, vm, owner, ..
     } = *from;
@@ -109,7 +111,7 @@ pub async fn observe(from: &Sources<'_>, use_view: bool) -> Result<Observed, Rec
 }
 
 /// The owner's servers, and whether they came from the view.
-async fn servers(
+async fn find_servers(
     from: &Sources<'_>,
     use_view: bool,
 ) -> Result<(Vec<Server>, bool), ReconcileError> {

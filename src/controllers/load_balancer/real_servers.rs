@@ -1,0 +1,186 @@
+//! What each port's `realServers` draws on: its backends (a group's Ready
+//! VirtualMachines, named VirtualMachines, or literal addresses), read from the watch
+//! caches, and which VirtualMachines and groups wake the LoadBalancer when they change.
+
+use std::sync::Arc;
+
+use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
+use verda_api::conditions::{READY, find_condition, is_true};
+use verda_api::v1alpha1::{LoadBalancer, RealServers, VirtualMachine, annotations, labels};
+
+use crate::caches::watch::index::Keyed;
+use crate::caches::watch::{WatchCaches, exists, in_namespace, with_key};
+use crate::controllers::load_balancer::desired::Backend;
+use crate::runtime::progress::PROVISIONING;
+
+/// The backends of every port, in spec order, and the groups that do not exist.
+#[derive(Debug, Default)]
+pub struct Backends {
+    pub ports: Vec<Vec<Backend>>,
+    /// Per port, the VirtualMachines of its group still on their way to Ready.
+    pub starting: Vec<usize>,
+    pub missing_groups: Vec<String>,
+}
+
+/// How long a new VirtualMachine may hold back its group's other additions to the
+/// pools: past this, the pools take whoever is Ready.
+pub const STARTING_HOLD: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The VirtualMachines (and groups) the ports draw on, from the watch caches.
+pub async fn backends(caches: &WatchCaches, lb: &LoadBalancer, project: &str) -> Backends {
+    let ns = lb.namespace().unwrap_or_default();
+    // Only the VirtualMachines some port draws on, shared with the cache, not copied,
+    // and never one whose server is in another project (one recorded before projects
+    // were, has not recorded one yet, and is taken as this one's).
+    let drawn = |vm: &VirtualMachine| {
+        in_project(vm, project)
+            && lb
+                .spec
+                .ports
+                .iter()
+                .any(|p| draws_from(&p.real_servers, vm))
+    };
+    let mut vms: Vec<Arc<VirtualMachine>> = Vec::new();
+    for key in lb.keys() {
+        vms.extend(with_key(&caches.virtual_machines, &ns, &key).await);
+    }
+    // A VirtualMachine named by one port may be in the group of another.
+    vms.sort_by_key(|vm| vm.name_any());
+    vms.dedup_by_key(|vm| vm.name_any());
+    vms.retain(|vm| drawn(vm));
+    let mut result = Backends::default();
+    for port in &lb.spec.ports {
+        let rs = &port.real_servers;
+        for group in rs.group_names() {
+            if !result.missing_groups.iter().any(|g| g == group)
+                && !exists(&caches.groups, &ns, group).await
+            {
+                result.missing_groups.push(group.to_owned());
+            }
+        }
+        result.ports.push(port_backends(rs, &vms));
+        result.starting.push(starting(rs, &vms, Timestamp::now()));
+    }
+    result
+}
+
+/// Whether `vm`'s server is in `project`, as far as its status says.
+pub fn in_project(vm: &VirtualMachine, project: &str) -> bool {
+    vm.status
+        .as_ref()
+        .and_then(|s| s.project_id.as_deref())
+        .is_none_or(|p| p == project)
+}
+
+/// The group's VirtualMachines created less than [`STARTING_HOLD`] ago that are still
+/// provisioning: not serving, not failed, not leaving.
+pub fn starting(rs: &RealServers, vms: &[Arc<VirtualMachine>], now: Timestamp) -> usize {
+    if rs.group_names().is_empty() {
+        return 0;
+    }
+    vms.iter()
+        .filter(|vm| draws_from(rs, vm))
+        .filter(|vm| {
+            vm.metadata.deletion_timestamp.is_none()
+                && !vm.annotations().contains_key(annotations::DRAINING)
+                && serving_backend(vm).is_none()
+        })
+        .filter(|vm| {
+            vm.metadata
+                .creation_timestamp
+                .as_ref()
+                .is_some_and(|t| now.duration_since(t.0).unsigned_abs() < STARTING_HOLD)
+        })
+        .filter(|vm| {
+            let reason = vm
+                .status
+                .as_ref()
+                .and_then(|s| find_condition(&s.conditions, READY))
+                .map(|c| c.reason.as_str());
+            reason.is_none_or(|r| r == PROVISIONING)
+        })
+        .count()
+}
+
+/// Whether `vm` is one of the real servers `rs` names: a member of its group, or one
+/// of its VirtualMachines (a port has exactly one source).
+pub fn draws_from(rs: &RealServers, vm: &VirtualMachine) -> bool {
+    if let Some(names) = &rs.virtual_machines {
+        return names.iter().any(|n| *n == vm.name_any());
+    }
+    vm.labels()
+        .get(labels::GROUP)
+        .is_some_and(|group| rs.draws_on_group(group))
+}
+
+/// The backends of one port: its addresses, or the serving VirtualMachines it names.
+pub fn port_backends(rs: &RealServers, vms: &[Arc<VirtualMachine>]) -> Vec<Backend> {
+    if let Some(addresses) = &rs.addresses {
+        return addresses
+            .iter()
+            .map(|a| Backend {
+                name: a.clone(),
+                address: a.clone(),
+                weight: None,
+            })
+            .collect();
+    }
+    let mut backends: Vec<Backend> = vms
+        .iter()
+        .filter(|vm| draws_from(rs, vm))
+        .filter_map(|vm| {
+            let weight = vm
+                .labels()
+                .get(labels::GROUP)
+                .and_then(|group| rs.weight_of(group));
+            Some(Backend {
+                weight,
+                ..serving_backend(vm)?
+            })
+        })
+        .collect();
+    backends.sort();
+    backends
+}
+
+/// The backend a VirtualMachine gives while it serves: Ready, with an address, and
+/// neither draining nor being deleted.
+pub fn serving_backend(vm: &VirtualMachine) -> Option<Backend> {
+    if vm.metadata.deletion_timestamp.is_some()
+        || vm.annotations().contains_key(annotations::DRAINING)
+    {
+        return None;
+    }
+    let status = vm.status.as_ref()?;
+    // A stopped server serves nothing, whatever its run strategy calls Ready.
+    if !is_true(&status.conditions, READY) || status.state.as_deref() != Some("ACTIVE") {
+        return None;
+    }
+    Some(Backend {
+        name: vm.name_any(),
+        address: status.primary_ip.clone()?,
+        weight: None,
+    })
+}
+
+/// Whether a group this LoadBalancer draws on heals on its members' health
+/// (`autoHealing`): then every look reads its members' operating status from Octavia
+/// (one status-tree call per look), as no `updated_at` moves when only a health
+/// monitor's verdict does.
+pub async fn health_watched(caches: &WatchCaches, lb: &LoadBalancer) -> bool {
+    let refs: Vec<&str> = lb
+        .spec
+        .ports
+        .iter()
+        .flat_map(|p| p.real_servers.group_names())
+        .collect();
+    if refs.is_empty() {
+        return false;
+    }
+    let ns = lb.namespace().unwrap_or_default();
+    in_namespace(&caches.groups, &ns)
+        .await
+        .iter()
+        .any(|g| refs.contains(&g.name_any().as_str()) && g.spec.auto_healing.is_some())
+}
