@@ -147,19 +147,13 @@ pub fn classify(listing: &Listing, cluster: &ClusterId, live: &HashSet<String>) 
     orphans
 }
 
-/// The start of the name of every Barbican secret of `cluster`:
-/// `verda-<mark>.tls-<owner uid>-<fingerprint>`.
-pub fn certificate_prefix(cluster: &ClusterId) -> String {
-    format!("verda-{}.tls-", cluster.mark())
-}
-
 /// This cluster's Barbican secrets whose LoadBalancer is not live.
 pub fn certificates<'a>(
     secrets: impl IntoIterator<Item = &'a StoredSecret>,
     cluster: &ClusterId,
     live: &HashSet<String>,
 ) -> Vec<Orphan> {
-    let prefix = certificate_prefix(cluster);
+    let prefix = cluster.certificate_prefix();
     secrets
         .into_iter()
         .filter_map(|s| {

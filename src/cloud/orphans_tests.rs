@@ -95,7 +95,7 @@ fn certificate(href: &str, cluster: &ClusterId, uid: &str) -> StoredSecret {
         secret_ref: href.to_owned(),
         name: Some(format!(
             "{}{uid}-0123456789abcdef",
-            super::certificate_prefix(cluster)
+            cluster.certificate_prefix()
         )),
     }
 }

@@ -25,6 +25,9 @@
 //!   `verda-cluster-<id>` on servers and load balancers, and a mark of it in server
 //!   group names (`verda-<mark>.<namespace>-<name>-<uid>`). A floating IP belongs to the
 //!   cluster of its owner's load balancer.
+//! - Barbican secrets (a terminated-https listener's certificates; no tags or
+//!   metadata): the name `verda-<mark>.tls-<uid>-<fingerprint>`, found by its prefix
+//!   (`verda-tls-<uid>-` for an owner recorded without a cluster).
 //!
 //! Deliberately not here: deciding *whether* to create anything (controllers do that).
 
@@ -134,6 +137,12 @@ impl ClusterId {
             .and_then(|rest| rest.split_once('.'))
             .is_some_and(|(mark, _)| mark == self.mark())
     }
+
+    /// The start of the name of every Barbican secret of this cluster:
+    /// `verda-<mark>.tls-<owner uid>-<fingerprint>`.
+    pub fn certificate_prefix(&self) -> String {
+        format!("verda-{}.tls-", self.mark())
+    }
 }
 
 impl std::fmt::Display for ClusterId {
@@ -182,6 +191,15 @@ impl Owner {
     /// The Nova/Octavia tag that records this owner.
     pub fn tag(&self) -> String {
         owner_tag(&self.uid)
+    }
+
+    /// The start of every Barbican secret name of this owner: `verda-<cluster mark>.tls-<uid>-`
+    /// (the mark as in server group names), so clusters sharing a project tell theirs apart.
+    pub fn certificate_prefix(&self) -> String {
+        match &self.cluster {
+            Some(cluster) => format!("{}{}-", cluster.certificate_prefix(), self.uid),
+            None => format!("verda-tls-{}-", self.uid),
+        }
     }
 
     /// The tags a new server or load balancer carries: its owner's, [`MANAGED_TAG`] and

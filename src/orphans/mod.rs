@@ -11,7 +11,6 @@ use crate::cloud::CloudServices;
 use crate::cloud::model::key_manager::StoredSecret;
 use crate::cloud::model::loadbalancing::LbFilter;
 use crate::cloud::model::network::{FloatingIpFilter, PortFilter};
-use crate::cloud::orphans::certificate_prefix;
 use crate::cloud::owner::{ClusterId, MANAGED_TAG};
 
 pub use crate::cloud::orphans::{Listing, Orphan, ResourceKind, classify};
@@ -26,7 +25,7 @@ pub async fn list(
     let compute = services.compute();
     let certificates = services
         .load_balancing(None)
-        .list_certificates(&certificate_prefix(cluster))
+        .list_certificates(&cluster.certificate_prefix())
         .await;
     Ok(Listing {
         servers: compute.list_managed_servers().await?,

@@ -1,8 +1,9 @@
 //! The certificates of terminated-https ports: read from the `kubernetes.io/tls`
 //! Secrets the ports name, checked, packed, and matched with the owner's Barbican
-//! secrets. A Barbican secret's name is the owner's prefix ([`prefix`]) and the
-//! bundle's fingerprint: a crash after a store finds it again by name instead of storing twice,
-//! and a renewed certificate gets a secret of its own.
+//! secrets. A Barbican secret's name is the owner's prefix
+//! ([`Owner::certificate_prefix`]) and the bundle's fingerprint: a crash after a store
+//! finds it again by name instead of storing twice, and a renewed certificate gets a
+//! secret of its own.
 
 use std::sync::Arc;
 
@@ -15,7 +16,6 @@ use crate::caches::cloud_view::OctaviaTree;
 use crate::cloud::LoadBalancing;
 use crate::cloud::model::key_manager::StoredSecret;
 use crate::cloud::model::loadbalancing::Listener;
-use crate::cloud::orphans::certificate_prefix;
 use crate::cloud::owner::Owner;
 use crate::runtime::problem::Problem;
 use crate::runtime::{Context, ReconcileError};
@@ -98,15 +98,6 @@ impl Certificates {
     }
 }
 
-/// The start of every Barbican secret name of `owner`: `verda-<cluster mark>.tls-<uid>-`
-/// (the mark as in server group names), so clusters sharing a project tell theirs apart.
-pub fn prefix(owner: &Owner) -> String {
-    match &owner.cluster {
-        Some(cluster) => format!("{}{}-", certificate_prefix(cluster), owner.uid),
-        None => format!("verda-tls-{}-", owner.uid),
-    }
-}
-
 /// Whether the owner may have secrets in Barbican: a port terminates TLS, a listener
 /// does, or the last status counted some.
 pub fn in_use(lb: &LoadBalancer, tree: Option<&OctaviaTree>) -> bool {
@@ -140,6 +131,7 @@ pub async fn read(
 ) -> Result<Certificates, ReconcileError> {
     let key = crate::runtime::object::object_key(lb);
     let namespace = lb.namespace().unwrap_or_default();
+    let prefix = owner.certificate_prefix();
     let mut ports = Vec::with_capacity(lb.spec.ports.len());
     for (i, port) in lb.spec.ports.iter().enumerate() {
         let mut wanted = Vec::new();
@@ -165,18 +157,19 @@ pub async fn read(
                 })?;
             wanted.push(Wanted {
                 secret: name.to_owned(),
-                name: format!("{}{}", prefix(owner), bundle.fingerprint),
+                name: format!("{prefix}{}", bundle.fingerprint),
                 bundle: Arc::new(bundle),
             });
         }
         ports.push(wanted);
     }
-    let stored = match in_use(lb, Some(tree)) {
-        true => Some(octavia.list_certificates(&prefix(owner)).await.map_err(
-            ReconcileError::cloud("list the certificates in Barbican", &key),
-        )?),
-        false => None,
-    };
+    let stored =
+        match in_use(lb, Some(tree)) {
+            true => Some(octavia.list_certificates(&prefix).await.map_err(
+                ReconcileError::cloud("list the certificates in Barbican", &key),
+            )?),
+            false => None,
+        };
     Ok(Certificates { ports, stored })
 }
 

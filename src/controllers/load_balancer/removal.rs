@@ -92,7 +92,7 @@ async fn certificates(
         return Ok(());
     }
     let stored = octavia
-        .list_certificates(&super::certificates::prefix(owner))
+        .list_certificates(&owner.certificate_prefix())
         .await
         .map_err(ReconcileError::cloud(
             "list the certificates in Barbican",
