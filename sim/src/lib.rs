@@ -1,12 +1,14 @@
 //! The OpenStack simulator: one axum server on 127.0.0.1 speaking the wire format of
-//! Keystone v3, Nova v2.1, Glance v2, Neutron v2.0 and Octavia v2 (as the OpenStack API
-//! reference documents them), with lazy state machines, a seeded cloud, fault injection and
-//! request counters. It is a test double and the operator's embedded default cloud;
-//! it does not persist anything and does not model admin-only APIs.
+//! Keystone v3, Nova v2.1, Glance v2, Cinder v3, Neutron v2.0, Octavia v2 and Barbican
+//! v1 (as the OpenStack API reference documents them), with lazy state machines, a
+//! seeded cloud, fault injection and request counters. It is a test double and the
+//! operator's embedded default cloud; it does not persist anything and does not model
+//! admin-only APIs.
 //!
 //! Services are path-prefixed on one listener: `/identity/v3`, `/compute/v2.1`,
-//! `/image`, `/network`, `/load-balancer`, all advertised in the catalog for the
-//! regions `RegionOne` and `tokyo1` (both regions share one state).
+//! `/image`, `/volume/v3/{project}`, `/network`, `/load-balancer`, `/key-manager`, all
+//! advertised in the catalog (`keystone::catalog`) for the regions `RegionOne` and
+//! `tokyo1` (both regions share one state).
 
 // Handlers answer `Result<Response, Response>`: the error side *is* the HTTP answer,
 // built once per failed request, so boxing it would buy nothing.

@@ -1,5 +1,7 @@
 //! Records of the simulated compute, image and network resources (plain data).
-//! Octavia's records live in `octavia/model.rs`; JSON views are built by the services.
+//! Octavia's, Cinder's and Barbican's records live in `world/` (`world/octavia.rs`,
+//! `world/cinder.rs`, `world/barbican.rs`), with a world's Neutron bookkeeping
+//! (`world/neutron.rs`); JSON views are built by the services.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;

@@ -57,7 +57,8 @@ pub async fn list(
 }
 
 /// Deletes `orphans`: floating IPs, load balancers (with everything under them), their
-/// certificates, servers, then server groups. One that is already gone counts as deleted.
+/// certificates, servers, volumes, ports, then server groups. One already gone counts as
+/// deleted.
 pub async fn delete(
     services: &dyn CloudServices,
     orphans: &[Orphan],

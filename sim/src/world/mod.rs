@@ -1,6 +1,6 @@
 //! A project's world: every resource it holds, the seeded generator its IDs come
-//! from, and the transitions due by time. Each service's records are here (`cinder`,
-//! `neutron`'s addresses and ports, `octavia` and Octavia's state machine,
+//! from, and the transitions due by time. Each service's records are here (`barbican`,
+//! `cinder`, `neutron`'s addresses and ports, `octavia` and Octavia's state machine,
 //! `octavia_lifecycle`); the services' handlers read and write them, never the reverse.
 
 pub(crate) mod barbican;
