@@ -44,16 +44,11 @@ pub async fn cleanup(
     let owner = ctx.owner_of(&*lb);
     let region = lb.spec.region.as_deref();
     let octavia = tenant.services.load_balancing(region);
+    let neutron = tenant.services.network(region);
     let project_view = ctx.view.of(&tenant);
     project_view.load_balancers.forget(&owner, region);
     project_view.lb_members.forget(&owner.uid);
-    floating_ips(
-        tenant.services.network(region).as_ref(),
-        &owner,
-        detach,
-        &key,
-    )
-    .await?;
+    floating_ips(neutron.as_ref(), &owner, detach, &key).await?;
     let found = octavia
         .load_balancers_of(&owner.uid)
         .await

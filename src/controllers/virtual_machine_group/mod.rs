@@ -35,7 +35,7 @@ use crate::caches::cloud_view::{ProjectView, VolumeOwner};
 use crate::caches::watch::Feeds;
 use crate::cloud::ids::ServerGroupId;
 use crate::cloud::model::volume::Volume;
-use crate::cloud::owner::is_server_group_of;
+use crate::cloud::owner::{Owner, is_server_group_of};
 use crate::cloud::{BlockStorage, Compute};
 use crate::controllers::virtual_machine::volumes::removal as volume_removal;
 use crate::metrics::ReasonLabels;
@@ -255,16 +255,7 @@ impl Reconciler for VirtualMachineGroup {
                 .extend(plan::volume_events(group, scale, vms));
             let scaled_away = plan::scaled_away(group, &observed.retained_volumes);
             if !scaled_away.is_empty() {
-                let cinder = services.cinder.as_ref();
-                outcome.writes +=
-                    execute::delete_volumes(cinder, &scaled_away, &owner.key()).await?;
-                for (index, _) in &scaled_away {
-                    let gone = VolumeOwner {
-                        owner: owner.clone(),
-                        index: Some(*index),
-                    };
-                    services.view.volumes.forget(&gone);
-                }
+                outcome.writes += delete_scaled_away(services, owner, &scaled_away).await?;
                 outcome.events.push(plan::scaled_away_event(&scaled_away));
             }
         }
@@ -351,6 +342,25 @@ impl Reconciler for VirtualMachineGroup {
     ) -> Result<Cleanup, ReconcileError> {
         cleanup(group, ctx, removal).await
     }
+}
+
+/// Deletes the volumes kept for the indices the group scaled away, then forgets them in
+/// the view; how many it deleted.
+async fn delete_scaled_away(
+    services: &Services,
+    owner: &Owner,
+    scaled_away: &[(u32, Volume)],
+) -> Result<usize, ReconcileError> {
+    let cinder = services.cinder.as_ref();
+    let deleted = execute::delete_volumes(cinder, scaled_away, &owner.key()).await?;
+    for (index, _) in scaled_away {
+        let gone = VolumeOwner {
+            owner: owner.clone(),
+            index: Some(*index),
+        };
+        services.view.volumes.forget(&gone);
+    }
+    Ok(deleted)
 }
 
 /// Counts the round's replacements: healed replicas by their health reason, outdated
