@@ -20,7 +20,7 @@
 mod load_balancers;
 mod members;
 mod orphans;
-mod ports;
+mod port_records;
 mod servers;
 mod surroundings;
 mod volumes;
@@ -37,7 +37,7 @@ use verda_api::v1alpha1::{LoadBalancer, VirtualMachine, VirtualMachineGroup};
 
 pub use load_balancers::{Cached, LoadBalancerView, OctaviaTree, QUIET};
 pub use members::{MemberMemory, MemberSet};
-pub use ports::PortView;
+pub use port_records::PortView;
 pub use servers::ServerView;
 pub use surroundings::Surroundings;
 pub use volumes::{VolumeOwner, VolumeView};
