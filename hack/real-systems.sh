@@ -43,7 +43,7 @@ OSC=/opt/osharness/venv/bin/openstack
 
 log() { echo "[real-systems] $*" >&2; }
 # record NAME SINCE: a part's time, in the table .ci/run prints at the end.
-record() { echo "$1 $(($(date +%s) - $2))" >>"$WORK/stage-times"; }
+record() { printf '%s\t%s\n' "$1" $(($(date +%s) - $2)) >>"$WORK/stage-times"; }
 [[ -d $RS ]] || { log "no real systems at $RS"; exit 1; }
 mkdir -p "$WORK"
 
@@ -107,10 +107,10 @@ log "real systems up in $(($(date +%s) - t0)) s ($COMPUTE_HOSTS compute hosts)"
 record "start: Prometheus, OpenStack, Kubernetes" "$t0"
 # A second project (team-b) for the shared-cluster test: its user, network,
 # quotas and application credential, in a clouds.yaml of its own.
-# shellcheck source=hack/real-tenant.sh
-source "$ROOT/hack/real-tenant.sh"
 TENANT_CLOUDS="$WORK/tenant-clouds.yaml"
-make_tenant "$TENANT_CLOUDS"
+t_tenant=$(date +%s)
+OS_CLIENT_CONFIG_FILE=$CLOUDS "$(dirname "$OSC")/python3" "$ROOT/hack/real_tenant.py" "$TENANT_CLOUDS"
+record "start: second project (team-b)" "$t_tenant"
 
 export KUBECONFIG=$ADMIN_KUBECONFIG
 command -v kubectl >/dev/null || { log "kubectl is not on PATH"; exit 1; }
@@ -128,35 +128,8 @@ install_operator() {
 # Whatever an interrupted earlier run left in the demo project goes first, so that
 # quotas and the tests' before/after inventories start from a clean project.
 purge_project() {
-  local os=("$OSC" --os-cloud osh-demo)
   export OS_CLIENT_CONFIG_FILE=$CLOUDS
-  local lbs servers groups fips
-  lbs=$("${os[@]}" loadbalancer list -f value -c id)
-  for id in $lbs; do "${os[@]}" loadbalancer delete --cascade --wait "$id"; done
-  servers=$("${os[@]}" server list -f value -c ID)
-  [[ -z $servers ]] || "${os[@]}" server delete --wait $servers
-  groups=$("${os[@]}" server group list -f value -c ID)
-  [[ -z $groups ]] || "${os[@]}" server group delete $groups
-  fips=$("${os[@]}" floating ip list -f value -c ID)
-  [[ -z $fips ]] || "${os[@]}" floating ip delete $fips
-  # The servers are gone, so their volumes are detached (or on their way).
-  local volumes
-  volumes=$("${os[@]}" volume list -f value -c ID)
-  for id in $volumes; do
-    for _ in 1 2 3 4 5 6 7 8 9 10; do
-      "${os[@]}" volume delete "$id" 2>/dev/null && break
-      sleep 1
-    done
-  done
-  # The network the addresses test makes, with whatever ports are left on it.
-  "${os[@]}" router remove subnet verda-addresses verda-addresses 2>/dev/null || true
-  "${os[@]}" router delete verda-addresses 2>/dev/null || true
-  local ports
-  ports=$("${os[@]}" port list --network verda-addresses -f value -c ID 2>/dev/null || true)
-  [[ -z $ports ]] || "${os[@]}" port delete $ports
-  "${os[@]}" network delete verda-addresses 2>/dev/null || true
-  "$OSC" --os-cloud osh-admin network delete verda-addresses-ext 2>/dev/null || true
-  log "purged the demo project: $(echo $lbs | wc -w) load balancers, $(echo $servers | wc -w) servers, $(echo $groups | wc -w) server groups, $(echo $fips | wc -w) floating IPs, $(echo $volumes | wc -w) volumes"
+  "$(dirname "$OSC")/python3" "$ROOT/hack/real_purge.py"
 }
 
 # The previous release (RELEASES): its source from git, built in this target directory
@@ -175,11 +148,18 @@ build_previous() {
     return 1
   fi
   PREVIOUS_SRC="$WORK/previous-$PREVIOUS_VERSION"
+  PREVIOUS_BIN="$WORK/verda-operator-$PREVIOUS_VERSION"
   rm -rf "$PREVIOUS_SRC" && mkdir -p "$PREVIOUS_SRC"
   git -C "$ROOT" archive "$commit" | tar -x -C "$PREVIOUS_SRC"
-  (cd "$PREVIOUS_SRC" && CARGO_TARGET_DIR="$ROOT/target" cargo build --quiet --locked --bin verda-operator)
-  PREVIOUS_BIN="$WORK/verda-operator-$PREVIOUS_VERSION"
-  cp "$ROOT/target/debug/verda-operator" "$PREVIOUS_BIN"
+  # Built once per commit: a later run in this checkout (target/ keeps it) reuses it.
+  if [[ -x $PREVIOUS_BIN && $(cat "$PREVIOUS_BIN.commit" 2>/dev/null) == "$commit" ]]; then
+    log "previous release $PREVIOUS_VERSION: the binary built from $commit earlier"
+  else
+    (cd "$PREVIOUS_SRC" && CARGO_TARGET_DIR="$ROOT/target" cargo build --quiet --locked --bin verda-operator)
+    cp "$ROOT/target/debug/verda-operator" "$PREVIOUS_BIN"
+    echo "$commit" >"$PREVIOUS_BIN.commit"
+  fi
+  # The previous build left its binary at target/debug: this release's back.
   (cd "$ROOT" && cargo build --quiet --locked --bin verda-operator)
   local built
   built=$("$PREVIOUS_BIN" --version) && [[ $built == "verda-operator $PREVIOUS_VERSION" ]] ||

@@ -1,5 +1,5 @@
 //! Shared clusters on the real systems: two teams, two namespaces, two Keystone
-//! projects (`demo`, and `team-b` made by `hack/real-tenant.sh`), one operator binary
+//! projects (`demo`, and `team-b` made by `hack/real_tenant.py`), one operator binary
 //! that may not lend its own credentials. Each namespace's objects land only in its
 //! own project; a namespace without credentials is told so and costs no cloud call;
 //! a Secret rotated from password to application credential keeps everything
