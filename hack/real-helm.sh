@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The Helm chart on the real systems, as a user installs and upgrades it:
-#   1. helm lint --strict; helm install into verda-system with the default values (Secrets
+#   1. helm lint --strict; helm install with a bad value (mode=bogus) refused in the
+#      schema's words, nothing installed; helm install into verda-system with the default values (Secrets
 #      readable in the namespace `default` only);
 #   2. the operator binary run as the chart's ServiceAccount with the chart's arguments
 #      and configuration (there is no kubelet to run its pod), the published group and
@@ -163,6 +164,15 @@ with open(sys.argv[2], "w") as f:
 PY
 chmod 600 "$WORK/clouds.yaml"
 kubectl -n $NS create secret generic verda-cloud --from-file=clouds.yaml="$WORK/clouds.yaml" >/dev/null
+# A bad value stops helm install with the schema's words, before anything is installed.
+if helm install verda-operator "$CHART" -n $NS --set mode=bogus >/dev/null 2>"$WORK/install-bad.log"; then
+  fail "helm install --set mode=bogus installed: values.schema.json should refuse it"
+fi
+grep -qF "values don't meet the specifications of the schema" "$WORK/install-bad.log" &&
+  grep -qF mode "$WORK/install-bad.log" ||
+  { cat "$WORK/install-bad.log" >&2; fail "helm install --set mode=bogus failed without the schema's words"; }
+[[ -z $(helm list -n $NS -q) ]] || fail "helm install --set mode=bogus left a release behind"
+log "helm install --set mode=bogus: refused by the schema ($(grep -m1 -F "/mode" "$WORK/install-bad.log"))"
 t_install=$SECONDS
 helm install verda-operator "$CHART" -n $NS >"$WORK/install.log" ||
   { cat "$WORK/install.log" >&2; fail "helm install"; }
