@@ -57,7 +57,8 @@ started=()
 t0=$(date +%s)
 cleanup() {
   local rc=$?
-  [[ -z ${simcli_pid:-} ]] || kill -- -"$simcli_pid" 2>/dev/null || true
+  # (its group, or itself if it has not made the group yet)
+  [[ -z ${simcli_pid:-} ]] || kill -- -"$simcli_pid" 2>/dev/null || kill "$simcli_pid" 2>/dev/null || true
   if [[ ${VERDA_KEEP_REAL_SYSTEMS:-0} != 1 ]]; then
     for s in "${started[@]}"; do bash "$RS/$s/stop.sh" >"$WORK/stop-$s.log" 2>&1 || true; done
   fi
