@@ -318,18 +318,10 @@ impl Scene {
         }
         let id = &ids[self.rng.random_range(0..ids.len())];
         // Octavia refuses a write while the load balancer is busy: that is no fault of ours.
-        let mut cmd = Command::new(&self.real.openstack_cli);
-        cmd.args([
-            "--os-cloud",
-            "osh-demo",
-            "loadbalancer",
-            "member",
-            "delete",
-            pool,
-            id,
-        ])
-        .env("OS_CLIENT_CONFIG_FILE", &self.real.clouds);
-        if !cmd.output().is_ok_and(|out| out.status.success()) {
+        let deleted = self
+            .real
+            .openstack_try("osh-demo", &["loadbalancer", "member", "delete", pool, id]);
+        if deleted.is_err() {
             return format!("member {id} not deleted (Octavia busy)");
         }
         // Gone from Octavia's listing (not merely PENDING_DELETE) before the round is judged.

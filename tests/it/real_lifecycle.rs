@@ -264,15 +264,19 @@ async fn import_a_load_balancer(
     let started = Instant::now();
     apply(real, ns, &manifest);
     let lbs: Api<LoadBalancer> = ns.api(client.clone());
+    // Ready, not only the member in status: a pool changed before the operator has seen
+    // it converged is not drift from anything (drift.rs), and the CLI is quick enough
+    // to get there first.
     until(
-        "legacy-lb holds its member",
+        "legacy-lb holds its member and is Ready",
         LIMIT,
         &context(operator),
         || async {
             let lb = lbs.get("legacy-lb").await.ok()?;
             let s = lb.status?;
             (s.load_balancer_id.as_deref() == Some(id.as_str())
-                && s.ports.first().is_some_and(|p| p.members.len() == 1))
+                && s.ports.first().is_some_and(|p| p.members.len() == 1)
+                && is_true(&s.conditions, READY))
             .then_some(())
         },
     )

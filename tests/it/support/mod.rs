@@ -5,6 +5,7 @@ pub mod crash;
 pub mod crd_schema;
 pub mod e2e;
 pub mod gitops;
+pub mod openstack_cli;
 pub mod prometheus;
 pub mod real;
 

@@ -2,7 +2,8 @@
 //! `hack/real-systems.sh`, which passes where they are through `VERDA_REAL_*` variables.
 //! The operator runs as its own binary, authenticated as the ServiceAccount that
 //! `config/rbac` ships; the tests drive it with `kubectl` and look at (or break) the
-//! cloud with the `openstack` CLI, as a user would.
+//! cloud with the `openstack` CLI, as a user would (its commands run by one Python
+//! process for the whole test binary: `support/openstack_cli.rs`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -25,6 +26,8 @@ use verda_operator::cloud::{
     OpenStackClient, resolve,
 };
 use verda_operator::metrics::Metrics;
+
+use super::openstack_cli;
 
 /// How an access log line of this build's requests ends: its user agent, quoted.
 const USER_AGENT_END: &str = concat!("\"verda-operator/", env!("CARGO_PKG_VERSION"), "\"");
@@ -106,11 +109,24 @@ impl Real {
     }
 
     fn openstack_run_in(&self, clouds: &std::path::Path, cloud: &str, args: &[&str]) -> String {
-        let mut cmd = Command::new(&self.openstack_cli);
-        cmd.args(["--os-cloud", cloud])
-            .args(args)
-            .env("OS_CLIENT_CONFIG_FILE", clouds);
-        run(cmd, None, &format!("openstack {}", args.join(" ")))
+        self.openstack_try_in(clouds, cloud, args)
+            .unwrap_or_else(|failed| panic!("openstack {} failed: {failed}", args.join(" ")))
+    }
+
+    /// Runs an `openstack` command as `cloud` of the demo project's clouds.yaml: its
+    /// output, or what it printed on stderr when it failed.
+    pub fn openstack_try(&self, cloud: &str, args: &[&str]) -> Result<String, String> {
+        self.openstack_try_in(&self.clouds, cloud, args)
+    }
+
+    fn openstack_try_in(
+        &self,
+        clouds: &std::path::Path,
+        cloud: &str,
+        args: &[&str],
+    ) -> Result<String, String> {
+        let argv: Vec<&str> = ["--os-cloud", cloud].iter().chain(args).copied().collect();
+        openstack_cli::run(&self.openstack_cli, clouds, &argv)
     }
 
     /// Our own OpenStack client on the demo project, for sampling faster than the CLI can.
