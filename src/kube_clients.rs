@@ -337,14 +337,30 @@ mod tests {
         }
     }
 
+    /// The spans of the whole test binary, from a global subscriber set once: a
+    /// thread's own (`set_default`) can miss spans while other tests run beside it, as
+    /// tracing caches whether a span site is wanted across every thread.
+    fn global_spans() -> Spans {
+        use tracing_subscriber::layer::SubscriberExt;
+        static SPANS: std::sync::OnceLock<Spans> = std::sync::OnceLock::new();
+        SPANS
+            .get_or_init(|| {
+                let spans = Spans::default();
+                let subscriber = tracing_subscriber::registry().with(spans.clone());
+                tracing::subscriber::set_global_default(subscriber)
+                    .expect("no other global subscriber in the unit tests");
+                spans
+            })
+            .clone()
+    }
+
     #[tokio::test]
     async fn every_clients_requests_are_traced_in_kubes_http_span() {
-        use tracing_subscriber::layer::SubscriberExt;
-
-        let spans = Spans::default();
-        let subscriber = tracing_subscriber::registry().with(spans.clone());
-        let _traced = tracing::subscriber::set_default(subscriber);
-        let clients = KubeClients::new(serve(Server::default()).await).expect("clients");
+        let spans = global_spans();
+        let config = serve(Server::default()).await;
+        // This test's server (its own port): other tests' spans are in the same list.
+        let quick = format!("{}quick", config.cluster_url);
+        let clients = KubeClients::new(config).expect("clients");
         let each = [&clients.controllers, &clients.watches, &clients.lease];
         for client in each {
             let answer = client.request_text(get_request("/quick")).await;
@@ -353,9 +369,9 @@ mod tests {
         let spans = spans.0.lock().expect("spans").clone();
         let traced: Vec<_> = spans
             .iter()
-            .filter(|(name, url)| name == "HTTP" && url.ends_with("/quick"))
+            .filter(|(name, url)| name == "HTTP" && url.trim_matches('"') == quick)
             .collect();
-        assert_eq!(traced.len(), each.len(), "{spans:?}");
+        assert_eq!(traced.len(), each.len(), "{quick} in {spans:?}");
     }
 
     /// An exec plugin answering with a client certificate that expires at `expiry`.

@@ -35,6 +35,10 @@ async fn secrets_never_reach_errors_logs_debug_output_or_metrics() {
         .with_writer(move || writer.clone())
         .finish();
     let _guard = tracing::subscriber::set_default(subscriber);
+    // With one subscriber in the whole binary, tracing decides whether a log site is
+    // wanted on the thread that reaches it first, and other tests run beside this one:
+    // a second one makes it ask every live subscriber, this one included.
+    let _second = tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default());
 
     let h = harness(SimConfig::fast()).await;
     let creds = h.sim.credentials();
