@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams, Preconditions};
 use kube::{Resource, ResourceExt};
 use serde_json::json;
 use verda_api::v1alpha1::{
@@ -19,7 +19,7 @@ use crate::cloud::model::volume::Volume;
 use crate::cloud::owner::Owner;
 use crate::cloud::{BlockStorage, Compute};
 use crate::controllers::virtual_machine_group::addresses::{port_fate, replica_spec};
-use crate::controllers::virtual_machine_group::plan::Plan;
+use crate::controllers::virtual_machine_group::plan::{Plan, volume_fate};
 use crate::runtime::ReconcileError;
 use crate::runtime::object::{object_key, replica_index};
 use crate::runtime::problem::Problem;
@@ -195,21 +195,32 @@ pub async fn create_server_group(
         ))
 }
 
-/// What a round did: its writes, and the replicas it created (not those an earlier
-/// round, unseen yet by the cache, had made: their create answers 409).
-#[derive(Debug, PartialEq)]
+/// What a round did: its writes, and the replicas it created, marked draining and
+/// deleted (not those an earlier round, unseen yet by the cache, had: their create
+/// answers 409, and a write on a VirtualMachine that changed since the cache saw it
+/// too).
+#[derive(Debug, Default, PartialEq)]
 pub struct Applied {
     pub writes: usize,
     pub created: Vec<u32>,
+    pub drained: Vec<String>,
+    pub deleted: Vec<String>,
 }
 
 impl Applied {
-    /// `plan` as it was carried out, for its events: a replica an earlier round created
-    /// is not announced twice.
+    /// `plan` as it was carried out, for its events, metrics and status: what an
+    /// earlier round did is not announced twice.
     pub fn done(&self, plan: &Plan) -> Plan {
         Plan {
             create: self.created.clone(),
-            ..plan.clone()
+            drain: self.drained.clone(),
+            delete: self.deleted.clone(),
+            heal: plan
+                .heal
+                .iter()
+                .filter(|name| self.drained.contains(name))
+                .cloned()
+                .collect(),
         }
     }
 }
@@ -226,106 +237,126 @@ pub async fn run(
     let ns = group.namespace().unwrap_or_default();
     let key = format!("{ns}/{}", group.name_any());
     let api: Api<VirtualMachine> = Api::namespaced(client.clone(), &ns);
-    let mut created = Vec::with_capacity(plan.create.len());
+    let mut applied = Applied::default();
     for index in &plan.create {
         let vm = new_vm(group, *index, hash, server_group)?;
         match api.create(&PostParams::default(), &vm).await {
-            Ok(_) => created.push(*index),
+            Ok(_) => applied.created.push(*index),
             Err(kube::Error::Api(s)) if s.code == 409 => {}
             Err(e) => return Err(ReconcileError::kube("create a VirtualMachine", &key)(e)),
         }
     }
     let now = Timestamp::now().to_string();
-    for name in &plan.drain {
-        let patch = json!({"metadata": {"annotations": {annotations::DRAINING: now}}});
-        ignore_missing(
-            api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await
-                .map(drop),
-        )
-        .map_err(ReconcileError::kube("mark a VirtualMachine draining", &key))?;
-    }
-    for name in &plan.delete {
-        if let Some(vm) = vms.iter().find(|vm| &vm.name_any() == name) {
-            let index = replica_index(vm, &group.name_any());
-            let fate = crate::controllers::virtual_machine_group::plan::volume_fate(group, index);
-            set_volume_retention(&api, vm, fate, &key).await?;
-            set_port_retention(&api, vm, port_fate(group, index), &key).await?;
+    for vm in named(vms, &plan.drain) {
+        // As the cache saw it: marked again, it would drain from now on.
+        let patch = json!({"metadata": {
+            "resourceVersion": vm.resource_version(),
+            "annotations": {annotations::DRAINING: now},
+        }});
+        let params = PatchParams::default();
+        let marked = api
+            .patch(&vm.name_any(), &params, &Patch::Merge(&patch))
+            .await;
+        if as_seen(marked.map(drop))
+            .map_err(ReconcileError::kube("mark a VirtualMachine draining", &key))?
+        {
+            applied.drained.push(vm.name_any());
         }
-        ignore_missing(
-            api.delete(name, &DeleteParams::background())
-                .await
-                .map(drop),
-        )
-        .map_err(ReconcileError::kube("delete a VirtualMachine", &key))?;
     }
-    Ok(Applied {
-        writes: created.len() + plan.drain.len() + plan.delete.len(),
-        created,
-    })
+    for vm in named(vms, &plan.delete) {
+        let index = replica_index(vm, &group.name_any());
+        let fates = (volume_fate(group, index), port_fate(group, index));
+        if delete_as_seen(&api, vm, fates, &key).await? {
+            applied.deleted.push(vm.name_any());
+        }
+    }
+    applied.writes = applied.created.len() + applied.drained.len() + applied.deleted.len();
+    Ok(applied)
 }
 
-/// Before a VirtualMachine of the group is deleted: what becomes of its data volumes
-/// goes into its spec, where its own controller reads it.
-pub async fn set_volume_retention(
+/// The VirtualMachines of `vms` named in `names`.
+fn named<'a>(
+    vms: &'a [VirtualMachine],
+    names: &'a [String],
+) -> impl Iterator<Item = &'a VirtualMachine> {
+    vms.iter().filter(|vm| names.contains(&vm.name_any()))
+}
+
+/// Deletes `vm` as the cache saw it, after writing what becomes of its volumes and
+/// ports (`fates`); `false` when it is gone or changed since (an earlier round's
+/// delete the cache has not seen yet): the next round decides again on fresh data.
+pub async fn delete_as_seen(
     api: &Api<VirtualMachine>,
     vm: &VirtualMachine,
-    fate: Retention,
+    (volumes, ports): (Retention, Retention),
     key: &str,
-) -> Result<(), ReconcileError> {
+) -> Result<bool, ReconcileError> {
+    let mut version = vm.resource_version();
+    let retention = [
+        ("volumeRetention", volume_retention_change(vm, volumes)),
+        ("networkRetention", port_retention_change(vm, ports)),
+    ];
+    for (field, fate) in retention {
+        let Some(fate) = fate else { continue };
+        let patch = json!({"metadata": {"resourceVersion": version},
+            "spec": {field: {"whenDeleted": fate}}});
+        match api
+            .patch(
+                &vm.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await
+        {
+            Ok(patched) => version = patched.resource_version(),
+            Err(e) => {
+                return unseen_or(e).map_err(ReconcileError::kube(
+                    "set what becomes of a VirtualMachine's volumes and ports",
+                    key,
+                ));
+            }
+        }
+    }
+    let params = DeleteParams {
+        preconditions: version.map(|rv| Preconditions {
+            resource_version: Some(rv),
+            uid: None,
+        }),
+        ..DeleteParams::background()
+    };
+    as_seen(api.delete(&vm.name_any(), &params).await.map(drop))
+        .map_err(ReconcileError::kube("delete a VirtualMachine", key))
+}
+
+/// The `whenDeleted` of `vm`'s volumes to write, if it has volumes and it differs.
+fn volume_retention_change(vm: &VirtualMachine, fate: Retention) -> Option<Retention> {
     let now = vm.spec.volume_retention.unwrap_or_default().when_deleted;
     let has = vm.spec.volumes.as_ref().is_some_and(|v| !v.is_empty());
-    set_retention(
-        api,
-        vm,
-        (has && now != fate).then_some(fate),
-        "volumeRetention",
-        key,
-    )
-    .await
+    (has && now != fate).then_some(fate)
 }
 
 /// The same for its declared ports (and floating IP).
-pub async fn set_port_retention(
-    api: &Api<VirtualMachine>,
-    vm: &VirtualMachine,
-    fate: Retention,
-    key: &str,
-) -> Result<(), ReconcileError> {
+fn port_retention_change(vm: &VirtualMachine, fate: Retention) -> Option<Retention> {
     let now = vm.spec.network_retention.unwrap_or_default().when_deleted;
     let has = vm.spec.ports.as_ref().is_some_and(|p| !p.is_empty());
-    set_retention(
-        api,
-        vm,
-        (has && now != fate).then_some(fate),
-        "networkRetention",
-        key,
-    )
-    .await
+    (has && now != fate).then_some(fate)
 }
 
-/// Writes `spec.<field>.whenDeleted` when `fate` says it must change.
-async fn set_retention(
-    api: &Api<VirtualMachine>,
-    vm: &VirtualMachine,
-    fate: Option<Retention>,
-    field: &str,
-    key: &str,
-) -> Result<(), ReconcileError> {
-    let Some(fate) = fate else {
-        return Ok(());
-    };
-    let patch = json!({"spec": {field: {"whenDeleted": fate}}});
-    let params = PatchParams::default();
-    ignore_missing(
-        api.patch(&vm.name_any(), &params, &Patch::Merge(&patch))
-            .await
-            .map(drop),
-    )
-    .map_err(ReconcileError::kube(
-        "set what becomes of a VirtualMachine's volumes and ports",
-        key,
-    ))
+/// A write made on the cache's copy of an object: `true` when done, `false` when the
+/// object is gone or changed since the cache saw it (409 Conflict).
+fn as_seen(result: Result<(), kube::Error>) -> Result<bool, kube::Error> {
+    match result {
+        Ok(()) => Ok(true),
+        Err(e) => unseen_or(e),
+    }
+}
+
+/// `Ok(false)` for a 404 or 409 answer, else the error.
+fn unseen_or(e: kube::Error) -> Result<bool, kube::Error> {
+    match e {
+        kube::Error::Api(s) if s.code == 404 || s.code == 409 => Ok(false),
+        other => Err(other),
+    }
 }
 
 /// Deletes `volumes` (one already gone counts as deleted); returns how many.
@@ -343,7 +374,7 @@ pub async fn delete_volumes(
 }
 
 /// A VirtualMachine that is already gone needs nothing more.
-pub fn ignore_missing(result: Result<(), kube::Error>) -> Result<(), kube::Error> {
+fn ignore_missing(result: Result<(), kube::Error>) -> Result<(), kube::Error> {
     match result {
         Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
         other => other,
@@ -391,7 +422,8 @@ mod tests {
             applied,
             Applied {
                 writes: 1,
-                created: vec![1]
+                created: vec![1],
+                ..Applied::default()
             }
         );
         let posted: Vec<String> = server
@@ -412,5 +444,79 @@ mod tests {
                 "virtualmachinegroup-sample-1"
             ]
         );
+    }
+
+    /// The group's VirtualMachine `name` as the cache saw it, at `version`.
+    fn seen_vm(group: &VirtualMachineGroup, name: &str, version: &str) -> VirtualMachine {
+        let mut vm = new_vm(group, 0, "h1", None).expect("a replica");
+        vm.metadata.name = Some(name.to_owned());
+        vm.metadata.resource_version = Some(version.to_owned());
+        vm
+    }
+
+    /// An earlier round marked `-1` draining and deleted `-2`, and the cache has not
+    /// seen either yet: the server holds both at version 8, the cache at 7. Writes
+    /// made on the cache's copies answer 409, as a real API server's preconditions do.
+    #[tokio::test]
+    async fn a_replica_an_earlier_round_drained_or_deleted_is_neither_counted_nor_announced_again()
+    {
+        let mut group: VirtualMachineGroup =
+            serde_saphyr::from_str(include_str!("../../../samples/virtualmachinegroup.yaml"))
+                .expect("the published group");
+        group.metadata.namespace = Some("team-a".into());
+        let stored = |name: &str| match name.ends_with("-1") || name.ends_with("-2") {
+            true => "8",
+            false => "7",
+        };
+        let answer = serde_json::to_value(seen_vm(&group, "any", "9")).expect("a VM as JSON");
+        let server = ApiServer::new(move |method, path, body| {
+            let name = path.rsplit('/').next().unwrap_or_default().to_owned();
+            let asked = match method {
+                "DELETE" => body["preconditions"]["resourceVersion"].as_str(),
+                _ => body["metadata"]["resourceVersion"].as_str(),
+            };
+            match asked == Some(stored(&name)) {
+                true => {
+                    let mut vm = answer.clone();
+                    vm["metadata"]["name"] = json!(name);
+                    (200, vm)
+                }
+                false => (
+                    409,
+                    json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                        "reason": "Conflict", "code": 409,
+                        "message": format!("Operation cannot be fulfilled on virtualmachines.verda.linecorp.com \"{name}\": the object has been modified")}),
+                ),
+            }
+        });
+        let vms: Vec<VirtualMachine> = ["-1", "-2", "-3", "-4"]
+            .iter()
+            .map(|n| seen_vm(&group, &format!("{}{n}", group.name_any()), "7"))
+            .collect();
+        let plan = Plan {
+            drain: vec![vms[0].name_any(), vms[2].name_any()],
+            delete: vec![vms[1].name_any(), vms[3].name_any()],
+            heal: vec![vms[0].name_any()],
+            ..Plan::default()
+        };
+        let applied = run(&server.client(), &group, &plan, "h1", None, &vms)
+            .await
+            .expect("the round runs");
+        assert_eq!(
+            applied.done(&plan),
+            Plan {
+                drain: vec![vms[2].name_any()],
+                delete: vec![vms[3].name_any()],
+                ..Plan::default()
+            }
+        );
+        assert_eq!(applied.writes, 2);
+        let deletes: Vec<String> = server
+            .seen()
+            .iter()
+            .filter(|s| s.method == "DELETE")
+            .map(|s| s.path.rsplit('/').next().unwrap_or_default().to_owned())
+            .collect();
+        assert_eq!(deletes, [vms[1].name_any(), vms[3].name_any()]);
     }
 }

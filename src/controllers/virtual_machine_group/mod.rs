@@ -21,7 +21,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use kube::ResourceExt;
-use kube::api::{Api, DeleteParams};
+use kube::api::Api;
 use kube::runtime::controller::Controller;
 use kube::runtime::events::{Event, EventType};
 use kube::runtime::reflector::ObjectRef;
@@ -243,16 +243,17 @@ impl Reconciler for VirtualMachineGroup {
             let sg = outcome.server_group.as_ref();
             let (scale, hash, vms) = (&step.scale, &observed.template_hash, &observed.vms);
             let applied = execute::run(&ctx.client, group, scale, hash, sg, vms).await?;
+            let done = applied.done(scale);
             outcome.writes = applied.writes;
-            outcome.events = applied.done(scale).events(&group.name_any());
+            outcome.events = done.events(&group.name_any());
             outcome
                 .events
-                .extend(status::heal_events(scale, &observed.judged));
-            count_replacements(ctx, observed, scale);
-            outcome.round = scale.clone();
+                .extend(status::heal_events(&done, &observed.judged));
+            count_replacements(ctx, observed, &done);
             outcome
                 .events
-                .extend(plan::volume_events(group, scale, vms));
+                .extend(plan::volume_events(group, &done, vms));
+            outcome.round = done;
             let scaled_away = plan::scaled_away(group, &observed.retained_volumes);
             if !scaled_away.is_empty() {
                 outcome.writes += delete_scaled_away(services, owner, &scaled_away).await?;
@@ -473,14 +474,7 @@ async fn cleanup(
             .iter()
             .filter(|vm| vm.metadata.deletion_timestamp.is_none())
         {
-            execute::set_volume_retention(&api, vm, fate, &key).await?;
-            execute::set_port_retention(&api, vm, port_fate, &key).await?;
-            execute::ignore_missing(
-                api.delete(&vm.name_any(), &DeleteParams::background())
-                    .await
-                    .map(drop),
-            )
-            .map_err(ReconcileError::kube("delete a VirtualMachine", &key))?;
+            execute::delete_as_seen(&api, vm, (fate, port_fate), &key).await?;
         }
         return Ok(Cleanup::Wait(ctx.timing.poll));
     }
