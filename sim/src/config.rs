@@ -17,6 +17,9 @@ pub struct SimConfig {
     pub token_lifetime: Duration,
     /// Number of hypervisor hosts the scheduler places servers on.
     pub hosts: usize,
+    /// Nova availability zones (Octavia's have the same names); host `i` is in zone
+    /// `zones[i mod len]`, as the real systems' three hosts are in `az-1`..`az-3`.
+    pub zones: Vec<String>,
     /// Nova `instances` quota of the project.
     pub instance_quota: usize,
     /// Seed of the random generator (IDs, fault rates), so runs repeat.
@@ -39,6 +42,7 @@ impl Default for SimConfig {
             volume_delay: Duration::from_millis(1000),
             token_lifetime: Duration::from_secs(24 * 3600),
             hosts: 3,
+            zones: ["az-1", "az-2", "az-3"].map(String::from).to_vec(),
             instance_quota: 100,
             seed: 42,
             page_size_max: 1000,

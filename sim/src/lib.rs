@@ -248,6 +248,50 @@ impl Simulator {
         }
     }
 
+    /// Disables (`false`) or enables again every compute service of `zone`, in every
+    /// project, as an admin's `openstack compute service set --disable` would: Nova
+    /// lists the zone as not available and refuses creates that name it.
+    pub fn set_zone_enabled(&self, zone: &str, enabled: bool) {
+        for world in self.sim.worlds.values() {
+            let mut w = lock(world);
+            match enabled {
+                true => w.disabled_zones.remove(zone),
+                false => w.disabled_zones.insert(zone.to_owned()),
+            };
+        }
+    }
+
+    /// The servers of every project placed in `zone`, put in ERROR as a lost data
+    /// centre's would be; returns their IDs.
+    pub fn fail_zone(&self, zone: &str) -> Vec<String> {
+        let mut ids = Vec::new();
+        for world in self.sim.worlds.values() {
+            let mut w = lock(world);
+            let here: Vec<String> = w
+                .servers
+                .values()
+                .filter(|s| !s.deleting)
+                .filter(|s| {
+                    s.host.as_deref().and_then(|h| w.zone_of_host(h)).as_deref() == Some(zone)
+                })
+                .map(|s| s.id.clone())
+                .collect();
+            for id in &here {
+                if let Some(s) = w.servers.get_mut(id) {
+                    s.status = model::Status::Error;
+                    s.until = None;
+                    s.fault = Some(model::Fault {
+                        code: 500,
+                        message: "Injected failure".into(),
+                        created: chrono::Utc::now(),
+                    });
+                }
+            }
+            ids.extend(here);
+        }
+        ids
+    }
+
     /// Stops (SHUTOFF) or starts (ACTIVE) a server at once, as `openstack server stop`
     /// or `start` would.
     pub fn set_server_power(&self, server_id: &str, on: bool) {

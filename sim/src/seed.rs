@@ -205,7 +205,6 @@ fn seed(w: &mut World) {
         ("6c2d8e1f-3a4b-4c5d-9e6f-7a8b9c0d1e2f".into(), "ssd".into()),
     ];
     w.keypairs = vec!["verda-key".into()];
-    w.zones = vec!["nova".into(), "dev".into()];
     seed_networks(w);
     w.octavia.flavors = vec![
         LbFlavor {

@@ -29,6 +29,7 @@ pub struct SimServer {
     pub user_data: Option<String>,
     /// The names of its ports' security groups (none before its NICs are made).
     pub security_groups: Vec<String>,
+    /// The zone asked for, else its host's.
     pub availability_zone: Option<String>,
     pub fault: Option<String>,
 }
@@ -85,7 +86,10 @@ pub(crate) fn servers(w: &World) -> Vec<SimServer> {
             key_name: s.key_name.clone(),
             user_data: s.user_data.clone(),
             security_groups: w.server_security_groups(&s.nics),
-            availability_zone: s.availability_zone.clone(),
+            availability_zone: s
+                .availability_zone
+                .clone()
+                .or_else(|| s.host.as_deref().and_then(|h| w.zone_of_host(h))),
             fault: s.fault.as_ref().map(|f| f.message.clone()),
         })
         .collect()

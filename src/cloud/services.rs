@@ -18,7 +18,9 @@ use futures::future::BoxFuture;
 
 use super::error::CloudError;
 use super::ids::*;
-use super::model::compute::{CreateServer, Flavor, Image, Server, ServerGroup, ServerGroupPolicy};
+use super::model::compute::{
+    AvailabilityZone, CreateServer, Flavor, Image, Server, ServerGroup, ServerGroupPolicy,
+};
 use super::model::key_manager::StoredSecret;
 use super::model::loadbalancing::*;
 use super::model::network::{
@@ -97,6 +99,8 @@ pub trait Compute: Send + Sync {
     ) -> CloudFuture<'a, ServerGroup>;
     fn get_server_group<'a>(&'a self, id: &'a ServerGroupId) -> CloudFuture<'a, ServerGroup>;
     fn list_server_groups(&self) -> CloudFuture<'_, Vec<ServerGroup>>;
+    /// `GET /os-availability-zone`: the zones Nova offers the project, available or not.
+    fn list_availability_zones(&self) -> CloudFuture<'_, Vec<AvailabilityZone>>;
     fn delete_server_group<'a>(&'a self, id: &'a ServerGroupId) -> CloudFuture<'a, ()>;
     fn list_images<'a>(&'a self, name: Option<&'a str>) -> CloudFuture<'a, Vec<Image>>;
     fn get_image<'a>(&'a self, id: &'a ImageId) -> CloudFuture<'a, Image>;

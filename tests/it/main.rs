@@ -43,6 +43,7 @@ mod e2e_virtual_machine;
 mod e2e_virtual_machine_group;
 mod e2e_virtual_machine_lifecycle;
 mod e2e_volumes;
+mod e2e_zones;
 mod gitops_health;
 mod http_endpoints;
 mod leader_election;

@@ -471,3 +471,79 @@ async fn stop_and_start_answer_as_the_real_nova() {
         format!("Cannot 'start' instance {id} while it is in vm_state active")
     );
 }
+
+/// As the real Nova 34 answered a project member (`sim/nova-zones.md`): the zone
+/// listing names every zone with a compute host, `hosts: null`; a zone whose compute
+/// service is disabled stays listed, not available, after the available ones, and a
+/// create naming it (or an unknown zone) is 400 with no server made; a server asked
+/// into a zone shows it from the first look, and one with no zone shows its host's.
+#[tokio::test]
+async fn availability_zones_answer_as_the_real_nova() {
+    let c = Client::fast().await;
+    let listing = || async {
+        let resp = c
+            .nova(Method::GET, "/os-availability-zone", 100)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        json_of(resp).await
+    };
+    let zone = |name: &str, available: bool| json!({"zoneName": name, "zoneState": {"available": available}, "hosts": null});
+    assert_eq!(
+        listing().await,
+        json!({"availabilityZoneInfo": [zone("az-1", true), zone("az-2", true), zone("az-3", true)]})
+    );
+    let detail = c
+        .nova(Method::GET, "/os-availability-zone/detail", 100)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(detail.status(), 403);
+
+    c.sim.set_zone_enabled("az-2", false);
+    assert_eq!(
+        listing().await,
+        json!({"availabilityZoneInfo": [zone("az-1", true), zone("az-3", true), zone("az-2", false)]})
+    );
+    let before = c.sim.servers().len();
+    for refused in ["az-2", "az-9"] {
+        let body = json!({"server": {"name": "z", "imageRef": "244965c2-7e98-469d-b7cc-fe423698200a",
+            "flavorRef": "10", "networks": [{"uuid": "89908bff-e0fe-45be-b92d-5828f5ddc763"}],
+            "availability_zone": refused}});
+        let resp = c
+            .nova(Method::POST, "/servers", 100)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 400, "{refused}");
+        assert_eq!(
+            json_of(resp).await,
+            json!({"badRequest": {"code": 400, "message": "The requested availability zone is not available"}})
+        );
+    }
+    assert_eq!(c.sim.servers().len(), before, "no server is made");
+    c.sim.set_zone_enabled("az-2", true);
+    assert_eq!(
+        listing().await["availabilityZoneInfo"][1],
+        zone("az-2", true)
+    );
+
+    let asked = c
+        .create_server("in-az-3", json!({"availability_zone": "az-3"}))
+        .await;
+    let first = c
+        .nova(Method::GET, &format!("/servers/{asked}"), 100)
+        .send()
+        .await
+        .unwrap();
+    let first = json_of(first).await;
+    assert_eq!(first["server"]["OS-EXT-AZ:availability_zone"], "az-3");
+    assert_eq!(first["server"]["pinned_availability_zone"], "az-3");
+    let anywhere = c.create_server("anywhere", json!({})).await;
+    let server = c.wait_server(&anywhere).await;
+    let at = server["OS-EXT-AZ:availability_zone"].as_str().unwrap();
+    assert!(["az-1", "az-2", "az-3"].contains(&at), "{at}");
+    assert_eq!(server["pinned_availability_zone"], serde_json::Value::Null);
+}

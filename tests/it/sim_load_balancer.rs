@@ -433,3 +433,35 @@ async fn load_balancer_on_an_existing_port_keeps_that_port_after_delete() {
         200
     );
 }
+
+/// As the real Octavia 19 answered (`sim/nova-zones.md`): a load balancer created in an
+/// availability zone echoes it (`null` without one); an unknown zone is 400.
+#[tokio::test]
+async fn a_load_balancers_availability_zone_answers_as_the_real_octavia() {
+    let c = Client::fast().await;
+    let create = |zone: &str| {
+        post(
+            &c,
+            "/loadbalancers",
+            json!({"loadbalancer": {"name": "z", "vip_subnet_id": SUBNET, "availability_zone": zone}}),
+        )
+    };
+    let resp = create("az-1").await;
+    assert_eq!(resp.status(), 201);
+    assert_eq!(
+        json_of(resp).await["loadbalancer"]["availability_zone"],
+        "az-1"
+    );
+    let resp = create("az-9").await;
+    assert_eq!(resp.status(), 400);
+    assert_eq!(
+        json_of(resp).await,
+        json!({"faultcode": "Client", "faultstring": "Validation failure: Invalid availability zone.", "debuginfo": null})
+    );
+    let plain = create_lb(&c, "no-zone").await;
+    let lb = get(&c, &format!("/loadbalancers/{plain}")).await;
+    assert_eq!(
+        lb["loadbalancer"]["availability_zone"],
+        serde_json::Value::Null
+    );
+}

@@ -42,6 +42,7 @@ const PROTOCOLS_KEPT: &str = "self.spec.ports.all(p, oldSelf.spec.ports.all(q, q
     validation = immutable_spec_field("region", REPLACE),
     validation = immutable_spec_field("zone", REPLACE),
     validation = immutable_spec_field("vipSubnet", REPLACE),
+    validation = immutable_spec_field("availabilityZone", REPLACE),
     validation = immutable_spec_field("serviceType", "Octavia cannot change the flavor of an existing load balancer; create a new LoadBalancer instead"),
     validation = kube::core::Rule::new(MONITOR_TYPE_KEPT).message("the protocol of a port's monitor cannot change (Octavia cannot change a monitor's type): remove the monitor and add it again").field_path(".spec.ports"),
     validation = kube::core::Rule::new(PROTOCOLS_KEPT).message("the protocol and realServers.protocol of a port cannot change (Octavia cannot change a listener's or pool's protocol): remove the port and add it again, or listen on another port").field_path(".spec.ports")
@@ -62,6 +63,12 @@ pub struct LoadBalancerSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 255))]
     pub zone: Option<String>,
+    /// Octavia availability zone the load balancer is created in (its
+    /// `availability_zone`, as the OpenStack cloud provider's annotation sets it); where
+    /// Octavia picks when absent. Not `zone`, which selects the VIP subnet. Immutable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 255))]
+    pub availability_zone: Option<String>,
     /// `private`: the VIP is an address on the VIP subnet. `public`: a floating IP on the
     /// external network is associated with the VIP as well.
     #[serde(default)]

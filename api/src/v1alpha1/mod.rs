@@ -11,6 +11,7 @@ mod rules;
 mod virtual_machine;
 mod virtual_machine_group;
 mod volumes;
+mod zones;
 
 pub use credentials::CloudCredentialsRef;
 pub use init_script::{InitScript, KeySelector};
@@ -38,5 +39,7 @@ pub use volumes::{
     BootVolume, DataVolume, GroupVolumeRetention, MAX_VOLUME_GIB, Retention, VolumeRetention,
     VolumeStatus,
 };
+
+pub use zones::{GroupZones, ZoneSpread, ZoneStatus};
 
 pub use names::{annotations, finalizers, labels};

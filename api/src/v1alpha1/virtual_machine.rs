@@ -43,6 +43,7 @@ const RECREATE: &str =
     printcolumn = r#"{"name":"Image","type":"string","jsonPath":".spec.image"}"#,
     printcolumn = r#"{"name":"Volumes","type":"string","jsonPath":".status.volumesAttached","description":"Data volumes attached / declared"}"#,
     printcolumn = r#"{"name":"Reason","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].reason","priority":1,"description":"Why the object is or is not Ready"}"#,
+    printcolumn = r#"{"name":"Zone","type":"string","jsonPath":".status.availabilityZone","priority":1,"description":"The availability zone Nova placed the server in"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#,
     validation = immutable_spec_field("image", RECREATE),
     validation = immutable_spec_field("initScript", "user data is read only when the server is created; create a new VirtualMachine to run a different script"),
@@ -194,6 +195,9 @@ pub struct VirtualMachineStatus {
     /// The flavor the server currently runs with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flavor: Option<String>,
+    /// The availability zone Nova placed the server in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub availability_zone: Option<String>,
     /// Conditions: `Ready` says whether the server is ACTIVE and matches the spec.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]

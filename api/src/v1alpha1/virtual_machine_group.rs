@@ -11,6 +11,7 @@ use super::rollout::{AutoHealing, ReplicaHealth, RollingUpdate, RunStrategy};
 use super::rules::immutable_spec_field;
 use super::virtual_machine::VirtualMachineSpec;
 use super::volumes::GroupVolumeRetention;
+use super::zones::{GroupZones, ZoneStatus};
 
 /// Most replicas one group may ask for: a guard against a typo that would exhaust the
 /// project's quota, not a technical limit of Nova.
@@ -43,7 +44,9 @@ pub const MAX_REPLICAS: i32 = 100;
     printcolumn = r#"{"name":"Ready-Replicas","type":"integer","jsonPath":".status.readyReplicas","priority":1,"description":"VirtualMachines that are Ready"}"#,
     printcolumn = r#"{"name":"Server-Group","type":"string","jsonPath":".status.serverGroupID","priority":1}"#,
     printcolumn = r#"{"name":"Reason","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].reason","priority":1,"description":"Why the object is or is not Ready"}"#,
+    printcolumn = r#"{"name":"Zones","type":"string","jsonPath":".status.zoneSummary","priority":1,"description":"Replicas per availability zone"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#,
+    validation = kube::core::Rule::new("!has(self.spec.zones) || !has(self.spec.template.availabilityZone)").message("spec.template.availabilityZone cannot be set with spec.zones: the group places each replica in its zone; list the zones in spec.zones.names").field_path(".spec.template.availabilityZone"),
     validation = kube::core::Rule::new("!has(self.spec.template.floatingIP) || has(self.spec.template.ports) || has(self.spec.addresses)").message("spec.template.floatingIP needs ports for it to stay on: give the template ports, or the group addresses").field_path(".spec.template.floatingIP"),
     validation = immutable_spec_field("addresses", "each replica keeps the address it was given for as long as it lives; create a new VirtualMachineGroup for other addresses"),
     validation = kube::core::Rule::new("!has(self.spec.addresses) || self.spec.addresses.all(a, !has(a.list) || size(a.list) >= self.spec.replicas)").message("spec.addresses: a list needs one address per replica; add addresses before scaling up").field_path(".spec.addresses")
@@ -128,6 +131,11 @@ pub struct VirtualMachineGroupSpec {
     /// gets them back) and when the group is deleted (`whenDeleted`, default `Delete`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network_retention: Option<GroupNetworkRetention>,
+    /// The Nova availability zones the replicas are spread over, and how strictly each
+    /// keeps to its home zone. May be added to a running group: its replicas then move
+    /// to their home zones as a rollout replaces them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zones: Option<GroupZones>,
 }
 
 /// HA policy of the group's Nova server group.
@@ -213,4 +221,11 @@ pub struct VirtualMachineGroupStatus {
     /// a scale-down with `whenScaled: Retain`); a scale-up attaches them again.
     #[serde(default)]
     pub retained_volumes: i32,
+    /// Replicas per availability zone (with `spec.zones`, every zone named there).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"]))]
+    pub zones: Vec<ZoneStatus>,
+    /// `status.zones` in one line for `kubectl get -o wide`: `az-1=2 az-2=2 az-3=2`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zone_summary: Option<String>,
 }

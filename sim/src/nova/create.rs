@@ -140,7 +140,7 @@ fn check_references(cx: &Cx, w: &World, server: &Map<String, Value>) -> Result<(
         }
     }
     if let Some(az) = server.get("availability_zone").and_then(Value::as_str)
-        && !w.zones.iter().any(|z| z == az)
+        && (!w.zones.iter().any(|z| z == az) || w.disabled_zones.contains(az))
     {
         return Err(cx.err(400, "The requested availability zone is not available"));
     }
@@ -177,7 +177,8 @@ fn strings(v: Option<&Value>, pick: fn(&Value) -> Option<&str>) -> Vec<String> {
 
 fn build(w: &mut World, r: Request, doom_by_fault: bool) -> Server {
     let id = w.uuid();
-    let host = scheduler::place(w, r.group.as_deref().and_then(|g| w.groups.get(g)));
+    let zone = r.server.get("availability_zone").and_then(Value::as_str);
+    let host = scheduler::place(w, r.group.as_deref().and_then(|g| w.groups.get(g)), zone);
     let doomed = doom(&host, doom_by_fault, &id);
     let s = &r.server;
     let mut security_groups = strings(s.get("security_groups"), |g| g["name"].as_str());

@@ -15,6 +15,7 @@ mod scheduler;
 mod schema;
 mod servers;
 mod view;
+mod zones;
 
 use axum::Router;
 use axum::extract::State;
@@ -65,6 +66,11 @@ pub(crate) fn routes(r: Router<Sim>) -> Router<Sim> {
     .route(
         &format!("{P}/os-server-groups/{{id}}"),
         get(groups::get_one).delete(groups::delete),
+    )
+    .route(&format!("{P}/os-availability-zone"), get(zones::list))
+    .route(
+        &format!("{P}/os-availability-zone/detail"),
+        get(zones::detail),
     )
     .route(
         &format!("{P}/servers/{{id}}/os-instance-actions"),

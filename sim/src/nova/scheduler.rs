@@ -12,9 +12,17 @@ fn host_name(i: usize) -> String {
     format!("compute-{i}")
 }
 
-/// Picks a host, or `None` when the group policy leaves no valid host.
-pub(super) fn place(w: &World, group: Option<&ServerGroup>) -> Option<String> {
-    let hosts: Vec<String> = (0..w.hosts).map(host_name).collect();
+/// Picks a host (in `zone`, when one is asked for, and in no disabled zone), or `None`
+/// when the group policy leaves no valid host.
+pub(super) fn place(w: &World, group: Option<&ServerGroup>, zone: Option<&str>) -> Option<String> {
+    let hosts: Vec<String> = (0..w.hosts)
+        .map(host_name)
+        .filter(|h| {
+            let at = w.zone_of_host(h);
+            zone.is_none_or(|z| at.as_deref() == Some(z))
+                && at.is_none_or(|z| !w.disabled_zones.contains(&z))
+        })
+        .collect();
     let load = |h: &str| {
         w.servers
             .values()
@@ -122,11 +130,11 @@ mod tests {
         let mut w = world_with(2);
         let mut g = group("anti-affinity");
         for _ in 0..2 {
-            let host = place(&w, Some(&g));
+            let host = place(&w, Some(&g), None);
             assert!(host.is_some());
             add_member(&mut w, &mut g, host);
         }
-        assert_eq!(place(&w, Some(&g)), None);
+        assert_eq!(place(&w, Some(&g), None), None);
     }
 
     #[test]
@@ -135,7 +143,7 @@ mod tests {
         let mut g = group("soft-anti-affinity");
         let mut hosts = Vec::new();
         for _ in 0..3 {
-            let host = place(&w, Some(&g));
+            let host = place(&w, Some(&g), None);
             hosts.push(host.clone());
             add_member(&mut w, &mut g, host);
         }
@@ -147,8 +155,8 @@ mod tests {
     fn affinity_keeps_members_on_one_host() {
         let mut w = world_with(3);
         let mut g = group("affinity");
-        let first = place(&w, Some(&g));
+        let first = place(&w, Some(&g), None);
         add_member(&mut w, &mut g, first.clone());
-        assert_eq!(place(&w, Some(&g)), first);
+        assert_eq!(place(&w, Some(&g), None), first);
     }
 }

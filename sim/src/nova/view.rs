@@ -107,6 +107,21 @@ fn common(cx: &Cx, w: &World, s: &Server, full: bool) -> Map<String, Value> {
     }
 }
 
+/// `OS-EXT-AZ:availability_zone`: the zone asked for from the first look on; else the
+/// host's once placed; else empty.
+fn zone_shown(w: &World, s: &Server, placed: bool) -> String {
+    let host_zone = || {
+        s.host
+            .as_deref()
+            .filter(|_| placed)
+            .and_then(|h| w.zone_of_host(h))
+    };
+    s.availability_zone
+        .clone()
+        .or_else(host_zone)
+        .unwrap_or_default()
+}
+
 /// The full server view (GET /servers/{id}, /servers/detail).
 pub(super) fn server(cx: &Cx, w: &World, s: &Server) -> Value {
     let mut m = common(cx, w, s, true);
@@ -119,12 +134,11 @@ pub(super) fn server(cx: &Cx, w: &World, s: &Server) -> Value {
     if s.status != Status::Error {
         put(&mut m, "progress", json!(0));
     }
-    let az = if placed {
-        s.availability_zone.clone().unwrap_or_else(|| "nova".into())
-    } else {
-        String::new()
-    };
-    put(&mut m, "OS-EXT-AZ:availability_zone", json!(az));
+    put(
+        &mut m,
+        "OS-EXT-AZ:availability_zone",
+        json!(zone_shown(w, s, placed)),
+    );
     put(&mut m, "config_drive", json!(""));
     put(&mut m, "key_name", json!(s.key_name));
     put(

@@ -99,11 +99,11 @@ async fn create(
         return Err(cx.err(400, &format!("Validation failure: Flavor {f} not found.")));
     }
     let zone = str_field(&req, "availability_zone");
-    if let Some(z) = zone.as_deref().filter(|z| !w.zones.iter().any(|x| x == z)) {
-        return Err(cx.err(
-            400,
-            &format!("Validation failure: Availability zone {z} not found."),
-        ));
+    if zone
+        .as_deref()
+        .is_some_and(|z| !w.zones.iter().any(|x| x == z))
+    {
+        return Err(cx.err(400, "Validation failure: Invalid availability zone."));
     }
     let meta = new_meta(&mut w, &req);
     let port = match existing.and_then(|p| w.ports.get(&p).cloned()) {

@@ -43,6 +43,9 @@ pub(crate) struct World {
     pub keypairs: Vec<String>,
     pub security_groups: Vec<SecurityGroup>,
     pub zones: Vec<String>,
+    /// Zones whose compute services an admin disabled: listed as not available, and a
+    /// create that names one is refused.
+    pub disabled_zones: BTreeSet<String>,
     pub servers: HashMap<String, Server>,
     pub groups: HashMap<String, ServerGroup>,
     pub networks: Vec<Network>,
@@ -68,6 +71,13 @@ impl World {
         }
     }
 
+    /// The availability zone of host `name`: host `i` (`compute-i`) is in
+    /// `zones[i mod len]`.
+    pub fn zone_of_host(&self, name: &str) -> Option<String> {
+        let i: usize = name.strip_prefix("compute-")?.parse().ok()?;
+        (!self.zones.is_empty()).then(|| self.zones[i % self.zones.len()].clone())
+    }
+
     /// `project`'s world, empty: `seed::world` fills it.
     pub fn empty(config: &SimConfig, project: &str, rng_seed: u64) -> Self {
         World {
@@ -86,7 +96,8 @@ impl World {
             images: Vec::new(),
             keypairs: Vec::new(),
             security_groups: Vec::new(),
-            zones: Vec::new(),
+            zones: config.zones.clone(),
+            disabled_zones: BTreeSet::new(),
             servers: HashMap::new(),
             groups: HashMap::new(),
             networks: Vec::new(),

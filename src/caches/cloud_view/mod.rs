@@ -24,6 +24,7 @@ mod port_records;
 mod servers;
 mod surroundings;
 mod volumes;
+mod zones;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
@@ -41,6 +42,7 @@ pub use port_records::PortView;
 pub use servers::ServerView;
 pub use surroundings::Surroundings;
 pub use volumes::{VolumeOwner, VolumeView};
+pub use zones::ZoneView;
 
 use crate::cloud::CloudServices;
 use crate::cloud::model::compute::Server;
@@ -75,6 +77,8 @@ pub struct ProjectView {
     pub network_ports: PortView,
     /// Each LoadBalancer's pool members when it last converged (drift reports).
     pub lb_members: MemberMemory,
+    /// Nova's availability zones; listed only for groups that spread over zones.
+    pub zones: ZoneView,
     /// The credentials last used in the project, which a refresh lists with while a
     /// reconcile still holds them.
     services: Lock<Option<Weak<dyn CloudServices>>>,

@@ -14,7 +14,8 @@ use super::{Kind, OpenStackClient, compute, pick_one};
 use crate::cloud::error::{CloudError, Resource};
 use crate::cloud::ids::{FlavorId, ImageId, ServerGroupId, ServerId, VolumeId};
 use crate::cloud::model::compute::{
-    CreateServer, Flavor, Image, Server, ServerGroup, ServerGroupPolicy, ServerWire,
+    AvailabilityZone, CreateServer, Flavor, Image, Server, ServerGroup, ServerGroupPolicy,
+    ServerWire,
 };
 use crate::cloud::model::volume::VolumeAttachment;
 use crate::cloud::owner::MANAGED_TAG;
@@ -223,6 +224,18 @@ impl Compute for OpenStackClient {
         Box::pin(async move {
             let req = compute("list_server_groups", Method::GET, "/os-server-groups");
             self.list_all(req, "server_groups", "list server groups")
+                .await
+        })
+    }
+
+    fn list_availability_zones(&self) -> CloudFuture<'_, Vec<AvailabilityZone>> {
+        Box::pin(async move {
+            let req = compute(
+                "list_availability_zones",
+                Method::GET,
+                "/os-availability-zone",
+            );
+            self.fetch(&req, "availabilityZoneInfo", "list availability zones")
                 .await
         })
     }

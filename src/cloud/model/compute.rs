@@ -376,6 +376,22 @@ pub enum ServerGroupPolicy {
     Unknown,
 }
 
+/// One entry of `GET /os-availability-zone`: a zone Nova offers the project, and
+/// whether it can take servers now (a zone whose compute services are all disabled is
+/// listed as not available).
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct AvailabilityZone {
+    #[serde(rename = "zoneName")]
+    pub name: String,
+    #[serde(rename = "zoneState")]
+    pub state: ZoneState,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
+pub struct ZoneState {
+    pub available: bool,
+}
+
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 pub struct ServerGroup {
     pub id: ServerGroupId,

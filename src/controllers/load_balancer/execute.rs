@@ -211,6 +211,7 @@ async fn create(
             name: owner.load_balancer_name(),
             description: lb.spec.description.clone(),
             vip_subnet_id: Some(placement.vip_subnet.clone()),
+            availability_zone: lb.spec.availability_zone.clone(),
             flavor_id: placement.flavor.clone(),
             tags: owner.load_balancer_tags(),
             listeners: listeners.clone(),

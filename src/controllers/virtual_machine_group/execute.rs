@@ -30,6 +30,7 @@ pub fn new_vm(
     index: u32,
     hash: &str,
     server_group: Option<&ServerGroupId>,
+    zone: Option<&String>,
 ) -> Result<VirtualMachine, ReconcileError> {
     let template = replica_spec(group, index).map_err(|message| ReconcileError::Invalid {
         object: object_key(group),
@@ -62,6 +63,7 @@ pub fn new_vm(
         spec: VirtualMachineSpec {
             cloud_credentials_ref: group.spec.cloud_credentials_ref.clone(),
             run_strategy: group.spec.run_strategy,
+            availability_zone: zone.cloned().or(template.availability_zone.clone()),
             ..template
         },
         status: None,
@@ -230,8 +232,7 @@ pub async fn run(
     client: &kube::Client,
     group: &VirtualMachineGroup,
     plan: &Plan,
-    hash: &str,
-    server_group: Option<&ServerGroupId>,
+    (hash, server_group, zones): (&str, Option<&ServerGroupId>, &BTreeMap<u32, String>),
     vms: &[VirtualMachine],
 ) -> Result<Applied, ReconcileError> {
     let ns = group.namespace().unwrap_or_default();
@@ -239,7 +240,7 @@ pub async fn run(
     let api: Api<VirtualMachine> = Api::namespaced(client.clone(), &ns);
     let mut applied = Applied::default();
     for index in &plan.create {
-        let vm = new_vm(group, *index, hash, server_group)?;
+        let vm = new_vm(group, *index, hash, server_group, zones.get(index))?;
         match api.create(&PostParams::default(), &vm).await {
             Ok(_) => applied.created.push(*index),
             Err(kube::Error::Api(s)) if s.code == 409 => {}
@@ -415,9 +416,15 @@ mod tests {
             create: vec![0, 1],
             ..Plan::default()
         };
-        let applied = run(&server.client(), &group, &plan, "h1", None, &[])
-            .await
-            .expect("the round runs");
+        let applied = run(
+            &server.client(),
+            &group,
+            &plan,
+            ("h1", None, &BTreeMap::new()),
+            &[],
+        )
+        .await
+        .expect("the round runs");
         assert_eq!(
             applied,
             Applied {
@@ -448,7 +455,7 @@ mod tests {
 
     /// The group's VirtualMachine `name` as the cache saw it, at `version`.
     fn seen_vm(group: &VirtualMachineGroup, name: &str, version: &str) -> VirtualMachine {
-        let mut vm = new_vm(group, 0, "h1", None).expect("a replica");
+        let mut vm = new_vm(group, 0, "h1", None, None).expect("a replica");
         vm.metadata.name = Some(name.to_owned());
         vm.metadata.resource_version = Some(version.to_owned());
         vm
@@ -499,9 +506,15 @@ mod tests {
             heal: vec![vms[0].name_any()],
             ..Plan::default()
         };
-        let applied = run(&server.client(), &group, &plan, "h1", None, &vms)
-            .await
-            .expect("the round runs");
+        let applied = run(
+            &server.client(),
+            &group,
+            &plan,
+            ("h1", None, &BTreeMap::new()),
+            &vms,
+        )
+        .await
+        .expect("the round runs");
         assert_eq!(
             applied.done(&plan),
             Plan {

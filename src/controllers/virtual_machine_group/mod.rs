@@ -13,6 +13,7 @@ pub mod observe;
 pub mod plan;
 pub mod rollout;
 pub mod status;
+pub mod zones;
 
 use std::sync::Arc;
 
@@ -80,9 +81,9 @@ pub fn run(
 /// The cloud a group talks to: Nova, for its server group; the project's view, for
 /// its retained volumes.
 pub struct Services {
-    compute: Arc<dyn Compute>,
+    pub(crate) compute: Arc<dyn Compute>,
     cinder: Arc<dyn BlockStorage>,
-    view: Arc<ProjectView>,
+    pub(crate) view: Arc<ProjectView>,
 }
 
 /// The group's server group, its VirtualMachines and the LoadBalancers drawing on it.
@@ -96,6 +97,10 @@ pub struct Observed {
     policy: plan::Policy,
     /// The template changed since the last status.
     new_revision: bool,
+    /// The group's zones and Nova's word on them (with `spec.zones`).
+    zoning: Option<zones::Zoning>,
+    /// Active replicas that stay in their zones: new ones are placed around them.
+    staying: Vec<zones::Placed>,
     template_hash: String,
     /// Volumes kept for indices that have no VirtualMachine (from the cloud view), with
     /// their index.
@@ -167,7 +172,9 @@ impl Reconciler for VirtualMachineGroup {
                 health::judge(vm, strategy, pools, was, reconcile.now)
             })
             .collect();
-        let members = observe::members(group, &vms, &lbs, &judged);
+        let mut members = observe::members(group, &vms, &lbs, &judged);
+        let (zoning, staying) =
+            observe::zones(group, services, ctx.timing.resync, &mut members, &vms).await;
         let status = group.status.as_ref();
         let new_revision =
             status.and_then(|s| s.update_revision.as_deref()) != Some(template_hash.as_str());
@@ -179,6 +186,8 @@ impl Reconciler for VirtualMachineGroup {
         policy.stalled = !new_revision
             && rollout::stalled(progressed, rollout::deadline(group), rolling, reconcile.now);
         Ok(Observed {
+            zoning,
+            staying,
             server_group,
             retained_volumes,
             members,
@@ -242,7 +251,8 @@ impl Reconciler for VirtualMachineGroup {
             }
             let sg = outcome.server_group.as_ref();
             let (scale, hash, vms) = (&step.scale, &observed.template_hash, &observed.vms);
-            let applied = execute::run(&ctx.client, group, scale, hash, sg, vms).await?;
+            let zones = placements(observed, scale);
+            let applied = execute::run(&ctx.client, group, scale, (hash, sg, &zones), vms).await?;
             let done = applied.done(scale);
             outcome.writes = applied.writes;
             outcome.events = done.events(&group.name_any());
@@ -253,6 +263,7 @@ impl Reconciler for VirtualMachineGroup {
             outcome
                 .events
                 .extend(plan::volume_events(group, &done, vms));
+            outcome.events.extend(zone_events(group, observed, &done));
             outcome.round = done;
             let scaled_away = plan::scaled_away(group, &observed.retained_volumes);
             if !scaled_away.is_empty() {
@@ -294,6 +305,10 @@ impl Reconciler for VirtualMachineGroup {
         );
         let retained = observed.retained_volumes.len();
         status.retained_volumes = i32::try_from(retained).unwrap_or(i32::MAX);
+        status.zones = observed.zoning.as_ref().map_or_else(Vec::new, |z| {
+            zones::status(z, &observed.members, &observed.policy, reconcile.now)
+        });
+        status.zone_summary = (!status.zones.is_empty()).then(|| zones::summary(&status.zones));
         status
     }
 
@@ -305,7 +320,13 @@ impl Reconciler for VirtualMachineGroup {
         let mut events: Vec<Event> = outcome
             .events
             .iter()
-            .map(|(reason, note)| event(EventType::Normal, reason, note.clone(), "Scale"))
+            .map(|(reason, note)| {
+                let kind = match *reason {
+                    "ZoneUnavailable" => EventType::Warning,
+                    _ => EventType::Normal,
+                };
+                event(kind, reason, note.clone(), "Scale")
+            })
             .collect();
         events.extend(status::stalled_event(reconcile.obj.status.as_ref(), status));
         events
@@ -366,6 +387,40 @@ async fn delete_scaled_away(
 
 /// Counts the round's replacements: healed replicas by their health reason, outdated
 /// ones drained by a rollout as `TemplateChanged`.
+/// The zone of each replica the round creates (with `spec.zones`).
+fn placements(observed: &Observed, round: &plan::Plan) -> std::collections::BTreeMap<u32, String> {
+    let policy = &observed.policy;
+    observed.zoning.as_ref().map_or_else(Default::default, |z| {
+        z.placements(
+            policy.replicas,
+            &round.create,
+            policy.in_place,
+            &observed.staying,
+        )
+    })
+}
+
+/// `ZoneUnavailable` for each zone Nova stopped listing since the last status, and
+/// `Rebalanced` for each misplaced replica the round drained.
+fn zone_events(
+    group: &VirtualMachineGroup,
+    observed: &Observed,
+    done: &plan::Plan,
+) -> Vec<(&'static str, String)> {
+    let Some(z) = &observed.zoning else {
+        return Vec::new();
+    };
+    let before = group.status.as_ref().map(|s| s.zones.as_slice());
+    let members = &observed.members;
+    let mut events = zones::unavailable_events(z, before.unwrap_or_default(), members);
+    let replicas = observed.policy.replicas;
+    let (drained, staying) = (&done.drain, &observed.staying);
+    events.extend(zones::rebalanced_events(
+        z, replicas, drained, members, staying,
+    ));
+    events
+}
+
 fn count_replacements(ctx: &Context, observed: &Observed, round: &plan::Plan) {
     let family = &ctx.metrics.group_replacements;
     for name in &round.drain {

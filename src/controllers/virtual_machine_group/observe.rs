@@ -11,6 +11,7 @@ use verda_api::v1alpha1::{
     HaPolicy, LoadBalancer, ReplicaHealth, VirtualMachine, VirtualMachineGroup, annotations, labels,
 };
 
+use crate::caches::cloud_view::ProjectView;
 use crate::caches::watch::index::group_key;
 use crate::caches::watch::{WatchCaches, with_key};
 use crate::cloud::Compute;
@@ -18,8 +19,51 @@ use crate::cloud::ids::ServerGroupId;
 use crate::cloud::owner::{Owner, is_server_group_of};
 use crate::controllers::virtual_machine_group::health::health;
 use crate::controllers::virtual_machine_group::plan::{Health, Member};
+use crate::controllers::virtual_machine_group::zones::{self, Placed, Zoning};
 use crate::runtime::ReconcileError;
-use crate::runtime::object::replica_index;
+use crate::runtime::object::{object_key, replica_index};
+
+/// The group's zones with Nova's listing of them (at most one listing per project per
+/// `max_age`, shared through the cloud view); `None` without `spec.zones`. A failed
+/// listing is logged and every zone taken as up: placement then waits on Nova's answer.
+pub async fn zoning(
+    group: &VirtualMachineGroup,
+    compute: &dyn Compute,
+    view: &ProjectView,
+    max_age: std::time::Duration,
+) -> Option<Zoning> {
+    let zones = group.spec.zones.as_ref()?;
+    let listing = match view.zones.within(max_age, compute).await {
+        Ok(listing) => Some(listing),
+        Err(error) => {
+            tracing::warn!(
+                group = %object_key(group),
+                %error,
+                "could not list Nova's availability zones; the group's zones are taken as available until the next listing"
+            );
+            None
+        }
+    };
+    Some(Zoning::new(zones, listing.as_deref().map(Vec::as_slice)))
+}
+
+/// With `spec.zones`: the zoning, the members marked misplaced or surplus, and the
+/// active replicas that stay where they are (see [`zones::mark`]).
+pub async fn zones(
+    group: &VirtualMachineGroup,
+    services: &super::Services,
+    max_age: std::time::Duration,
+    members: &mut [Member],
+    vms: &[VirtualMachine],
+) -> (Option<Zoning>, Vec<Placed>) {
+    let compute = services.compute.as_ref();
+    let Some(zoning) = zoning(group, compute, &services.view, max_age).await else {
+        return (None, Vec::new());
+    };
+    let replicas = u32::try_from(group.spec.replicas).unwrap_or(0);
+    let staying = zones::mark(&zoning, replicas, members, vms);
+    (Some(zoning), staying)
+}
 
 /// The group's VirtualMachines, those it controls, from the watch cache.
 pub async fn owned_vms(caches: &WatchCaches, group: &VirtualMachineGroup) -> Vec<VirtualMachine> {
@@ -92,6 +136,12 @@ pub fn members(
                     .iter()
                     .find(|j| j.name == name)
                     .map_or(Health::Starting, health),
+                zone: vm.spec.availability_zone.clone().or_else(|| {
+                    let status = vm.status.as_ref();
+                    status.and_then(|s| s.availability_zone.clone())
+                }),
+                misplaced: false,
+                surplus: false,
                 name,
             })
         })

@@ -42,6 +42,12 @@ pub struct Member {
     pub serving: bool,
     /// As the group judges it (`health`).
     pub health: Health,
+    /// Its zone (with `spec.zones`): asked for, else where Nova put it.
+    pub zone: Option<String>,
+    /// In the wrong zone and to be moved as a rollout replaces (`zones::Misplaced`).
+    pub misplaced: bool,
+    /// Beyond its zone's share: a scale-down removes it first.
+    pub surplus: bool,
 }
 
 impl Member {
@@ -104,7 +110,8 @@ pub struct Healing {
 impl Policy {
     /// Whether `m` should be on the new template and is not.
     pub fn outdated(&self, m: &Member) -> bool {
-        self.rolling && m.template_hash != self.template_hash && m.index >= self.partition
+        let stale = m.template_hash != self.template_hash || m.misplaced;
+        self.rolling && stale && m.index >= self.partition
     }
 
     /// Ready, in every pool where a load balancer draws on the group, and healthy for
@@ -369,6 +376,7 @@ fn victims_of<'a>(active: &[&'a Member], policy: &Policy, n: usize) -> Vec<&'a M
     let mut order: Vec<&Member> = active.to_vec();
     order.sort_by_key(|m| {
         (
+            !m.surplus,
             !by_index && m.ready,
             !by_index && m.template_hash == policy.template_hash,
             std::cmp::Reverse(m.index),

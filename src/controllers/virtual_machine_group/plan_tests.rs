@@ -70,6 +70,9 @@ pub(in crate::controllers::virtual_machine_group) fn member(
             true => Health::Healthy { since: at(-3600) },
             false => Health::Starting,
         },
+        zone: None,
+        misplaced: false,
+        surplus: false,
     }
 }
 

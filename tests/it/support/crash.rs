@@ -14,7 +14,7 @@ use tokio::sync::watch;
 use verda_operator::cloud::CloudServices;
 use verda_operator::cloud::ids::*;
 use verda_operator::cloud::model::compute::{
-    CreateServer, Flavor, Image, Server, ServerGroup, ServerGroupPolicy,
+    AvailabilityZone, CreateServer, Flavor, Image, Server, ServerGroup, ServerGroupPolicy,
 };
 use verda_operator::cloud::model::key_manager::StoredSecret;
 use verda_operator::cloud::model::loadbalancing::*;
@@ -207,6 +207,7 @@ impl Compute for Wired<dyn Compute> {
         fn set_server_power<'a>(&'a self, id: &'a ServerId, start: bool) -> CloudFuture<'a, ()>;
         fn get_server_group<'a>(&'a self, id: &'a ServerGroupId) -> CloudFuture<'a, ServerGroup>;
         fn list_server_groups(&self) -> CloudFuture<'_, Vec<ServerGroup>>;
+        fn list_availability_zones(&self) -> CloudFuture<'_, Vec<AvailabilityZone>>;
         fn delete_server_group<'a>(&'a self, id: &'a ServerGroupId) -> CloudFuture<'a, ()>;
         fn list_images<'a>(&'a self, name: Option<&'a str>) -> CloudFuture<'a, Vec<Image>>;
         fn get_image<'a>(&'a self, id: &'a ImageId) -> CloudFuture<'a, Image>;
