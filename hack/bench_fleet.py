@@ -56,6 +56,8 @@ RSS_TRACE = os.environ.get("VERDA_BENCH_RSS_TRACE")
 # "1": every replica on a declared port (`template.ports` on the seeded `private`
 # network): what declared ports cost in calls, against a run without.
 PORTS = os.environ.get("VERDA_BENCH_PORTS") == "1"
+# Every group spread over the simulator's three availability zones.
+ZONES = os.environ.get("VERDA_BENCH_ZONES") == "1"
 # Every LoadBalancer with every listener, pool and monitor option, its group's members
 # weighted (a one-group split).
 LB_OPTIONS = os.environ.get("VERDA_BENCH_LB_OPTIONS") == "1"
@@ -119,6 +121,7 @@ def manifests(groups, namespace):
             "spec": {
                 "replicas": REPLICAS,
                 "haPolicy": "soft",
+                **({"zones": {"names": ["az-1", "az-2", "az-3"]}} if ZONES else {}),
                 "template": {"image": "centos79", "flavor": "n3-1vcpu-2gb",
                              "initScript": {"value": "ls"},
                              **({"ports": [{"network": "private"}]} if PORTS else {})},

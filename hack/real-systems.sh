@@ -16,6 +16,9 @@
 #            listener, pool and monitor options and a traffic split between two groups
 #            on the real Octavia; tests/it/real_lb_tls.rs: TLS termination from
 #            kubernetes.io/tls Secrets through the real Barbican;
+#   zones    tests/it/real_zones.rs: groups spread over the three Nova availability
+#            zones, one zone lost (its compute service disabled, its servers ERROR)
+#            and back;
 #   upgrade  the previous release (RELEASES) built from git (in the background from the
 #            stage's start, in target/previous) and run with its own dist/install.yaml,
 #            then upgraded in place (tests/it/real_upgrade.rs);
@@ -32,7 +35,7 @@
 # Env:   VERDA_REAL_SYSTEMS_DIR  where the real systems live (default ../shared/real-systems)
 #        VERDA_KEEP_REAL_SYSTEMS=1  leave them running afterwards
 #        VERDA_REAL_STAGES       the stages to run, for development (default, and in CI:
-#                                "e2e cloud volumes health upgrade chaos shards helm"); a stage left out is
+#                                "e2e cloud volumes health zones upgrade chaos shards helm"); a stage left out is
 #                                said so
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -45,7 +48,7 @@ OSC=/opt/osharness/venv/bin/openstack
 log() { echo "[real-systems] $*" >&2; }
 # record NAME SINCE: a part's time, in the table .ci/run prints at the end.
 record() { printf '%s\t%s\n' "$1" $(($(date +%s) - $2)) >>"$WORK/stage-times"; }
-STAGES=" ${VERDA_REAL_STAGES:-e2e cloud volumes health upgrade chaos shards helm} "
+STAGES=" ${VERDA_REAL_STAGES:-e2e cloud volumes health zones upgrade chaos shards helm} "
 stage() {
   [[ $STAGES == *" $1 "* ]] && return 0
   log "stage $1 left out (VERDA_REAL_STAGES=$STAGES)"
@@ -296,6 +299,15 @@ if stage health; then
   real_tests real_group_health:: real_lb_options:: real_lb_tls::
   log "group health and load balancer options and TLS passed in $(($(date +%s) - t7)) s"
   record "health" "$t7"
+fi
+
+if stage zones; then
+  log "groups over availability zones: one lost and back"
+  t9=$(date +%s)
+  [[ -n ${sa_kubeconfig:-} ]] || fresh_cluster "$ROOT/dist/install.yaml"
+  real_tests real_zones::
+  log "zones passed in $(($(date +%s) - t9)) s"
+  record "zones" "$t9"
 fi
 
 if stage upgrade; then

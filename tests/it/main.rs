@@ -59,6 +59,7 @@ mod real_shared_clusters;
 mod real_systems;
 mod real_upgrade;
 mod real_volumes;
+mod real_zones;
 mod sim_barbican;
 mod sim_block_storage;
 mod sim_compute;

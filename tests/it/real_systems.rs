@@ -304,7 +304,7 @@ async fn steady_state_cloud_calls_and_healing_within_a_resync() {
         client,
         baseline,
     } = Scene::start("real-steady").await;
-    let resync = 15;
+    let resync = 10;
     let operator = real.operator("steady", &[], Some(&format!("resyncPeriod: {resync}s\n")));
     let files = published_scenario();
     // The group first, then a LoadBalancer for it: one Octavia write builds it all.
@@ -335,7 +335,7 @@ async fn steady_state_cloud_calls_and_healing_within_a_resync() {
     // that changed within QUIET (its updated_at has whole seconds) happen at the first
     // resync, then count over whole resync periods.
     tokio::time::sleep(Duration::from_secs(resync) + QUIET * 2).await;
-    let periods = 4;
+    let periods = 3;
     let before = real.operator_requests();
     tokio::time::sleep(Duration::from_secs(resync * periods)).await;
     let calls = real.operator_requests() - before;
