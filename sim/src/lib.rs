@@ -261,6 +261,19 @@ impl Simulator {
         }
     }
 
+    /// Takes every compute service of `zone` down (`true`) or up again, in every
+    /// project, while they stay enabled: Nova still lists the zone as available, and a
+    /// server sent there fails with NoValidHost.
+    pub fn set_zone_down(&self, zone: &str, down: bool) {
+        for world in self.sim.worlds.values() {
+            let mut w = lock(world);
+            match down {
+                true => w.down_zones.insert(zone.to_owned()),
+                false => w.down_zones.remove(zone),
+            };
+        }
+    }
+
     /// The servers of every project placed in `zone`, put in ERROR as a lost data
     /// centre's would be; returns their IDs.
     pub fn fail_zone(&self, zone: &str) -> Vec<String> {

@@ -123,6 +123,8 @@ pub trait Compute: Send + Sync {
 /// Cinder (block storage API v3, microversion 3.42: extend while attached).
 pub trait BlockStorage: Send + Sync {
     /// Answers as soon as Cinder accepted (202): the volume is `creating`.
+    /// `GET /os-availability-zone`: Cinder's zones (on the real systems, `nova` only).
+    fn list_availability_zones(&self) -> CloudFuture<'_, Vec<AvailabilityZone>>;
     fn create_volume<'a>(&'a self, request: &'a CreateVolume) -> CloudFuture<'a, Volume>;
     fn get_volume<'a>(&'a self, id: &'a VolumeId) -> CloudFuture<'a, Volume>;
     /// Every volume whose metadata holds all of `metadata`, across all pages.

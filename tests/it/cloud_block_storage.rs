@@ -66,6 +66,7 @@ async fn a_volume_is_created_found_by_its_metadata_extended_and_deleted() {
             size: 10,
             volume_type: Some("ssd".into()),
             metadata: owned("u-1", "data"),
+            availability_zone: None,
         })
         .await
         .unwrap();
@@ -129,6 +130,7 @@ async fn sizes_types_and_both_quotas_are_refused_with_cinders_words() {
         size,
         volume_type: t.map(str::to_owned),
         metadata: BTreeMap::new(),
+        availability_zone: None,
     };
     let zero = h.client.create_volume(&request(0, None)).await.unwrap_err();
     assert!(

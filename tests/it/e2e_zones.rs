@@ -137,3 +137,107 @@ async fn a_load_balancer_is_created_in_its_availability_zone() {
     .await;
     assert_eq!(zone.as_deref(), Some("az-1"));
 }
+
+/// A zone Nova still lists but whose hosts are down: a replica sent there fails with
+/// NoValidHost, and a `Balanced` group places its share in the other zones, records
+/// when, and warns.
+#[tokio::test]
+async fn a_balanced_group_avoids_a_zone_that_finds_no_valid_host() {
+    let env = Env::start(SimConfig::fast(), test_timing()).await;
+    env.create_from_yaml::<VirtualMachineGroup>(
+        &group("Balanced").replace("replicas: 6", "replicas: 3"),
+    )
+    .await;
+    until_spread(&env, &[("az-1", 1), ("az-2", 1), ("az-3", 1)]).await;
+
+    env.sim.set_zone_down("az-2", true);
+    env.sim.fail_zone("az-2");
+    // The replica's server is replaced in az-2 and fails with NoValidHost there; the
+    // group then moves the replica to az-1 or az-3.
+    eventually(
+        "two ACTIVE servers in one zone, none in az-2",
+        LIMIT,
+        || async {
+            let zones = active_per_zone(&env);
+            let total: usize = zones.values().sum();
+            (total == 3 && !zones.contains_key("az-2") && env.sim.live_servers().len() == 3)
+                .then_some(())
+        },
+    )
+    .await;
+    let g = env
+        .api::<VirtualMachineGroup>()
+        .get(NAME)
+        .await
+        .expect("group");
+    let zones = g.status.expect("status").zones;
+    let az2 = zones
+        .iter()
+        .find(|z| z.name == "az-2")
+        .expect("az-2 in status");
+    assert!(az2.no_valid_host_at.is_some(), "{zones:?}");
+    assert!(az2.zone_available, "Nova still lists it");
+    env.event_seen("ZoneUnavailable").await;
+}
+
+/// A VirtualMachine in a zone Cinder does not have (the simulator's Cinder, as the real
+/// systems', has only `nova`): its volume is made in Cinder's default zone, and the
+/// event says so.
+#[tokio::test]
+async fn a_volume_is_made_in_the_servers_zone_only_where_cinder_has_it() {
+    let env = Env::start(SimConfig::fast(), test_timing()).await;
+    let vm = "apiVersion: verda.linecorp.com/v1alpha1\nkind: VirtualMachine\nmetadata: {name: db}\nspec:\n  image: centos79\n  flavor: n3-1vcpu-2gb\n  availabilityZone: az-2\n  volumes: [{name: data, size: 1}]\n";
+    env.create_from_yaml::<verda_api::v1alpha1::VirtualMachine>(vm)
+        .await;
+    let ready = env.ready_vm("db").await;
+    let status = ready.status.expect("status");
+    assert_eq!(status.availability_zone.as_deref(), Some("az-2"));
+    let note = eventually("the VolumeCreated event", LIMIT, || async {
+        let events = env
+            .api::<k8s_openapi::api::core::v1::Event>()
+            .list(&Default::default())
+            .await
+            .ok()?;
+        events
+            .items
+            .into_iter()
+            .find(|e| e.reason.as_deref() == Some("VolumeCreated"))
+            .and_then(|e| e.message)
+    })
+    .await;
+    assert!(
+        note.ends_with(
+            "in Cinder's default zone: Cinder has no availability zone az-2, the server's"
+        ),
+        "{note}"
+    );
+}
+
+/// `zones` added to a running group: its replicas outside the named zones move there
+/// as a rollout replaces them, surge first.
+#[tokio::test]
+async fn zones_added_to_a_running_group_move_its_replicas_in() {
+    let env = Env::start(SimConfig::fast(), test_timing()).await;
+    let plain = group("Balanced")
+        .replace("replicas: 6", "replicas: 3")
+        .replace(
+            "  zones:\n    names: [az-1, az-2, az-3]\n    spread: Balanced\n",
+            "",
+        );
+    env.create_from_yaml::<VirtualMachineGroup>(&plain).await;
+    eventually("3 ACTIVE servers", LIMIT, || async {
+        let zones = active_per_zone(&env);
+        (zones.values().sum::<usize>() == 3).then_some(())
+    })
+    .await;
+    let patch = serde_json::json!({"spec": {"zones": {"names": ["az-3"]}}});
+    env.api::<VirtualMachineGroup>()
+        .patch(
+            NAME,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&patch),
+        )
+        .await
+        .expect("zones added");
+    until_spread(&env, &[("az-3", 3)]).await;
+}

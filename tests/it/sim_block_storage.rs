@@ -188,3 +188,26 @@ async fn a_create_takes_null_metadata_and_a_metadata_update_does_not() {
         .unwrap();
     assert_eq!(update.status(), 400);
 }
+
+/// As the real systems' Cinder 29 answered (`sim/nova-zones.md`): one zone, `nova`,
+/// without `hosts`; a volume asked into another zone is made in `nova`.
+#[tokio::test]
+async fn availability_zones_answer_as_the_real_cinder() {
+    let c = Client::fast().await;
+    let resp = cinder(&c, Method::GET, "/os-availability-zone", 71)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(
+        json_of(resp).await,
+        json!({"availabilityZoneInfo": [{"zoneName": "nova", "zoneState": {"available": true}}]})
+    );
+    let made = cinder(&c, Method::POST, "/volumes", 71)
+        .json(&json!({"volume": {"name": "z", "size": 1, "availability_zone": "az-2"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(made.status(), 202);
+    assert_eq!(json_of(made).await["volume"]["availability_zone"], "nova");
+}

@@ -1,6 +1,7 @@
 //! Availability zones: how a group spreads its replicas over Nova's zones, and what it
 //! reports per zone.
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -50,4 +51,9 @@ pub struct ZoneStatus {
     /// Whether Nova lists the zone as available to this project now.
     #[serde(default)]
     pub zone_available: bool,
+    /// When Nova last found no valid host here for a replica of the group (a full
+    /// zone, or one whose hosts are down while Nova still lists it). With `Balanced`,
+    /// the zone takes no replica for 10 minutes after.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_valid_host_at: Option<Time>,
 }

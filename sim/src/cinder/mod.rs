@@ -37,6 +37,7 @@ pub(crate) fn routes(r: Router<Sim>) -> Router<Sim> {
             put(volumes::set_metadata),
         )
         .route(&format!("{P}/types"), get(volumes::types))
+        .route(&format!("{P}/os-availability-zone"), get(volumes::zones))
 }
 
 /// The version document, with the link clients follow to the API (keystoneauth's

@@ -337,6 +337,19 @@ pub(super) async fn set_metadata(
     Ok(cx.ok(200, &json!({ "metadata": v.metadata })))
 }
 
+/// Cinder's zones as the real systems' Cinder 29 lists them (`sim/nova-zones.md`): only
+/// `nova`, without `hosts`; a volume asked into any other zone is made there too
+/// (`allow_availability_zone_fallback`).
+pub(super) async fn zones(
+    State(sim): State<Sim>,
+    Path(project): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, Response> {
+    let cx = enter(&sim, "list_availability_zones", &headers, &project).await?;
+    let zone = json!({"zoneName": "nova", "zoneState": {"available": true}});
+    Ok(cx.ok(200, &json!({ "availabilityZoneInfo": [zone] })))
+}
+
 pub(super) async fn types(
     State(sim): State<Sim>,
     Path(project): Path<String>,

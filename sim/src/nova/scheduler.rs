@@ -20,7 +20,7 @@ pub(super) fn place(w: &World, group: Option<&ServerGroup>, zone: Option<&str>) 
         .filter(|h| {
             let at = w.zone_of_host(h);
             zone.is_none_or(|z| at.as_deref() == Some(z))
-                && at.is_none_or(|z| !w.disabled_zones.contains(&z))
+                && at.is_none_or(|z| !w.disabled_zones.contains(&z) && !w.down_zones.contains(&z))
         })
         .collect();
     let load = |h: &str| {

@@ -46,6 +46,9 @@ pub(crate) struct World {
     /// Zones whose compute services an admin disabled: listed as not available, and a
     /// create that names one is refused.
     pub disabled_zones: BTreeSet<String>,
+    /// Zones whose compute services are down but enabled: still listed as available,
+    /// and a server sent there fails with NoValidHost.
+    pub down_zones: BTreeSet<String>,
     pub servers: HashMap<String, Server>,
     pub groups: HashMap<String, ServerGroup>,
     pub networks: Vec<Network>,
@@ -98,6 +101,7 @@ impl World {
             security_groups: Vec::new(),
             zones: config.zones.clone(),
             disabled_zones: BTreeSet::new(),
+            down_zones: BTreeSet::new(),
             servers: HashMap::new(),
             groups: HashMap::new(),
             networks: Vec::new(),

@@ -79,6 +79,8 @@ pub struct ProjectView {
     pub lb_members: MemberMemory,
     /// Nova's availability zones; listed only for groups that spread over zones.
     pub zones: ZoneView,
+    /// Cinder's; listed only to create a volume for a server in a zone.
+    pub volume_zones: ZoneView,
     /// The credentials last used in the project, which a refresh lists with while a
     /// reconcile still holds them.
     services: Lock<Option<Weak<dyn CloudServices>>>,

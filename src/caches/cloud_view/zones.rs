@@ -1,11 +1,11 @@
-//! The project's Nova availability zones, listed at most once per period however many
-//! groups spread over them: whoever asks first lists, the others wait and share it.
+//! A project's availability zones (Nova's, or Cinder's), listed at most once per period
+//! however many objects ask: whoever asks first lists, the others wait and share it.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::cloud::CloudError;
 use crate::cloud::model::compute::AvailabilityZone;
-use crate::cloud::{CloudError, Compute};
 
 #[derive(Default)]
 pub struct ZoneView {
@@ -13,11 +13,11 @@ pub struct ZoneView {
 }
 
 impl ZoneView {
-    /// The zones as listed within `max_age`, else as `compute` lists them now.
+    /// The zones as listed within `max_age`, else as `listing` lists them now.
     pub async fn within(
         &self,
         max_age: Duration,
-        compute: &dyn Compute,
+        listing: impl Future<Output = Result<Vec<AvailabilityZone>, CloudError>>,
     ) -> Result<Arc<Vec<AvailabilityZone>>, CloudError> {
         let mut listed = self.listed.lock().await;
         if let Some((at, zones)) = listed.as_ref()
@@ -25,7 +25,7 @@ impl ZoneView {
         {
             return Ok(zones.clone());
         }
-        let zones = Arc::new(compute.list_availability_zones().await?);
+        let zones = Arc::new(listing.await?);
         *listed = Some((Instant::now(), zones.clone()));
         Ok(zones)
     }

@@ -12,6 +12,7 @@ use super::OpenStackClient;
 use crate::cloud::auth::Service;
 use crate::cloud::error::{CloudError, ErrorKind, Resource};
 use crate::cloud::ids::VolumeId;
+use crate::cloud::model::compute::AvailabilityZone;
 use crate::cloud::model::volume::{CreateVolume, Volume};
 use crate::cloud::services::{BlockStorage, CloudFuture, CloudResult};
 use crate::cloud::transport::Request;
@@ -27,6 +28,18 @@ impl BlockStorage for OpenStackClient {
             let action = format!("create volume {}", request.name);
             let created: CloudResult<Volume> = self.fetch(&req, "volume", &action).await;
             created.map_err(|e| unknown_type(e, request, &action))
+        })
+    }
+
+    fn list_availability_zones(&self) -> CloudFuture<'_, Vec<AvailabilityZone>> {
+        Box::pin(async move {
+            let req = cinder(
+                "list_availability_zones",
+                Method::GET,
+                "/os-availability-zone",
+            );
+            let action = "list the block storage availability zones";
+            self.fetch(&req, "availabilityZoneInfo", action).await
         })
     }
 

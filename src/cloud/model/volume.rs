@@ -120,6 +120,8 @@ pub struct CreateVolume {
     pub volume_type: Option<String>,
     /// Include [`crate::cloud::owner::Owner::volume_metadata`].
     pub metadata: BTreeMap<String, String>,
+    /// Cinder's availability zone; its default zone when absent.
+    pub availability_zone: Option<String>,
 }
 
 impl CreateVolume {
@@ -127,6 +129,9 @@ impl CreateVolume {
         let mut volume = json!({"name": self.name, "size": self.size, "metadata": self.metadata});
         if let (Some(t), Some(obj)) = (&self.volume_type, volume.as_object_mut()) {
             obj.insert("volume_type".into(), json!(t));
+        }
+        if let (Some(z), Some(obj)) = (&self.availability_zone, volume.as_object_mut()) {
+            obj.insert("availability_zone".into(), json!(z));
         }
         json!({ "volume": volume })
     }

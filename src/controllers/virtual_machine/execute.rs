@@ -128,8 +128,11 @@ async fn volume_step(
     step: crate::controllers::virtual_machine::volumes::plan::VolumeStep,
 ) -> Result<Outcome, ReconcileError> {
     let (cinder, compute) = (tenant.services.block_storage(), tenant.services.compute());
+    let view = ctx.view.of(tenant);
     let target = crate::controllers::virtual_machine::volumes::execute::Target {
         cinder: cinder.as_ref(),
+        view: &view,
+        resync: ctx.timing.resync,
         compute: compute.as_ref(),
         server,
         key,

@@ -99,8 +99,8 @@ pub struct Observed {
     new_revision: bool,
     /// The group's zones and Nova's word on them (with `spec.zones`).
     zoning: Option<zones::Zoning>,
-    /// Active replicas that stay in their zones: new ones are placed around them.
-    staying: Vec<zones::Placed>,
+    /// Where each active replica is (with `spec.zones`).
+    placed: Vec<zones::Placed>,
     template_hash: String,
     /// Volumes kept for indices that have no VirtualMachine (from the cloud view), with
     /// their index.
@@ -173,7 +173,7 @@ impl Reconciler for VirtualMachineGroup {
             })
             .collect();
         let mut members = observe::members(group, &vms, &lbs, &judged);
-        let (zoning, staying) =
+        let (zoning, placed) =
             observe::zones(group, services, ctx.timing.resync, &mut members, &vms).await;
         let status = group.status.as_ref();
         let new_revision =
@@ -187,7 +187,7 @@ impl Reconciler for VirtualMachineGroup {
             && rollout::stalled(progressed, rollout::deadline(group), rolling, reconcile.now);
         Ok(Observed {
             zoning,
-            staying,
+            placed,
             server_group,
             retained_volumes,
             members,
@@ -391,12 +391,8 @@ async fn delete_scaled_away(
 fn placements(observed: &Observed, round: &plan::Plan) -> std::collections::BTreeMap<u32, String> {
     let policy = &observed.policy;
     observed.zoning.as_ref().map_or_else(Default::default, |z| {
-        z.placements(
-            policy.replicas,
-            &round.create,
-            policy.in_place,
-            &observed.staying,
-        )
+        let staying = zones::staying(&observed.placed, &observed.members, policy);
+        z.placements(policy.replicas, &round.create, policy.in_place, &staying)
     })
 }
 
@@ -414,9 +410,13 @@ fn zone_events(
     let members = &observed.members;
     let mut events = zones::unavailable_events(z, before.unwrap_or_default(), members);
     let replicas = observed.policy.replicas;
-    let (drained, staying) = (&done.drain, &observed.staying);
+    let staying = zones::staying(&observed.placed, members, &observed.policy);
     events.extend(zones::rebalanced_events(
-        z, replicas, drained, members, staying,
+        z,
+        replicas,
+        &done.drain,
+        members,
+        &staying,
     ));
     events
 }

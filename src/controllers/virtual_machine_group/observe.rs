@@ -33,7 +33,11 @@ pub async fn zoning(
     max_age: std::time::Duration,
 ) -> Option<Zoning> {
     let zones = group.spec.zones.as_ref()?;
-    let listing = match view.zones.within(max_age, compute).await {
+    let listing = match view
+        .zones
+        .within(max_age, compute.list_availability_zones())
+        .await
+    {
         Ok(listing) => Some(listing),
         Err(error) => {
             tracing::warn!(
@@ -60,6 +64,9 @@ pub async fn zones(
     let Some(zoning) = zoning(group, compute, &services.view, max_age).await else {
         return (None, Vec::new());
     };
+    let before = group.status.as_ref().map(|s| s.zones.as_slice());
+    let refused = zones::refusals(before.unwrap_or_default(), vms, Timestamp::now());
+    let zoning = zoning.refusing(refused);
     let replicas = u32::try_from(group.spec.replicas).unwrap_or(0);
     let staying = zones::mark(&zoning, replicas, members, vms);
     (Some(zoning), staying)
@@ -136,9 +143,10 @@ pub fn members(
                     .iter()
                     .find(|j| j.name == name)
                     .map_or(Health::Starting, health),
-                zone: vm.spec.availability_zone.clone().or_else(|| {
+                zone: group.spec.zones.as_ref().and_then(|_| {
                     let status = vm.status.as_ref();
-                    status.and_then(|s| s.availability_zone.clone())
+                    let placed = status.and_then(|s| s.availability_zone.clone());
+                    vm.spec.availability_zone.clone().or(placed)
                 }),
                 misplaced: false,
                 surplus: false,

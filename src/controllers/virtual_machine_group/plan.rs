@@ -8,7 +8,7 @@
 //! at once, old ones drained while `maxUnavailable` allows), or in place, index by
 //! index from `partition`, when replicas keep their index.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use k8s_openapi::jiff::Timestamp;
@@ -276,7 +276,7 @@ impl<'a> Round<'a> {
             .count();
         let floor =
             (policy.replicas as usize).saturating_sub(policy.max_unavailable.max(1) as usize);
-        drain.extend(self.within_budget(available.saturating_sub(floor)));
+        drain.extend(self.within_budget(available.saturating_sub(floor), false));
         (create, drain)
     }
 
@@ -320,21 +320,47 @@ impl<'a> Round<'a> {
             .filter(|m| policy.available(m, self.now))
             .count();
         let floor = replicas.saturating_sub(policy.max_unavailable as usize);
-        drain.extend(self.within_budget(available.saturating_sub(floor)));
+        drain.extend(self.within_budget(available.saturating_sub(floor), true));
         (create, drain)
     }
 
     /// Outdated replicas to drain this round: every unavailable one (it serves
-    /// nothing), then available ones up to `budget`, highest index first.
-    fn within_budget(&self, budget: usize) -> Vec<&'a Member> {
+    /// nothing), then available ones up to `budget`, highest index first, but never the
+    /// last available one of its zone when `by_zone` (a surge rollout with
+    /// `spec.zones`; a replica moved out of its zone on purpose may be): a rollout does
+    /// not leave a zone serving none at once. In place, a zone's only replica has to go
+    /// for its replacement to come.
+    fn within_budget(&self, budget: usize, by_zone: bool) -> Vec<&'a Member> {
         let (down, mut up): (Vec<&Member>, Vec<&Member>) = self
             .rollout
             .iter()
             .partition(|m| !self.policy.available(m, self.now));
         up.sort_by_key(|m| std::cmp::Reverse(m.index));
-        down.into_iter()
-            .chain(up.into_iter().take(budget))
-            .collect()
+        let mut serving: BTreeMap<&str, usize> = BTreeMap::new();
+        for m in self
+            .active
+            .iter()
+            .filter(|m| self.policy.available(m, self.now))
+        {
+            *serving
+                .entry(m.zone.as_deref().unwrap_or_default())
+                .or_default() += 1;
+        }
+        let mut taken = Vec::new();
+        for m in up {
+            if taken.len() == budget {
+                break;
+            }
+            if let Some(zone) = m.zone.as_deref().filter(|_| by_zone && !m.misplaced) {
+                let left = serving.entry(zone).or_default();
+                if *left <= 1 {
+                    continue;
+                }
+                *left -= 1;
+            }
+            taken.push(m);
+        }
+        down.into_iter().chain(taken).collect()
     }
 }
 

@@ -448,3 +448,25 @@ fn a_new_replica_serving_but_never_healthy_is_not_available_so_no_old_one_goes()
     let members = [member(0, "old", true), member(1, "old", true), fresh];
     assert_eq!(plan(&p, &members, at(0)), Plan::default());
 }
+
+#[test]
+fn a_surge_rollout_never_drains_the_last_serving_replica_of_a_zone() {
+    let zones = ["az-1", "az-2", "az-3", "az-1"];
+    let members: Vec<Member> = (0..4)
+        .map(|i| Member {
+            zone: Some(zones[i as usize].into()),
+            ..member(i, "old", true)
+        })
+        .collect();
+    let mut p = policy(4, ROLLING, false);
+    p.max_unavailable = 3;
+    // Three may go, but az-2 and az-3 have one each and az-1 must keep one.
+    assert_eq!(plan(&p, &members, at(0)).drain, ["web-3"]);
+    // In place, a zone's only replica goes for its replacement to come.
+    let mut in_place = policy(4, STATEFUL, false);
+    in_place.max_unavailable = 3;
+    assert_eq!(
+        plan(&in_place, &members, at(0)).drain,
+        ["web-1", "web-2", "web-3"]
+    );
+}

@@ -9,6 +9,10 @@
 //! floating IP is pinned: it stays in its zone, which counts it.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use verda_api::conditions::{READY, is_true};
 
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
@@ -16,6 +20,7 @@ use verda_api::v1alpha1::{GroupZones, VirtualMachine, ZoneSpread, ZoneStatus};
 
 use super::plan::{Member, Policy};
 use crate::cloud::model::compute::AvailabilityZone;
+use crate::controllers::virtual_machine::plan::NO_VALID_HOST;
 
 /// The group's zones and what Nova says of them.
 #[derive(Clone, Debug, PartialEq)]
@@ -25,6 +30,53 @@ pub struct Zoning {
     /// Of `names`, those Nova does not list as available (not listed, or listed with
     /// `available: false`). Empty while no listing was had: every zone is assumed up.
     pub unavailable: BTreeSet<String>,
+    /// Zones that found no valid host for a replica within [`REFUSAL_MEMORY`], and when.
+    pub refused: BTreeMap<String, Timestamp>,
+}
+
+/// How long a zone where Nova found no valid host takes no replica (`Balanced`): long
+/// enough that a full zone is not tried again at every round.
+pub const REFUSAL_MEMORY: Duration = Duration::from_secs(600);
+
+/// The zones where Nova found no valid host for a replica of the group, and when: as
+/// the last status recorded them (within [`REFUSAL_MEMORY`] of `now`), and where a
+/// replica asked into a zone is not Ready and last failed there with NoValidHost.
+pub fn refusals(
+    before: &[ZoneStatus],
+    vms: &[VirtualMachine],
+    now: Timestamp,
+) -> BTreeMap<String, Timestamp> {
+    let mut refused = BTreeMap::new();
+    let recent =
+        |at: Timestamp| now.duration_since(at).as_secs_f64() < REFUSAL_MEMORY.as_secs_f64();
+    for z in before {
+        if let Some(at) = z
+            .no_valid_host_at
+            .as_ref()
+            .map(|t| t.0)
+            .filter(|at| recent(*at))
+        {
+            refused.insert(z.name.clone(), at);
+        }
+    }
+    for vm in vms
+        .iter()
+        .filter(|vm| vm.metadata.deletion_timestamp.is_none())
+    {
+        let (Some(zone), Some(status)) = (vm.spec.availability_zone.as_ref(), vm.status.as_ref())
+        else {
+            continue;
+        };
+        let failed = status
+            .last_failure
+            .as_ref()
+            .filter(|f| f.reason == NO_VALID_HOST);
+        if let Some(failure) = failed.filter(|_| !is_true(&status.conditions, READY)) {
+            let at = refused.entry(zone.clone()).or_insert(failure.since.0);
+            *at = (*at).max(failure.since.0);
+        }
+    }
+    refused
 }
 
 /// Where a replica is, for the zone count.
@@ -54,7 +106,13 @@ impl Zoning {
             names: zones.names.clone(),
             spread: zones.spread,
             unavailable,
+            refused: BTreeMap::new(),
         }
+    }
+
+    /// The same, with the zones that found no valid host lately (see [`refusals`]).
+    pub fn refusing(self, refused: BTreeMap<String, Timestamp>) -> Self {
+        Zoning { refused, ..self }
     }
 
     pub fn home(&self, index: u32) -> &str {
@@ -62,7 +120,7 @@ impl Zoning {
     }
 
     fn can_take(&self, zone: &str) -> bool {
-        !self.unavailable.contains(zone)
+        !self.unavailable.contains(zone) && !self.refused.contains_key(zone)
     }
 
     /// How many replicas each zone should hold for `replicas`, given that `pinned`
@@ -80,7 +138,8 @@ impl Zoning {
         if up.is_empty() {
             return targets;
         }
-        for zone in self.unavailable.iter() {
+        let down = self.names.iter().filter(|z| !self.can_take(z));
+        for zone in down {
             let Some(share) = targets.get(zone).copied() else {
                 continue;
             };
@@ -187,8 +246,8 @@ impl Zoning {
     }
 }
 
-/// Marks the active `members` misplaced or surplus, and returns where each stands;
-/// `vms` tell which are pinned.
+/// Marks the active `members` misplaced or surplus, and returns where each active one
+/// stands; `vms` tell which are pinned.
 pub fn mark(
     zoning: &Zoning,
     replicas: u32,
@@ -219,9 +278,18 @@ pub fn mark(
         m.surplus = misplaced.surplus.contains(&m.name);
     }
     placed
-        .into_iter()
-        .filter(|p| !misplaced.moving.contains(&p.name))
-        .collect()
+}
+
+/// Of the active replicas, those that stay where they are: neither misplaced nor on an
+/// older template (a rollout replaces them). New replicas are placed around these.
+pub fn staying(placed: &[Placed], members: &[Member], policy: &Policy) -> Vec<Placed> {
+    let stays = |p: &Placed| {
+        members
+            .iter()
+            .find(|m| m.name == p.name)
+            .is_some_and(|m| !m.misplaced && m.template_hash == policy.template_hash)
+    };
+    placed.iter().filter(|p| stays(p)).cloned().collect()
 }
 
 /// The replicas in the wrong zone, by name.
@@ -273,7 +341,8 @@ pub fn status(
                 replicas: count(here.len()),
                 ready: count(here.iter().filter(|m| m.ready).count()),
                 available: count(here.iter().filter(|m| policy.available(m, now)).count()),
-                zone_available: zoning.names.contains(&name) && zoning.can_take(&name),
+                zone_available: zoning.names.contains(&name) && !zoning.unavailable.contains(&name),
+                no_valid_host_at: zoning.refused.get(&name).map(|at| Time(*at)),
                 name,
             }
         })
@@ -288,11 +357,26 @@ pub fn unavailable_events(
     members: &[Member],
 ) -> Vec<(&'static str, String)> {
     let was_up = |zone: &str| before.iter().any(|z| z.name == zone && z.zone_available);
-    zoning
-        .unavailable
+    let refused_before = |zone: &str, at: &Timestamp| {
+        before
+            .iter()
+            .any(|z| z.name == zone && z.no_valid_host_at.as_ref().is_some_and(|t| t.0 >= *at))
+    };
+    let unlisted = zoning.unavailable.iter().filter(|zone| was_up(zone));
+    let full = zoning
+        .refused
         .iter()
-        .filter(|zone| was_up(zone))
-        .map(|zone| {
+        .filter(|(zone, at)| !refused_before(zone, at) && !zoning.unavailable.contains(*zone));
+    let why = |zone: &String, listed: bool| match listed {
+        false => format!("Nova lists availability zone {zone} as not available"),
+        true => format!(
+            "Nova found no valid host in availability zone {zone} (NoValidHost); with spread Balanced it takes no replica for 10 minutes"
+        ),
+    };
+    unlisted
+        .map(|zone| (zone, why(zone, false)))
+        .chain(full.map(|(zone, _)| (zone, why(zone, true))))
+        .map(|(zone, why)| {
             let names: Vec<&str> = members
                 .iter()
                 .filter(|m| m.zone.as_ref() == Some(zone) && !m.deleting)
@@ -306,10 +390,7 @@ pub fn unavailable_events(
                 true => "no replica is there".to_owned(),
                 false => format!("replicas {} are there: {fate}", names.join(", ")),
             };
-            (
-                "ZoneUnavailable",
-                format!("Nova lists availability zone {zone} as not available; {replicas}"),
-            )
+            ("ZoneUnavailable", format!("{why}; {replicas}"))
         })
         .collect()
 }

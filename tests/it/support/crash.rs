@@ -224,6 +224,7 @@ impl BlockStorage for Wired<dyn BlockStorage> {
         create fn create_volume<'a>(&'a self, request: &'a CreateVolume) -> CloudFuture<'a, Volume>;
     }
     wired! {
+        fn list_availability_zones(&self) -> CloudFuture<'_, Vec<AvailabilityZone>>;
         fn get_volume<'a>(&'a self, id: &'a VolumeId) -> CloudFuture<'a, Volume>;
         fn list_volumes<'a>(&'a self, metadata: &'a BTreeMap<String, String>) -> CloudFuture<'a, Vec<Volume>>;
         fn delete_volume<'a>(&'a self, id: &'a VolumeId) -> CloudFuture<'a, ()>;

@@ -6,6 +6,7 @@ use std::time::Duration;
 use kube::runtime::events::EventType;
 use verda_api::conditions::Status;
 
+use crate::caches::cloud_view::ProjectView;
 use crate::cloud::ids::{ServerId, VolumeId};
 use crate::cloud::model::volume::CreateVolume;
 use crate::cloud::{BlockStorage, Compute};
@@ -19,6 +20,9 @@ pub const VOLUME_ERROR: &str = "VolumeError";
 /// Where a volume step acts: Cinder, Nova and the server volumes attach to.
 pub struct Target<'a> {
     pub cinder: &'a dyn BlockStorage,
+    /// Where Cinder's zones are listed once per resync, for volumes made in a zone.
+    pub view: &'a ProjectView,
+    pub resync: Duration,
     pub compute: &'a dyn Compute,
     pub server: Option<ServerId>,
     pub key: &'a str,
@@ -75,15 +79,17 @@ pub async fn run(t: &Target<'_>, step: VolumeStep) -> Result<Outcome, ReconcileE
     })
 }
 
-/// Creates a volume; the event says whether it replaces one lost outside Kubernetes.
+/// Creates a volume (in its server's zone where Cinder has one of that name); the event
+/// says whether it replaces one lost outside Kubernetes, and where it was made.
 async fn create(
     t: &Target<'_>,
     request: &CreateVolume,
     was: Option<String>,
 ) -> Result<(EventType, &'static str, String), ReconcileError> {
+    let (request, zoned) = in_cinder_zone(t, request).await;
     let created = t
         .cinder
-        .create_volume(request)
+        .create_volume(&request)
         .await
         .map_err(ReconcileError::cloud("create volume", t.key))?;
     Ok(match was {
@@ -99,11 +105,38 @@ async fn create(
             EventType::Normal,
             "VolumeCreated",
             format!(
-                "created volume {} ({}, {} GiB)",
+                "created volume {} ({}, {} GiB){zoned}",
                 created.id, request.name, request.size
             ),
         ),
     })
+}
+
+/// `request` with the zone Cinder can make it in, and a note for the event: the
+/// server's zone where Cinder lists one of that name, else Cinder's default zone
+/// (said so). A failed listing is taken as no such zone: a volume is never refused
+/// for want of a zone.
+async fn in_cinder_zone(t: &Target<'_>, request: &CreateVolume) -> (CreateVolume, String) {
+    let mut request = request.clone();
+    let Some(zone) = request.availability_zone.take() else {
+        return (request, String::new());
+    };
+    let listing = t.cinder.list_availability_zones();
+    let note = match t.view.volume_zones.within(t.resync, listing).await {
+        Ok(zones) if zones.iter().any(|z| z.name == zone && z.state.available) => {
+            let note = format!(" in availability zone {zone}");
+            request.availability_zone = Some(zone);
+            note
+        }
+        Ok(_) => format!(
+            " in Cinder's default zone: Cinder has no availability zone {zone}, the server's"
+        ),
+        Err(error) => {
+            tracing::warn!(object = t.key, %error, "could not list Cinder's availability zones; the volume is made in Cinder's default zone");
+            " in Cinder's default zone: its zones could not be listed".to_owned()
+        }
+    };
+    (request, note)
 }
 
 async fn attach(

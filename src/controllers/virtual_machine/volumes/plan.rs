@@ -20,7 +20,7 @@ pub enum VolumeStep {
     /// No volume of this name exists for the owner. `was` is the ID the status
     /// recorded: the volume was deleted outside Kubernetes and comes back empty.
     Create {
-        request: CreateVolume,
+        request: Box<CreateVolume>,
         was: Option<String>,
     },
     /// A crash between create and record made a second one; it was never attached.
@@ -98,6 +98,7 @@ fn create(vm: &VirtualMachine, look: &Look, spec: &DataVolume) -> CreateVolume {
             .owner
             .owner
             .volume_metadata(&spec.name, look.owner.index),
+        availability_zone: vm.spec.availability_zone.clone(),
     }
 }
 
@@ -142,7 +143,7 @@ fn present<'a>(
     let found = candidates(look, &spec.name, server);
     let Some(kept) = found.first() else {
         return Err(VolumeStep::Create {
-            request: create(vm, look, spec),
+            request: Box::new(create(vm, look, spec)),
             was: recorded(vm, &spec.name).map(|(id, _)| id),
         });
     };
