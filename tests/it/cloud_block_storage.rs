@@ -171,7 +171,13 @@ async fn sizes_types_and_both_quotas_are_refused_with_cinders_words() {
 
 #[tokio::test]
 async fn a_volume_attaches_through_nova_and_is_freed_when_its_server_goes() {
-    let h = harness(SimConfig::fast()).await;
+    // Long enough a `creating` that the attach right after the create meets it, however
+    // busy the machine.
+    let h = harness(SimConfig {
+        volume_delay: std::time::Duration::from_millis(1500),
+        ..SimConfig::fast()
+    })
+    .await;
     let sid = server(&h, "web-0", None).await;
     let vol = h
         .client

@@ -15,7 +15,7 @@ use serde_json::Value;
 use verda_api::conditions::{READY, is_true};
 use verda_api::v1alpha1::{LoadBalancer, VirtualMachineGroup};
 
-use support::real::{Namespace, Operator, Real, context, nothing_left, project_inventory, until};
+use support::real::{Namespace, Operator, Real, context, delete_all, project_inventory, until};
 
 const LIMIT: Duration = Duration::from_secs(240);
 const CONFIG: &str = "resyncPeriod: 10s\n";
@@ -305,22 +305,12 @@ async fn load_balancer_options_and_a_traffic_split_on_the_real_octavia() {
         .unwrap_or_default();
     assert_eq!(same, pools, "the pools were edited, never re-created");
 
-    for (kind, name) in [
+    let objects = [
         ("loadbalancer", "front"),
         ("virtualmachinegroup", "web-blue"),
         ("virtualmachinegroup", "web-green"),
-    ] {
-        real.kubectl(&[
-            "-n",
-            &ns.name,
-            "delete",
-            kind,
-            name,
-            "--wait=true",
-            "--timeout=240s",
-        ]);
-    }
-    nothing_left(&real, &baseline);
+    ];
+    delete_all(&real, &ns, &objects, &baseline);
     eprintln!(
         "load balancer options on the real systems in {:.1} s",
         started.elapsed().as_secs_f64()

@@ -6,21 +6,24 @@
 //! an `Even` group keeps its two other replicas and reports `ZoneUnavailable`, and a
 //! replica with a data volume stays in `az-2`; the zone enabled again, the `Balanced`
 //! group moves back to 2/2/2 surge first (the pool never below 6) and the volume's
-//! replica serves again with its volume. The LoadBalancer is in Octavia's `az-1`. Run
-//! by `hack/real-systems.sh` (stage `zones`).
+//! replica serves again with its volume; with `az-3`'s compute service forced down
+//! (still listed, NoValidHost), the `Balanced` group's replicas there move to the
+//! others. The LoadBalancer is in Octavia's `az-1`. Run by `hack/real-systems.sh`
+//! (stage `zones`).
 
 use crate::support;
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use kube::Api;
 use verda_api::conditions::{READY, is_true};
-use verda_api::v1alpha1::{LoadBalancer, VirtualMachine};
+use verda_api::v1alpha1::{LoadBalancer, VirtualMachine, VirtualMachineGroup};
 
-use support::real::{Namespace, Real, context, nothing_left, project_inventory, until};
+use support::real::{Namespace, Real, context, delete_all, project_inventory, until};
+use verda_operator::cloud::LoadBalancing;
+use verda_operator::cloud::ids::PoolId;
 
 const LIMIT: Duration = Duration::from_secs(240);
 const CONFIG: &str = "resyncPeriod: 10s\n";
@@ -84,15 +87,17 @@ async fn until_spread(
     .await;
 }
 
-/// `zone`'s compute service, disabled by an admin until dropped (also when the test
-/// fails: the zone serves the stages after this one).
+/// `zone`'s compute service as an admin set it (`--disable`: Nova lists the zone as not
+/// available and refuses creates there; `--down`: still listed, but NoValidHost), set
+/// back when dropped (also when the test fails: the zone serves the stages after this).
 struct ZoneDown<'a> {
     real: &'a Real,
     host: String,
+    undo: &'static str,
 }
 
 impl<'a> ZoneDown<'a> {
-    fn new(real: &'a Real, zone: &str) -> Self {
+    fn new(real: &'a Real, zone: &str, how: &[&str], undo: &'static str) -> Self {
         let services = real.openstack(
             "osh-admin",
             &["compute", "service", "list", "--service", "nova-compute"],
@@ -105,36 +110,51 @@ impl<'a> ZoneDown<'a> {
             .and_then(|s| s["Host"].as_str())
             .unwrap_or_else(|| panic!("a compute service in {zone}: {services}"))
             .to_owned();
-        real.openstack_do(
-            "osh-admin",
-            &[
-                "compute",
-                "service",
-                "set",
-                "--disable",
-                "--disable-reason",
-                "data centre lost (test)",
-                &host,
-                "nova-compute",
-            ],
-        );
-        ZoneDown { real, host }
+        let set = [
+            &["compute", "service", "set"],
+            how,
+            &[&host, "nova-compute"],
+        ]
+        .concat();
+        real.openstack_do("osh-admin", &set);
+        ZoneDown { real, host, undo }
+    }
+
+    /// The zone's compute service disabled, as a lost data centre's.
+    fn disabled(real: &'a Real, zone: &str) -> Self {
+        let how = ["--disable", "--disable-reason", "data centre lost (test)"];
+        Self::new(real, zone, &how, "--enable")
+    }
+
+    /// The zone's compute service forced down while enabled.
+    fn forced_down(real: &'a Real, zone: &str) -> Self {
+        Self::new(real, zone, &["--down"], "--up")
     }
 }
 
 impl Drop for ZoneDown<'_> {
     fn drop(&mut self) {
-        let _ = self.real.openstack_try(
-            "osh-admin",
-            &[
-                "compute",
-                "service",
-                "set",
-                "--enable",
-                &self.host,
-                "nova-compute",
-            ],
-        );
+        let undo = [
+            "compute",
+            "service",
+            "set",
+            self.undo,
+            &self.host,
+            "nova-compute",
+        ];
+        let _ = self.real.openstack_try("osh-admin", &undo);
+    }
+}
+
+/// Sets the servers of `group` in `zone` ERROR, as an admin does.
+fn fail_servers(real: &Real, group: &str, zone: &str) {
+    for (_, (id, _, at)) in servers(real, group) {
+        if at == zone {
+            real.openstack_do(
+                "osh-admin",
+                &["server", "set", "--auto-approve", "--state", "error", &id],
+            );
+        }
     }
 }
 
@@ -150,36 +170,67 @@ fn notes(real: &Real, ns: &Namespace, reason: &str, object: &str) -> Vec<String>
         .collect()
 }
 
-/// Samples the LoadBalancer's pool every 500 ms: the fewest members it listed since
-/// the last `reset`.
+/// Samples the LoadBalancer's pool in Octavia every 500 ms (with the operator's own
+/// client: the CLI is too slow for it): each change of its members since the last
+/// `reset`, with when it was seen (for the message of a failed check).
+/// The pool's member names, each time they changed.
+type Samples = Arc<Mutex<Vec<(Instant, Vec<String>)>>>;
+
 struct PoolFloor {
-    fewest: Arc<AtomicUsize>,
+    seen: Samples,
     task: tokio::task::JoinHandle<()>,
 }
 
 impl PoolFloor {
-    fn start(lbs: Api<LoadBalancer>) -> Self {
-        let fewest = Arc::new(AtomicUsize::new(usize::MAX));
-        let seen = fewest.clone();
+    fn start(real: &Real, pool: PoolId) -> Self {
+        let seen: Samples = Arc::default();
+        let record = seen.clone();
+        let octavia = real.cloud();
         let task = tokio::spawn(async move {
             loop {
-                if let Ok(lb) = lbs.get("front").await
-                    && let Some(port) = lb.status.and_then(|s| s.ports.into_iter().next())
-                {
-                    seen.fetch_min(port.members.len(), Ordering::SeqCst);
+                if let Ok(members) = octavia.list_members(&pool).await {
+                    let mut names: Vec<String> = members.into_iter().map(|m| m.name).collect();
+                    names.sort();
+                    let mut seen = record.lock().expect("the samples");
+                    if seen.last().is_none_or(|(_, last)| *last != names) {
+                        seen.push((Instant::now(), names));
+                    }
                 }
                 tokio::time::sleep(Duration::from_millis(500)).await;
             }
         });
-        PoolFloor { fewest, task }
+        PoolFloor { seen, task }
     }
 
     fn reset(&self) {
-        self.fewest.store(usize::MAX, Ordering::SeqCst);
+        self.seen.lock().expect("the samples").clear();
     }
 
     fn fewest(&self) -> usize {
-        self.fewest.load(Ordering::SeqCst)
+        let seen = self.seen.lock().expect("the samples");
+        seen.iter()
+            .map(|(_, names)| names.len())
+            .min()
+            .unwrap_or(usize::MAX)
+    }
+
+    /// The pool's changes since the reset, one line each.
+    fn timeline(&self) -> String {
+        let seen = self.seen.lock().expect("the samples");
+        let Some((first, _)) = seen.first() else {
+            return "no sample".to_owned();
+        };
+        let lines: Vec<String> = seen
+            .iter()
+            .map(|(at, names)| {
+                format!(
+                    "+{:.1} s: {}",
+                    at.duration_since(*first).as_secs_f64(),
+                    names.join(" ")
+                )
+            })
+            .collect();
+        lines.join("\n")
     }
 }
 
@@ -187,6 +238,43 @@ impl Drop for PoolFloor {
     fn drop(&mut self) {
         self.task.abort();
     }
+}
+
+/// az-3's compute service forced down while enabled: Nova still lists the zone, and
+/// the `Balanced` group's replicas set ERROR there are replaced there (by their
+/// VirtualMachines, after `error_replace`), fail with NoValidHost, and are moved to
+/// az-1 and az-2, the zone recorded as refusing.
+async fn nova_finds_no_valid_host(
+    real: &Real,
+    op: &support::real::Operator,
+    ns: &Namespace,
+    groups: &Api<VirtualMachineGroup>,
+) {
+    let full = "az-3";
+    let down = ZoneDown::forced_down(real, full);
+    fail_servers(real, "spread", full);
+    let t = Instant::now();
+    until_spread(real, op, "spread", &[("az-1", 3), ("az-2", 3)]).await;
+    let moved = t.elapsed().as_secs_f64();
+    let zones = groups
+        .get("spread")
+        .await
+        .expect("group")
+        .status
+        .expect("status")
+        .zones;
+    let az3 = zones
+        .iter()
+        .find(|z| z.name == full)
+        .expect("az-3 in status");
+    assert!(
+        az3.no_valid_host_at.is_some() && az3.zone_available,
+        "{zones:?}"
+    );
+    let told = notes(real, ns, "ZoneUnavailable", "spread");
+    assert!(told.iter().any(|n| n.contains("NoValidHost")), "{told:?}");
+    drop(down);
+    eprintln!("REAL az-3 forced down: NoValidHost there, the group at 3/3/0 in {moved:.1} s");
 }
 
 #[tokio::test]
@@ -199,6 +287,7 @@ async fn groups_spread_over_zones_survive_the_loss_of_one_on_the_real_cloud() {
     let op = real.operator("zones", &[], Some(CONFIG));
     let lbs: Api<LoadBalancer> = ns.api(client.clone());
     let vms: Api<VirtualMachine> = ns.api(client.clone());
+    let groups: Api<VirtualMachineGroup> = ns.api(client.clone());
     let apply = |manifest: &str| {
         real.kubectl_with_input(&["-n", &ns.name, "apply", "-f", "-"], Some(manifest));
     };
@@ -273,17 +362,12 @@ async fn groups_spread_over_zones_survive_the_loss_of_one_on_the_real_cloud() {
         .find(|(_, (_, _, zone))| zone == LOST)
         .map(|(n, row)| (n.clone(), row.clone()))
         .expect("a pinned replica in az-2");
-    let floor = PoolFloor::start(lbs.clone());
-    let down = ZoneDown::new(&real, LOST);
+    let pool = lbs.get("front").await.ok().and_then(|lb| lb.status);
+    let pool = pool.and_then(|s| s.ports.first().and_then(|p| p.pool_id.clone()));
+    let floor = PoolFloor::start(&real, PoolId::new(pool.expect("the pool's ID")));
+    let down = ZoneDown::disabled(&real, LOST);
     for group in ["spread", "even", "pinned"] {
-        for (_, (id, _, zone)) in servers(&real, group) {
-            if zone == LOST {
-                real.openstack_do(
-                    "osh-admin",
-                    &["server", "set", "--auto-approve", "--state", "error", &id],
-                );
-            }
-        }
+        fail_servers(&real, group, LOST);
     }
     let t = Instant::now();
     until_spread(&real, &op, "spread", &[("az-1", 3), ("az-3", 3)]).await;
@@ -300,8 +384,9 @@ async fn groups_spread_over_zones_survive_the_loss_of_one_on_the_real_cloud() {
     .await;
     assert!(
         floor.fewest() >= 4,
-        "the pool held {} members",
-        floor.fewest()
+        "the pool held {} members:\n{}",
+        floor.fewest(),
+        floor.timeline()
     );
     eprintln!(
         "REAL az-2 lost: Balanced group at 3/0/3 in {moved:.1} s, its pool never below {}",
@@ -345,9 +430,12 @@ async fn groups_spread_over_zones_survive_the_loss_of_one_on_the_real_cloud() {
     let back = t.elapsed().as_secs_f64();
     assert!(
         floor.fewest() >= 6,
-        "the pool held {} members",
-        floor.fewest()
+        "the pool held {} members:\n{}\n{}",
+        floor.fewest(),
+        floor.timeline(),
+        context(&op)()
     );
+    eprintln!("the pool while az-2 came back:\n{}", floor.timeline());
     eprintln!(
         "REAL az-2 back: 2/2/2 again in {back:.1} s, one surge at a time, the pool never below {}",
         floor.fewest()
@@ -374,24 +462,15 @@ async fn groups_spread_over_zones_survive_the_loss_of_one_on_the_real_cloud() {
     )
     .await;
     drop(floor);
+    nova_finds_no_valid_host(&real, &op, &ns, &groups).await;
 
-    for (kind, name) in [
+    let objects = [
         ("loadbalancer", "front"),
         ("virtualmachinegroup", "spread"),
         ("virtualmachinegroup", "even"),
         ("virtualmachinegroup", "pinned"),
-    ] {
-        real.kubectl(&[
-            "-n",
-            &ns.name,
-            "delete",
-            kind,
-            name,
-            "--wait=true",
-            "--timeout=240s",
-        ]);
-    }
-    nothing_left(&real, &baseline);
+    ];
+    delete_all(&real, &ns, &objects, &baseline);
     eprintln!(
         "REAL zones stage in {:.1} s",
         started.elapsed().as_secs_f64()

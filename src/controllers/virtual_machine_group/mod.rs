@@ -49,6 +49,10 @@ use crate::runtime::reconciler::{Cleanup, Reconcile, Reconciler};
 use crate::runtime::{Context, ReconcileError};
 use crate::tenancy::Tenant;
 
+/// How long a round waits at most for the watch cache to show its own drains and
+/// deletes (usually milliseconds).
+const SEEN_WITHIN: Duration = Duration::from_secs(2);
+
 managed_kind!(
     VirtualMachineGroup,
     "virtualmachinegroup",
@@ -254,6 +258,9 @@ impl Reconciler for VirtualMachineGroup {
             let zones = placements(observed, scale);
             let applied = execute::run(&ctx.client, group, scale, (hash, sg, &zones), vms).await?;
             let done = applied.done(scale);
+            let written = (done.drain.as_slice(), done.delete.as_slice());
+            let caches = ctx.caches.current();
+            observe::until_seen(&caches, group, written, SEEN_WITHIN).await;
             outcome.writes = applied.writes;
             outcome.events = done.events(&group.name_any());
             outcome

@@ -72,6 +72,36 @@ pub async fn zones(
     (Some(zoning), staying)
 }
 
+/// Waits (at most `limit`) until the watch cache shows the round's own writes: each
+/// VirtualMachine in `drained` marked draining, each in `deleted` being deleted or gone.
+/// The next round counts what serves from the cache: one that still saw a drained
+/// replica as serving would drain another beyond `maxUnavailable`.
+pub async fn until_seen(
+    caches: &WatchCaches,
+    group: &VirtualMachineGroup,
+    (drained, deleted): (&[String], &[String]),
+    limit: std::time::Duration,
+) {
+    if drained.is_empty() && deleted.is_empty() {
+        return;
+    }
+    let seen = || async {
+        let vms = owned_vms(caches, group).await;
+        let find = |name: &String| vms.iter().find(|vm| &vm.name_any() == name);
+        let marked = drained.iter().all(|name| {
+            find(name).is_none_or(|vm| vm.annotations().contains_key(annotations::DRAINING))
+        });
+        let going = deleted
+            .iter()
+            .all(|name| find(name).is_none_or(|vm| vm.metadata.deletion_timestamp.is_some()));
+        marked && going
+    };
+    let started = std::time::Instant::now();
+    while !seen().await && started.elapsed() < limit {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
 /// The group's VirtualMachines, those it controls, from the watch cache.
 pub async fn owned_vms(caches: &WatchCaches, group: &VirtualMachineGroup) -> Vec<VirtualMachine> {
     let ns = group.namespace().unwrap_or_default();

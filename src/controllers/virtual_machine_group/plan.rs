@@ -325,16 +325,18 @@ impl<'a> Round<'a> {
     }
 
     /// Outdated replicas to drain this round: every unavailable one (it serves
-    /// nothing), then available ones up to `budget`, highest index first, but never the
+    /// nothing), then the others up to `budget`, highest index first, but never the
     /// last available one of its zone when `by_zone` (a surge rollout with
     /// `spec.zones`; a replica moved out of its zone on purpose may be): a rollout does
     /// not leave a zone serving none at once. In place, a zone's only replica has to go
     /// for its replacement to come.
     fn within_budget(&self, budget: usize, by_zone: bool) -> Vec<&'a Member> {
+        // A replica moved between zones goes outside the budget only when its server is
+        // down: Ready but missing from a pool for a moment, it still serves.
         let (down, mut up): (Vec<&Member>, Vec<&Member>) = self
             .rollout
             .iter()
-            .partition(|m| !self.policy.available(m, self.now));
+            .partition(|m| !self.policy.available(m, self.now) && (!m.misplaced || !m.ready));
         up.sort_by_key(|m| std::cmp::Reverse(m.index));
         let mut serving: BTreeMap<&str, usize> = BTreeMap::new();
         for m in self

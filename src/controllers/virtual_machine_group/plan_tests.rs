@@ -470,3 +470,20 @@ fn a_surge_rollout_never_drains_the_last_serving_replica_of_a_zone() {
         ["web-1", "web-2", "web-3"]
     );
 }
+
+#[test]
+fn a_replica_moved_between_zones_that_is_ready_but_not_in_a_pool_waits_for_the_budget() {
+    let mut members: Vec<Member> = (0..7).map(|i| member(i, "new", true)).collect();
+    // web-5 and web-6 leave their zones; web-5 is Ready but its load balancer's status
+    // does not list it this round.
+    for m in members.iter_mut().filter(|m| m.index >= 5) {
+        m.misplaced = true;
+    }
+    members[5].serving = false;
+    let p = policy(6, ROLLING, true);
+    // Six count as available: none may go, web-5 included (not drained at once as if
+    // its server were down).
+    assert_eq!(plan(&p, &members, at(0)).drain, Vec::<String>::new());
+    members[5].serving = true;
+    assert_eq!(plan(&p, &members, at(0)).drain, ["web-6"]);
+}

@@ -582,6 +582,28 @@ pub fn project_inventory(real: &Real) -> BTreeSet<String> {
     all
 }
 
+/// Deletes `objects` (kind, name) of `ns` one after the other, each waited for (their
+/// cloud resources go with them), then checks the project is back to `baseline`.
+pub fn delete_all(
+    real: &Real,
+    ns: &Namespace,
+    objects: &[(&str, &str)],
+    baseline: &BTreeSet<String>,
+) {
+    for (kind, name) in objects {
+        real.kubectl(&[
+            "-n",
+            &ns.name,
+            "delete",
+            kind,
+            name,
+            "--wait=true",
+            "--timeout=240s",
+        ]);
+    }
+    nothing_left(real, baseline);
+}
+
 /// Nothing in the project that was not there before the test.
 pub fn nothing_left(real: &Real, baseline: &BTreeSet<String>) {
     let left: Vec<String> = project_inventory(real)
