@@ -58,7 +58,13 @@ async fn active(h: &cloud_support::Harness, id: &ServerId) {
 
 #[tokio::test]
 async fn a_volume_is_created_found_by_its_metadata_extended_and_deleted() {
-    let h = harness(SimConfig::fast()).await;
+    // Long enough an `extending` that the look right after the extend meets it, however
+    // busy the machine.
+    let h = harness(SimConfig {
+        volume_delay: std::time::Duration::from_millis(1500),
+        ..SimConfig::fast()
+    })
+    .await;
     let created = h
         .client
         .create_volume(&CreateVolume {
