@@ -15,7 +15,8 @@
 #   health   tests/it/real_group_health.rs: a group healing itself; tests/it/real_lb_options.rs:
 #            listener, pool and monitor options and a traffic split between two groups
 #            on the real Octavia; tests/it/real_lb_tls.rs: TLS termination from
-#            kubernetes.io/tls Secrets through the real Barbican;
+#            kubernetes.io/tls Secrets through the real Barbican; tests/it/real_dns.rs:
+#            a LoadBalancer's DNS names in the real Designate, resolved from BIND with dig;
 #   zones    tests/it/real_zones.rs: groups spread over the three Nova availability
 #            zones, one zone lost (its compute service disabled, its servers ERROR)
 #            and back;
@@ -293,11 +294,11 @@ if stage volumes; then
 fi
 
 if stage health; then
-  log "groups that keep themselves healthy; load balancer options, traffic split and TLS"
+  log "groups that keep themselves healthy; load balancer options, traffic split, TLS and DNS"
   t7=$(date +%s)
   [[ -n ${sa_kubeconfig:-} ]] || fresh_cluster "$ROOT/dist/install.yaml"
-  real_tests real_group_health:: real_lb_options:: real_lb_tls::
-  log "group health and load balancer options and TLS passed in $(($(date +%s) - t7)) s"
+  real_tests real_group_health:: real_lb_options:: real_lb_tls:: real_dns::
+  log "group health and load balancer options, TLS and DNS passed in $(($(date +%s) - t7)) s"
   record "health" "$t7"
 fi
 

@@ -286,6 +286,7 @@ pub(crate) fn catalog(base: &str, project: &str) -> Value {
         ("network", "neutron", format!("{base}/network")),
         ("load-balancer", "octavia", format!("{base}/load-balancer")),
         ("key-manager", "barbican", format!("{base}/key-manager")),
+        ("dns", "designate", format!("{base}/dns")),
         ("identity", "keystone", format!("{base}/identity/v3")),
     ];
     let entries: Vec<Value> = services

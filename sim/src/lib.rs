@@ -1,12 +1,12 @@
 //! The OpenStack simulator: one axum server on 127.0.0.1 speaking the wire format of
-//! Keystone v3, Nova v2.1, Glance v2, Cinder v3, Neutron v2.0, Octavia v2 and Barbican
-//! v1 (as the OpenStack API reference documents them), with lazy state machines, a
+//! Keystone v3, Nova v2.1, Glance v2, Cinder v3, Neutron v2.0, Octavia v2, Barbican v1
+//! and Designate v2 (as the OpenStack API reference documents them), with lazy state machines, a
 //! seeded cloud, fault injection and request counters. It is a test double and the
 //! operator's embedded default cloud; it does not persist anything and does not model
 //! admin-only APIs.
 //!
 //! Services are path-prefixed on one listener: `/identity/v3`, `/compute/v2.1`,
-//! `/image`, `/volume/v3/{project}`, `/network`, `/load-balancer`, `/key-manager`, all
+//! `/image`, `/volume/v3/{project}`, `/network`, `/load-balancer`, `/key-manager`, `/dns`, all
 //! advertised in the catalog (`keystone::catalog`) for the regions `RegionOne` and
 //! `tokyo1` (both regions share one state).
 
@@ -14,9 +14,13 @@
 // built once per failed request, so boxing it would buy nothing.
 #![allow(clippy::result_large_err)]
 
+/// A Designate record set as a test sees it: name, type, records, description.
+pub type SimRecordSet = (String, String, Vec<String>, Option<String>);
+
 mod barbican;
 mod cinder;
 mod config;
+mod designate;
 mod faults;
 mod gate;
 mod glance;
@@ -161,6 +165,18 @@ impl Simulator {
     /// The generated tenants' identities (`tenant-1`, ...; [`SimConfig::tenants`]).
     pub fn tenant_credentials(&self) -> &[SimCredentials] {
         &self.sim.identities[2..]
+    }
+
+    /// Creates Designate zone `name` (with its final dot) in the default project,
+    /// served at once; returns its ID.
+    pub fn add_dns_zone(&self, name: &str) -> String {
+        designate::add_zone(&mut self.sim.world(), name)
+    }
+
+    /// The record sets of the default project's zone `name`: (name, type, records,
+    /// description), oldest first.
+    pub fn dns_records(&self, zone: &str) -> Vec<SimRecordSet> {
+        designate::record_sets_of(&self.sim.world(), zone)
     }
 
     /// The servers of `project` (an ID).

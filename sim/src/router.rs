@@ -20,6 +20,7 @@ pub(crate) fn app(sim: Sim) -> Router {
     let r = super::octavia::routes(r);
     let r = super::cinder::routes(r);
     let r = super::barbican::routes(r);
+    let r = super::designate::routes(r);
     r.fallback(not_found)
         .layer(middleware::from_fn_with_state(sim.clone(), latency))
         .with_state(sim)

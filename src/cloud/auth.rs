@@ -35,6 +35,8 @@ pub enum Service {
     BlockStorage,
     /// Barbican, where terminated-https listeners' certificates are stored.
     KeyManager,
+    /// Designate: the record sets of `spec.dns`.
+    Dns,
 }
 
 impl Service {
@@ -48,6 +50,7 @@ impl Service {
             Service::LoadBalancer => "load-balancer",
             Service::BlockStorage => "block-storage",
             Service::KeyManager => "key-manager",
+            Service::Dns => "dns",
         }
     }
 
@@ -62,6 +65,7 @@ impl Service {
             Service::LoadBalancer => &["load-balancer"],
             Service::BlockStorage => &["block-storage", "volumev3"],
             Service::KeyManager => &["key-manager"],
+            Service::Dns => &["dns"],
         }
     }
 
@@ -73,6 +77,7 @@ impl Service {
             Service::Network => &["/v2.0"],
             Service::LoadBalancer => &["/v2", "/v2.0"],
             Service::KeyManager => &["/v1"],
+            Service::Dns => &["/v2"],
         }
     }
 }

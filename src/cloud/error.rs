@@ -22,6 +22,7 @@ pub enum Resource {
     Endpoint,
     VolumeType,
     SecurityGroup,
+    DnsZone,
 }
 
 impl fmt::Display for Resource {
@@ -35,6 +36,7 @@ impl fmt::Display for Resource {
             Resource::Endpoint => "service endpoint",
             Resource::VolumeType => "volume type",
             Resource::SecurityGroup => "security group",
+            Resource::DnsZone => "DNS zone",
         })
     }
 }
@@ -133,6 +135,7 @@ impl CloudError {
                 Resource::Endpoint => "EndpointNotFound",
                 Resource::VolumeType => "VolumeTypeNotFound",
                 Resource::SecurityGroup => "SecurityGroupNotFound",
+                Resource::DnsZone => "ZoneNotFound",
             },
             ErrorKind::AmbiguousName { .. } => "AmbiguousName",
             ErrorKind::Config { .. } => "CloudConfigInvalid",

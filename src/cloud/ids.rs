@@ -84,6 +84,10 @@ id_types! {
     LbFlavorId,
     /// A Cinder volume.
     VolumeId,
+    /// A Designate zone.
+    DnsZoneId,
+    /// A Designate record set.
+    RecordSetId,
 }
 
 /// Whether a user-supplied reference looks like an OpenStack UUID (with or without dashes).

@@ -44,6 +44,6 @@ pub use proxy::Proxies;
 pub use regions::CloudServices;
 pub use retry::RetryPolicy;
 pub use services::{
-    BlockStorage, CloudFuture, CloudResult, Compute, LoadBalancing, MetadataMode, Network,
+    BlockStorage, CloudFuture, CloudResult, Compute, Dns, LoadBalancing, MetadataMode, Network,
 };
 pub use transport::ClientOptions;

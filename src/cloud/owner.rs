@@ -16,6 +16,8 @@
 //! - Declared Neutron ports (no tags kept at create): the description
 //!   `verda-uid-<uid> verda-cluster-<id>`, for a group's replica `n`
 //!   `verda-uid-<group uid>-<n> verda-cluster-<id>` (found by exact match).
+//! - Designate record sets (`spec.dns`): the description `verda-uid-<uid>
+//!   verda-cluster-<id>`, as a declared port's (found by exact match).
 //! - Cinder data volumes: the server's metadata keys plus `verda.linecorp.com:volume`
 //!   (the name in the spec) and, for a group's replica, `verda.linecorp.com:index`;
 //!   a replica's volumes record the group, not the VirtualMachine, so a new

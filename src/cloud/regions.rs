@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::client::OpenStackClient;
-use super::services::{BlockStorage, CloudFuture, Compute, LoadBalancing, Network};
+use super::services::{BlockStorage, CloudFuture, Compute, Dns, LoadBalancing, Network};
 
 /// The cloud, per region. VirtualMachines use the cloud's own region; a LoadBalancer
 /// may name another.
@@ -12,6 +12,8 @@ pub trait CloudServices: Send + Sync {
     fn compute(&self) -> Arc<dyn Compute>;
     fn network(&self, region: Option<&str>) -> Arc<dyn Network>;
     fn load_balancing(&self, region: Option<&str>) -> Arc<dyn LoadBalancing>;
+    /// Designate, in the region of the object its record sets are for.
+    fn dns(&self, region: Option<&str>) -> Arc<dyn Dns>;
     /// Cinder, in the cloud's own region (where the VirtualMachines are).
     fn block_storage(&self) -> Arc<dyn BlockStorage>;
     /// The ID of the project these credentials act in (from their token).
@@ -28,6 +30,10 @@ impl CloudServices for OpenStackClient {
     }
 
     fn load_balancing(&self, region: Option<&str>) -> Arc<dyn LoadBalancing> {
+        Arc::new(in_region(self, region))
+    }
+
+    fn dns(&self, region: Option<&str>) -> Arc<dyn Dns> {
         Arc::new(in_region(self, region))
     }
 

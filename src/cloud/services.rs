@@ -1,6 +1,7 @@
 //! The cloud's services as the controllers use them: one trait per OpenStack service
 //! ([`Compute`] with Glance's image lookup, [`BlockStorage`], [`Network`], and
-//! [`LoadBalancing`] with Barbican, Octavia's certificate store), one method per API call.
+//! [`LoadBalancing`] with Barbican, Octavia's certificate store, and [`Dns`]), one method
+//! per API call.
 //! The method names are also the metric `operation` label and the simulator's counter
 //! names.
 //!
@@ -21,6 +22,7 @@ use super::ids::*;
 use super::model::compute::{
     AvailabilityZone, CreateServer, Flavor, Image, Server, ServerGroup, ServerGroupPolicy,
 };
+use super::model::dns::{CreateRecordSet, DnsZone, RecordSet, UpdateRecordSet};
 use super::model::key_manager::StoredSecret;
 use super::model::loadbalancing::*;
 use super::model::network::{
@@ -261,4 +263,34 @@ pub trait LoadBalancing: Send + Sync {
         pkcs12: &'a [u8],
     ) -> CloudFuture<'a, StoredSecret>;
     fn delete_certificate<'a>(&'a self, secret: &'a StoredSecret) -> CloudFuture<'a, ()>;
+}
+
+/// Designate: the project's zones, looked up by name, and their record sets.
+pub trait Dns: Send + Sync {
+    /// The project's zone of this name (`example.test.`, remembered as other lookups
+    /// are); `LookupNotFound` when the project has none.
+    fn find_zone<'a>(&'a self, name: &'a str) -> CloudFuture<'a, DnsZone>;
+    /// The record sets of this fully qualified name in `zone`, of every type.
+    fn list_record_sets<'a>(
+        &'a self,
+        zone: &'a DnsZoneId,
+        name: &'a str,
+    ) -> CloudFuture<'a, Vec<RecordSet>>;
+    /// Answers once Designate accepted (202): the record set is `PENDING`.
+    fn create_record_set<'a>(
+        &'a self,
+        zone: &'a DnsZoneId,
+        request: &'a CreateRecordSet,
+    ) -> CloudFuture<'a, RecordSet>;
+    fn update_record_set<'a>(
+        &'a self,
+        zone: &'a DnsZoneId,
+        id: &'a RecordSetId,
+        request: &'a UpdateRecordSet,
+    ) -> CloudFuture<'a, RecordSet>;
+    fn delete_record_set<'a>(
+        &'a self,
+        zone: &'a DnsZoneId,
+        id: &'a RecordSetId,
+    ) -> CloudFuture<'a, ()>;
 }

@@ -5,6 +5,7 @@
 //! What every kind shares (the driver, errors, events, backoff) is the runtime's
 //! (`crate::runtime`); what they read (watch caches, cloud view) is the caches'.
 
+pub mod dns_records;
 pub mod load_balancer;
 mod ring_follower;
 pub mod virtual_machine;

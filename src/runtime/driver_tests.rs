@@ -12,7 +12,7 @@ use verda_api::v1alpha1::{VirtualMachine, finalizers};
 use super::reconcile;
 use crate::cloud::CloudServices;
 use crate::cloud::owner::ClusterId;
-use crate::cloud::{BlockStorage, CloudFuture, Compute, LoadBalancing, Network};
+use crate::cloud::{BlockStorage, CloudFuture, Compute, Dns, LoadBalancing, Network};
 use crate::config::Config;
 use crate::metrics::Metrics;
 use crate::runtime::scripted_api::ApiServer;
@@ -30,6 +30,9 @@ impl CloudServices for NoCloud {
     }
     fn load_balancing(&self, _: Option<&str>) -> Arc<dyn LoadBalancing> {
         panic!("the driver called Octavia")
+    }
+    fn dns(&self, _: Option<&str>) -> Arc<dyn Dns> {
+        panic!("the driver called Designate")
     }
     fn block_storage(&self) -> Arc<dyn BlockStorage> {
         panic!("the driver called Cinder")

@@ -32,6 +32,9 @@ struct Scenario {
     edit: fn(String) -> String,
 }
 
+/// The Designate zone the DNS scenario names (made in the simulator before each run).
+const ZONE: &str = "example.test.";
+
 fn as_published(manifest: String) -> String {
     manifest
 }
@@ -128,6 +131,30 @@ async fn load_balancer_survives_a_crash_after_every_create() {
     .await;
 }
 
+/// The published group and LoadBalancer with DNS names: the LoadBalancer's VIP as
+/// `www`, the group's serving replicas as `db` and each replica as `db-<n>`.
+fn named(manifest: String) -> String {
+    manifest
+        .replace(
+            "vipType: private",
+            "vipType: private\n  dns: [{zone: example.test., name: www}]",
+        )
+        .replace(
+            "  template:\n",
+            "  dns: [{zone: example.test., name: db, perReplica: true}]\n  template:\n",
+        )
+}
+
+#[tokio::test]
+async fn named_load_balancer_and_group_survive_a_crash_after_every_create() {
+    crash_after_every_create(Scenario {
+        name: "dns",
+        samples: &["virtualmachinegroup.yaml", "loadbalancer.yaml"],
+        edit: named,
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn public_load_balancer_survives_a_crash_after_every_create() {
     crash_after_every_create(Scenario {
@@ -158,6 +185,7 @@ async fn crash_after(scenario: &Scenario, k: usize) -> bool {
         Arc::new(CrashingCloud::new(client, wire.clone()))
     })
     .await;
+    env.sim.add_dns_zone(ZONE);
     for name in scenario.samples {
         apply(&env, &(scenario.edit)(sample(name))).await;
     }
@@ -433,6 +461,7 @@ fn inconsistencies(objects: &Objects, sim: &Simulator) -> Vec<String> {
     }
     problems.extend(volume_inconsistencies(objects, sim));
     problems.extend(port_inconsistencies(objects, sim));
+    problems.extend(dns_inconsistencies(objects, sim));
     let public = objects
         .lbs
         .iter()
@@ -545,6 +574,58 @@ fn port_inconsistencies(objects: &Objects, sim: &Simulator) -> Vec<String> {
     problems
 }
 
+/// Every name asked for has exactly one record set of its owner holding what it should
+/// have, and every record set recording an owner has one.
+fn dns_inconsistencies(objects: &Objects, sim: &Simulator) -> Vec<String> {
+    let mut problems = Vec::new();
+    let sets = sim.dns_records(ZONE);
+    let ours: Vec<_> = sets
+        .iter()
+        .filter_map(|(name, type_, _, d)| Some((name, type_, port_owner(d.as_deref()?)?)))
+        .collect();
+    let mut owners: Vec<String> = Vec::new();
+    owners.extend(objects.vms.iter().filter_map(|o| o.uid()));
+    owners.extend(objects.groups.iter().filter_map(|o| o.uid()));
+    owners.extend(objects.lbs.iter().filter_map(|o| o.uid()));
+    for (name, type_, (uid, _, _)) in &ours {
+        if !owners.iter().any(|o| o == uid) {
+            problems.push(format!("record set {name} {type_} has no owner ({uid})"));
+        }
+    }
+    let wanted = dns_names(objects);
+    for name in &wanted {
+        let n = ours.iter().filter(|(set, _, _)| *set == name).count();
+        if n != 1 {
+            problems.push(format!("{name}: {n} record sets of ours"));
+        }
+    }
+    if ours.len() > wanted.len() {
+        problems.push(format!(
+            "{} record sets for {} names",
+            ours.len(),
+            wanted.len()
+        ));
+    }
+    problems
+}
+
+/// The fully qualified names the objects ask for.
+fn dns_names(objects: &Objects) -> Vec<String> {
+    let vms = objects
+        .vms
+        .iter()
+        .flat_map(|o| o.spec.dns.iter().map(|n| n.fqdn()));
+    let groups = objects
+        .groups
+        .iter()
+        .flat_map(|o| o.spec.dns.iter().map(|n| n.shared().fqdn()));
+    let lbs = objects
+        .lbs
+        .iter()
+        .flat_map(|o| o.spec.dns.iter().map(|n| n.fqdn()));
+    vms.chain(groups).chain(lbs).collect()
+}
+
 /// The create requests the cloud received for each kind of resource, checked against
 /// one per owner: a duplicate made and later removed counts too.
 fn creates_made(sim: &Simulator, objects: &Objects, run: &str) -> String {
@@ -564,6 +645,7 @@ fn creates_made(sim: &Simulator, objects: &Objects, run: &str) -> String {
         ("compute", "create_server_group", objects.groups.len()),
         ("load-balancer", "create_load_balancer", objects.lbs.len()),
         ("block-storage", "create_volume", volumes),
+        ("dns", "create_record_set", dns_names(objects).len()),
     ];
     let mut made = Vec::new();
     for (service, op, owners) in counts {
@@ -622,6 +704,7 @@ async fn delete_all(env: &Env, scenario: &Scenario) {
             && env.sim.server_groups().is_empty()
             && env.sim.load_balancers().is_empty()
             && env.sim.floating_ips().is_empty()
+            && env.sim.dns_records(ZONE).len() == 2
             && env
                 .sim
                 .ports()

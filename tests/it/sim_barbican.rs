@@ -17,7 +17,12 @@ use crate::sim_load_balancer::{get, wait_active};
 
 const SECRETS: &str = "/key-manager/v1/secrets";
 
-async fn send(c: &Client, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
+pub(crate) async fn send(
+    c: &Client,
+    method: Method,
+    path: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
     let mut req = c.req(method, path);
     if let Some(body) = body {
         req = req.json(&body);

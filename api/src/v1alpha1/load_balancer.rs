@@ -38,6 +38,7 @@ const PROTOCOLS_KEPT: &str = "self.spec.ports.all(p, oldSelf.spec.ports.all(q, q
     printcolumn = r#"{"name":"Members","type":"string","jsonPath":".status.members","description":"Ready members over all members, every pool"}"#,
     printcolumn = r#"{"name":"Split","type":"string","jsonPath":".status.split","description":"Member weight of each group, for ports that split traffic between groups"}"#,
     printcolumn = r#"{"name":"Reason","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].reason","priority":1,"description":"Why the object is or is not Ready"}"#,
+    printcolumn = r#"{"name":"DNS","type":"string","jsonPath":".status.dns[*].name","priority":1,"description":"The DNS names of the VIP"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#,
     validation = immutable_spec_field("region", REPLACE),
     validation = immutable_spec_field("zone", REPLACE),
@@ -100,6 +101,15 @@ pub struct LoadBalancerSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[x_kube(validation = super::virtual_machine::import_once())]
     pub import: Option<super::lifecycle::Import>,
+    /// DNS names for the VIP (the floating IP with `vipType: public`): an A or AAAA
+    /// record set each, in a Designate zone of the project, kept while the LoadBalancer
+    /// lives and deleted with it or when its entry is removed. A name held by a record
+    /// set the operator did not make is left as it is and reported.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 8))]
+    #[x_kube(validation = kube::core::Rule::new("self.all(d, self.exists_one(e, e.zone == d.zone && e.name == d.name))").message("each DNS name (zone and name) may appear only once in spec.dns"))]
+    #[x_kube(validation = kube::core::Rule::new("self.all(d, !has(d.address))").message("address chooses a VirtualMachine's address; a LoadBalancer's names hold its VIP (its floating IP with vipType: public)"))]
+    pub dns: Vec<super::dns::DnsName>,
 }
 
 fn default_service_type() -> String {
@@ -609,6 +619,10 @@ pub struct LoadBalancerStatus {
     /// more is deleted once no listener serves it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub certificates: Vec<CertificateStatus>,
+    /// The record sets of `spec.dns`, and of entries removed from it until they are
+    /// deleted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dns: Vec<super::dns::DnsRecordStatus>,
     /// When the load balancer was first seen in ERROR; it is deleted and created anew
     /// after a delay.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -1,6 +1,7 @@
 //! Version `v1alpha1`: VirtualMachine, VirtualMachineGroup and LoadBalancer.
 
 mod credentials;
+mod dns;
 mod init_script;
 mod lifecycle;
 mod load_balancer;
@@ -14,6 +15,7 @@ mod volumes;
 mod zones;
 
 pub use credentials::CloudCredentialsRef;
+pub use dns::{DnsAddress, DnsName, DnsRecordStatus, GroupDnsName};
 pub use init_script::{InitScript, KeySelector};
 pub use lifecycle::{Import, ReconcilePolicy};
 pub use load_balancer::{

@@ -44,6 +44,7 @@ const RECREATE: &str =
     printcolumn = r#"{"name":"Volumes","type":"string","jsonPath":".status.volumesAttached","description":"Data volumes attached / declared"}"#,
     printcolumn = r#"{"name":"Reason","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].reason","priority":1,"description":"Why the object is or is not Ready"}"#,
     printcolumn = r#"{"name":"Zone","type":"string","jsonPath":".status.availabilityZone","priority":1,"description":"The availability zone Nova placed the server in"}"#,
+    printcolumn = r#"{"name":"DNS","type":"string","jsonPath":".status.dns[*].name","priority":1,"description":"The DNS names of the server's address"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#,
     validation = immutable_spec_field("image", RECREATE),
     validation = immutable_spec_field("initScript", "user data is read only when the server is created; create a new VirtualMachine to run a different script"),
@@ -158,6 +159,15 @@ pub struct VirtualMachineSpec {
     /// (default: deleted). A group sets it on its VirtualMachines; a template may not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network_retention: Option<NetworkRetention>,
+    /// DNS names for the server's address: an A or AAAA record set each, in a Designate
+    /// zone of the project, kept while the VirtualMachine lives (following a
+    /// replacement's address) and deleted with it or when its entry is removed. A name
+    /// held by a record set the operator did not make is left as it is and reported.
+    /// A group sets its own on its VirtualMachines (`perReplica`); a template may not.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 8))]
+    #[x_kube(validation = kube::core::Rule::new("self.all(d, self.exists_one(e, e.zone == d.zone && e.name == d.name))").message("each DNS name (zone and name) may appear only once in spec.dns"))]
+    pub dns: Vec<super::dns::DnsName>,
 }
 
 /// Nova's limits on server metadata: 128 items (less the operator's 4), values of at
@@ -233,6 +243,10 @@ pub struct VirtualMachineStatus {
         skip_serializing_if = "Option::is_none"
     )]
     pub floating_ip: Option<String>,
+    /// The record sets of `spec.dns`, and of entries removed from it until they are
+    /// deleted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dns: Vec<super::dns::DnsRecordStatus>,
 }
 
 /// References of the spec, resolved to OpenStack IDs.

@@ -45,6 +45,7 @@ pub const MAX_REPLICAS: i32 = 100;
     printcolumn = r#"{"name":"Server-Group","type":"string","jsonPath":".status.serverGroupID","priority":1}"#,
     printcolumn = r#"{"name":"Reason","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].reason","priority":1,"description":"Why the object is or is not Ready"}"#,
     printcolumn = r#"{"name":"Zones","type":"string","jsonPath":".status.zoneSummary","priority":1,"description":"Replicas per availability zone"}"#,
+    printcolumn = r#"{"name":"DNS","type":"string","jsonPath":".status.dns[*].name","priority":1,"description":"The DNS names of the serving replicas"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#,
     validation = kube::core::Rule::new("!has(self.spec.zones) || !has(self.spec.template.availabilityZone)").message("spec.template.availabilityZone cannot be set with spec.zones: the group places each replica in its zone; list the zones in spec.zones.names").field_path(".spec.template.availabilityZone"),
     validation = kube::core::Rule::new("!has(self.spec.template.floatingIP) || has(self.spec.template.ports) || has(self.spec.addresses)").message("spec.template.floatingIP needs ports for it to stay on: give the template ports, or the group addresses").field_path(".spec.template.floatingIP"),
@@ -73,6 +74,7 @@ pub struct VirtualMachineGroupSpec {
     #[x_kube(validation = kube::core::Rule::new("!has(self.ports) || self.ports.all(p, !has(p.portID))").message("a template's ports may not take over a port (portID): every replica would claim the same one; give the group spec.addresses for fixed addresses instead"))]
     #[x_kube(validation = kube::core::Rule::new("!has(self.ports) || self.ports.all(p, !has(p.fixedIPs))").message("a template's ports may not carry fixedIPs: every replica would claim the same address; give the group spec.addresses (from, or list) instead"))]
     #[x_kube(validation = kube::core::Rule::new("!has(self.volumeRetention)").message("set volumeRetention on the group (spec.volumeRetention: whenScaled, whenDeleted), not in its template: the group decides what becomes of each replica's volumes"))]
+    #[x_kube(validation = kube::core::Rule::new("!has(self.dns)").message("a template may not carry dns: every replica would claim the same names; give the group spec.dns instead"))]
     pub template: VirtualMachineSpec,
     /// Free text describing the group; also the server group's description.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -136,6 +138,15 @@ pub struct VirtualMachineGroupSpec {
     /// to their home zones as a rollout replaces them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zones: Option<GroupZones>,
+    /// DNS names for the group, each a record set in a Designate zone of the project
+    /// holding the addresses of the replicas that serve: a replica leaves it before it
+    /// is drained (scale-down, rollout, healing, `runStrategy: Halted`) and joins it
+    /// once it serves; it never goes empty while a replica serves. With `perReplica`,
+    /// also `<name>-<n>` per replica. Deleted with the group or when the entry goes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 8))]
+    #[x_kube(validation = kube::core::Rule::new("self.all(d, self.exists_one(e, e.zone == d.zone && e.name == d.name))").message("each DNS name (zone and name) may appear only once in spec.dns"))]
+    pub dns: Vec<super::dns::GroupDnsName>,
 }
 
 /// HA policy of the group's Nova server group.
@@ -228,4 +239,8 @@ pub struct VirtualMachineGroupStatus {
     /// `status.zones` in one line for `kubectl get -o wide`: `az-1=2 az-2=2 az-3=2`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zone_summary: Option<String>,
+    /// The record sets of `spec.dns` (the serving replicas' names; each replica reports
+    /// its own), and of entries removed from it until they are deleted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dns: Vec<super::dns::DnsRecordStatus>,
 }

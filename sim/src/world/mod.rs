@@ -5,6 +5,7 @@
 
 pub(crate) mod barbican;
 pub(crate) mod cinder;
+pub(crate) mod designate;
 pub(crate) mod neutron;
 pub(crate) mod octavia;
 pub(crate) mod octavia_lifecycle;
@@ -59,6 +60,7 @@ pub(crate) struct World {
     pub octavia: Octavia,
     pub cinder: Cinder,
     pub barbican: self::barbican::Barbican,
+    pub designate: self::designate::Designate,
     /// Servers whose service answers no health check (a test's fault): their members
     /// are ERROR wherever a health monitor watches them.
     pub unresponsive: HashSet<String>,
@@ -112,6 +114,7 @@ impl World {
             octavia: Octavia::default(),
             cinder: Cinder::default(),
             barbican: self::barbican::Barbican::default(),
+            designate: self::designate::Designate::default(),
             unresponsive: HashSet::new(),
         }
     }

@@ -25,6 +25,7 @@ pub(crate) enum Kind {
     Subnet,
     LbFlavor,
     SecurityGroup,
+    DnsZone,
 }
 
 type Key = (Kind, Option<String>, String);

@@ -23,6 +23,7 @@ use super::transport::{ClientOptions, Reply, Request, Transport};
 use crate::metrics::Metrics;
 
 mod compute;
+mod dns;
 mod image;
 mod key_manager;
 mod lb_listener;
@@ -231,7 +232,11 @@ fn next_query(page: &Value, key: &str) -> Option<Vec<(String, String)>> {
         })
         .and_then(|l| l.get("href"))
         .and_then(Value::as_str);
-    let href = from_links.or_else(|| page.get("next").and_then(Value::as_str))?;
+    // Designate: `"links": {"self", "next"}`.
+    let designate = || page.get("links")?.get("next")?.as_str();
+    let href = from_links
+        .or_else(|| page.get("next").and_then(Value::as_str))
+        .or_else(designate)?;
     let base = url::Url::parse("http://link.invalid/").ok()?;
     let url = base.join(href).ok()?;
     Some(

@@ -1,6 +1,7 @@
 //! Request and response types of the service traits, per service. Plain data: no I/O.
 
 pub mod compute;
+pub mod dns;
 pub mod key_manager;
 pub mod loadbalancing;
 pub mod network;

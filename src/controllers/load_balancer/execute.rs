@@ -37,6 +37,8 @@ pub struct Outcome {
     pub requeue: Duration,
     /// The load balancer a create made and the tree it asked for.
     pub created: Option<(OctaviaLoadBalancer, Vec<ListenerTree>)>,
+    /// The record sets of `spec.dns` after this round; `None`: as the status reports.
+    pub dns: Option<crate::controllers::dns_records::Kept>,
 }
 
 fn busy(message: String, poll: Duration) -> Outcome {
@@ -46,6 +48,7 @@ fn busy(message: String, poll: Duration) -> Outcome {
         event: None,
         requeue: poll,
         created: None,
+        dns: None,
     }
 }
 
@@ -68,6 +71,7 @@ pub fn paused(step: &Step, resync: Duration) -> Outcome {
         event: None,
         requeue: resync,
         created: None,
+        dns: None,
     }
 }
 
@@ -157,6 +161,7 @@ async fn write(inputs: &Inputs<'_>, step: Step) -> Result<Outcome, ReconcileErro
             event: None,
             requeue: inputs.ctx.timing.resync,
             created: None,
+            dns: None,
         }),
     }
 }
@@ -174,6 +179,7 @@ fn in_error(first: bool, retry_in: Duration, poll: Duration) -> Outcome {
         event: first.then_some((EventType::Warning, LOAD_BALANCER_ERROR, message)),
         requeue: retry_in.max(poll),
         created: None,
+        dns: None,
     }
 }
 
@@ -226,6 +232,7 @@ async fn create(
     Ok(Outcome {
         recorded: Some(Some(created.id.clone())),
         created: Some((created, listeners)),
+        dns: None,
         ..wrote(
             note.clone(),
             Some((EventType::Normal, "Created", note)),

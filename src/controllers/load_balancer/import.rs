@@ -31,6 +31,7 @@ pub async fn import(
         event: None,
         requeue: timing.poll,
         created: None,
+        dns: None,
     };
     if !writes {
         return Ok(Outcome {

@@ -42,7 +42,9 @@ use crate::caches::cloud_view::ProjectView;
 use crate::caches::watch::index::{Keyed, group_key};
 use crate::caches::watch::{Cache, Feeds};
 use crate::cloud::ids::LoadBalancerId;
-use crate::cloud::{LoadBalancing, Network};
+use crate::cloud::owner::port_record;
+use crate::cloud::{CloudError, Dns, LoadBalancing, Network};
+use crate::controllers::dns_records;
 use crate::runtime::driver::{error_policy, reconcile_in_task};
 use crate::runtime::events::reconcile_event;
 use crate::runtime::lifecycle::Removal;
@@ -151,6 +153,7 @@ fn drawing_on(
 pub struct Services {
     octavia: Arc<dyn LoadBalancing>,
     neutron: Arc<dyn Network>,
+    dns: Arc<dyn Dns>,
     view: Arc<ProjectView>,
 }
 
@@ -161,6 +164,9 @@ pub struct Observed {
     backends: real_servers::Backends,
     placement: Option<references::Placement>,
     certificates: certificates::Certificates,
+    /// The record sets of `spec.dns` (and of names removed from it); none read when
+    /// there are none. An error of Designate's leaves the rest of the round to run.
+    dns: Result<Vec<dns_records::Seen>, CloudError>,
 }
 
 impl Reconciler for LoadBalancer {
@@ -175,6 +181,7 @@ impl Reconciler for LoadBalancer {
         Services {
             octavia: tenant.services.load_balancing(region),
             neutron: tenant.services.network(region),
+            dns: tenant.services.dns(region),
             view: ctx.view.of(tenant),
         }
     }
@@ -237,11 +244,13 @@ impl Reconciler for LoadBalancer {
                 references::placement(&ctx.config, sources.octavia, sources.neutron, lb).await?,
             ),
         };
+        let dns = read_names(services.dns.as_ref(), lb).await;
         Ok(Observed {
             look,
             backends,
             placement,
             certificates,
+            dns,
         })
     }
 
@@ -330,6 +339,10 @@ impl Reconciler for LoadBalancer {
         if let (Some(note), Some(_)) = (drift, &outcome.event) {
             outcome.event = Some((EventType::Warning, "DriftCorrected", note));
         }
+        outcome.dns = names(reconcile, observed).await;
+        if outcome.dns.as_ref().is_some_and(|kept| kept.unsettled) {
+            outcome.requeue = outcome.requeue.min(dns_records::POLL);
+        }
         if let Some((made, trees)) = outcome.created.take() {
             observe::remember_created(&services.view.load_balancers, owner, lb, made, trees);
         }
@@ -363,9 +376,11 @@ impl Reconciler for LoadBalancer {
         outcome: &execute::Outcome,
         status: &LoadBalancerStatus,
     ) -> Vec<Event> {
+        let dns = outcome.dns.iter().flat_map(|kept| kept.events.clone());
         news(reconcile.obj.status.as_ref(), status)
             .into_iter()
             .chain(outcome.event.clone())
+            .chain(dns)
             .map(|(type_, reason, note)| reconcile_event(type_, reason, note))
             .collect()
     }
@@ -398,6 +413,48 @@ impl Reconciler for LoadBalancer {
     ) -> Result<Cleanup, ReconcileError> {
         removal::cleanup(lb, ctx, removal).await
     }
+}
+
+/// The record sets of the names `spec.dns` asks for and the status still reports; no
+/// call without any.
+async fn read_names(
+    dns: &dyn Dns,
+    lb: &LoadBalancer,
+) -> Result<Vec<dns_records::Seen>, CloudError> {
+    let reported = lb.status.as_ref().map_or(&[][..], |s| &s.dns[..]);
+    let names = dns_records::names(&lb.spec.dns, reported);
+    match names.is_empty() {
+        true => Ok(Vec::new()),
+        false => dns_records::observe(dns, names).await,
+    }
+}
+
+/// The record sets of `spec.dns` brought to the VIP (the floating IP for `vipType:
+/// public`) as the tree shows it; `None` (the status keeps its rows) when there are no
+/// names or Designate could not be read.
+async fn names(
+    reconcile: &Reconcile<LoadBalancer>,
+    observed: &Observed,
+) -> Option<dns_records::Kept> {
+    let seen = match &observed.dns {
+        Ok(seen) if seen.is_empty() => return None,
+        Ok(seen) => seen,
+        Err(e) => {
+            tracing::warn!(loadbalancer = %reconcile.owner.key(), "could not read the DNS record sets of spec.dns: {e}");
+            return None;
+        }
+    };
+    let lb = &reconcile.obj;
+    let addresses = dns_records::Addresses {
+        primary: status::dns_address(lb, &observed.look.tree)
+            .into_iter()
+            .collect(),
+        floating: None,
+    };
+    let record = port_record(&reconcile.owner.uid, None, &reconcile.ctx.cluster);
+    let dns = reconcile.services.dns.as_ref();
+    let writes = reconcile.policy.writes();
+    Some(dns_records::converge(dns, seen, &addresses, &record, writes).await)
 }
 
 /// Carries out `step`: an import in place of a create, or the step itself.

@@ -11,8 +11,9 @@ use verda_api::v1alpha1::annotations::RECONCILE_POLICY;
 
 use crate::cloud::model::loadbalancing::{LoadBalancer as OsLoadBalancer, ProvisioningStatus};
 use crate::cloud::model::network::FloatingIpFilter;
-use crate::cloud::owner::{Owner, without_ownership};
+use crate::cloud::owner::{Owner, port_record, without_ownership};
 use crate::cloud::{LoadBalancing, Network, ignore_not_found};
+use crate::controllers::dns_records;
 use crate::runtime::events::publish;
 use crate::runtime::lifecycle::Removal;
 use crate::runtime::object::{Managed, object_key, object_labels};
@@ -48,6 +49,13 @@ pub async fn cleanup(
     let project_view = ctx.view.of(&tenant);
     project_view.load_balancers.forget(&owner, region);
     project_view.lb_members.forget(&owner.uid);
+    let dns = tenant.services.dns(region);
+    let reported = lb.status.as_ref().map_or(&[][..], |s| &s.dns[..]);
+    let record = port_record(&owner.uid, None, &ctx.cluster);
+    let released = || dns_records::released(dns.as_ref(), &lb.spec.dns, reported, &record, &key);
+    if !detach && !released().await? {
+        return Ok(Cleanup::Wait(ctx.timing.poll));
+    }
     floating_ips(neutron.as_ref(), &owner, detach, &key).await?;
     let found = octavia
         .load_balancers_of(&owner.uid)

@@ -5,11 +5,13 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 use verda_api::conditions::{NewCondition, READY, Status, set_condition};
 use verda_api::v1alpha1::{
-    CertificateStatus, LoadBalancer, LoadBalancerStatus, MemberStatus, PortStatus,
+    CertificateStatus, LoadBalancer, LoadBalancerStatus, MemberStatus, PortStatus, VipType,
 };
 
 use crate::caches::cloud_view::OctaviaTree;
-use crate::cloud::model::loadbalancing::{OperatingStatus, ProvisioningStatus};
+use crate::cloud::model::loadbalancing::{
+    LoadBalancer as OctaviaLoadBalancer, OperatingStatus, ProvisioningStatus,
+};
 use crate::cloud::model::word;
 use crate::controllers::load_balancer::certificates::Certificates;
 use crate::controllers::load_balancer::desired::{self, ignored_monitors};
@@ -57,12 +59,10 @@ pub fn next_status(
     status.vip = kept.and_then(|l| l.vip_address.clone());
     status.provisioning_status = kept.and_then(|l| word(l.provisioning_status));
     status.operating_status = kept.and_then(|l| word(l.operating_status));
-    let vip_port = kept.and_then(|l| l.vip_port_id.as_ref());
-    status.floating_ip = tree
-        .floating_ips
-        .iter()
-        .find(|f| vip_port.is_some() && f.port_id.as_ref() == vip_port)
-        .map(|f| f.floating_ip_address.clone());
+    status.floating_ip = kept.and_then(|l| floating_ip(l, tree));
+    if let Some(kept) = &outcome.dns {
+        status.dns = kept.statuses.clone();
+    }
     status.ports = if kept.is_some() {
         port_statuses(lb, tree)
     } else {
@@ -75,6 +75,24 @@ pub fn next_status(
     set_conditions(&mut status.conditions, lb, outcome, missing_groups, now);
     status.observed_generation = lb.metadata.generation;
     status
+}
+
+/// The floating IP associated with the load balancer's VIP.
+fn floating_ip(kept: &OctaviaLoadBalancer, tree: &OctaviaTree) -> Option<String> {
+    let vip_port = kept.vip_port_id.as_ref()?;
+    tree.floating_ips
+        .iter()
+        .find(|f| f.port_id.as_ref() == Some(vip_port))
+        .map(|f| f.floating_ip_address.clone())
+}
+
+/// The address `spec.dns` names: the VIP, or its floating IP with `vipType: public`.
+pub fn dns_address(lb: &LoadBalancer, tree: &OctaviaTree) -> Option<String> {
+    let kept = crate::controllers::load_balancer::tree::keeper(lb, &tree.load_balancers)?;
+    match lb.spec.vip_type {
+        VipType::Public => floating_ip(kept, tree),
+        VipType::Private => kept.vip_address.clone(),
+    }
 }
 
 /// Ready (from the step's outcome, unless a referenced group is missing) and

@@ -59,6 +59,7 @@ pub async fn run(
             ready: (Status::False, reason, message.clone()),
             event: first.then_some((EventType::Warning, reason, message)),
             requeue: retry_in.max(poll),
+            dns: None,
         },
         Step::ReplaceErrored(id) => replace_errored(compute, &id, &key, poll).await?,
         Step::Wait => provisioning(kept, "waiting for the server to become ACTIVE".into(), poll),
@@ -335,6 +336,7 @@ fn converged(
         ready: (Status::True, reason, message),
         event: None,
         requeue: resync,
+        dns: None,
     }
 }
 
@@ -355,6 +357,7 @@ async fn power(
                 ready: (Status::False, power::HALTING, message),
                 event: None,
                 requeue: poll,
+                dns: None,
             });
         }
         PowerStep::Pending(id, task) => {
@@ -457,5 +460,6 @@ pub fn paused(vm: &VirtualMachine, observed: &Observed, step: &Step, resync: Dur
         ready: crate::runtime::lifecycle::paused_ready(&step.describe()),
         event: None,
         requeue: resync,
+        dns: None,
     }
 }

@@ -36,6 +36,7 @@ pub async fn import(
             ),
             event: None,
             requeue: ctx.timing.resync,
+            dns: None,
         });
     }
     take_over(tenant, vm, owner, &server).await?;
@@ -53,6 +54,7 @@ pub async fn import(
             format!("took over server {id}; it is managed from now on"),
         )),
         requeue: std::time::Duration::ZERO,
+        dns: None,
     })
 }
 

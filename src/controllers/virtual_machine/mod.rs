@@ -32,7 +32,8 @@ use verda_api::v1alpha1::{RunStrategy, VirtualMachine, VirtualMachineStatus, fin
 use crate::caches::cloud_view::ProjectView;
 use crate::caches::watch::Feeds;
 use crate::cloud::ids::{NetworkId, ServerId};
-use crate::cloud::{BlockStorage, Compute, Network};
+use crate::cloud::{BlockStorage, CloudError, Compute, Dns, Network};
+use crate::controllers::dns_records;
 use crate::runtime::driver::{error_policy, reconcile_in_task};
 use crate::runtime::events::reconcile_event;
 use crate::runtime::lifecycle::Removal;
@@ -105,6 +106,7 @@ pub struct Services {
     compute: Arc<dyn Compute>,
     network: Arc<dyn Network>,
     cinder: Arc<dyn BlockStorage>,
+    dns: Arc<dyn Dns>,
     view: Arc<ProjectView>,
 }
 
@@ -120,6 +122,7 @@ impl Reconciler for VirtualMachine {
             compute: tenant.services.compute(),
             network: tenant.services.network(None),
             cinder: tenant.services.block_storage(),
+            dns: tenant.services.dns(None),
             view: ctx.view.of(tenant),
         }
     }
@@ -175,6 +178,7 @@ impl Reconciler for VirtualMachine {
             let look = volumes::observe(ctx, cinder, view, obj, owner, server, use_view).await?;
             observed.volumes = Some(look);
         }
+        observed.dns = read_names(services.dns.as_ref(), obj).await;
         Ok(observed)
     }
 
@@ -269,7 +273,12 @@ impl Reconciler for VirtualMachine {
                 // way may have listed the cloud before it took effect (a volume still
                 // `available` while Nova attaches it), and must not vouch for that.
                 forget();
-                outcome
+                let mut outcome = outcome?;
+                outcome.dns = names(reconcile, observed, &outcome).await;
+                if outcome.dns.as_ref().is_some_and(|kept| kept.unsettled) {
+                    outcome.requeue = outcome.requeue.min(dns_records::POLL);
+                }
+                Ok(outcome)
             }
         }
     }
@@ -293,6 +302,9 @@ impl Reconciler for VirtualMachine {
             status.ports = network_ports::status(&reconcile.obj, look, server);
             status.floating_ip = network_ports::floating_status(look);
         }
+        if let Some(kept) = &outcome.dns {
+            status.dns = kept.statuses.clone();
+        }
         status
     }
 
@@ -301,9 +313,11 @@ impl Reconciler for VirtualMachine {
         outcome: &execute::Outcome,
         _: &VirtualMachineStatus,
     ) -> Vec<Event> {
+        let dns = outcome.dns.iter().flat_map(|kept| &kept.events);
         outcome
             .event
             .iter()
+            .chain(dns)
             .map(|(type_, reason, note)| reconcile_event(*type_, reason, note.clone()))
             .collect()
     }
@@ -325,4 +339,51 @@ impl Reconciler for VirtualMachine {
     ) -> Result<Cleanup, ReconcileError> {
         removal::cleanup(vm, ctx, removal).await
     }
+}
+
+/// The record sets of the names `spec.dns` asks for and the status still reports; no
+/// call without any.
+async fn read_names(
+    dns: &dyn Dns,
+    vm: &VirtualMachine,
+) -> Result<Vec<dns_records::Seen>, CloudError> {
+    let reported = vm.status.as_ref().map_or(&[][..], |s| &s.dns[..]);
+    let names = dns_records::names(&vm.spec.dns, reported);
+    match names.is_empty() {
+        true => Ok(Vec::new()),
+        false => dns_records::observe(dns, names).await,
+    }
+}
+
+/// The record sets of `spec.dns` brought to the server's addresses as this round sees
+/// them; `None` (the status keeps its rows) when there are no names or Designate could
+/// not be read.
+async fn names(
+    reconcile: &Reconcile<VirtualMachine>,
+    observed: &observe::Observed,
+    outcome: &execute::Outcome,
+) -> Option<dns_records::Kept> {
+    let seen = match &observed.dns {
+        Ok(seen) if seen.is_empty() => return None,
+        Ok(seen) => seen,
+        Err(e) => {
+            tracing::warn!(virtualmachine = %reconcile.owner.key(), "could not read the DNS record sets of spec.dns: {e}");
+            return None;
+        }
+    };
+    let vm = &reconcile.obj;
+    let server = outcome.server_id.as_ref();
+    let server = server.and_then(|id| observed.servers.iter().find(|s| &s.id == id));
+    let primary = server.and_then(|s| s.primary_ip().map(str::to_owned));
+    let primary = primary.into_iter().collect();
+    let floating = match &observed.ports {
+        Some(look) => network_ports::floating_status(look),
+        None => vm.status.as_ref().and_then(|s| s.floating_ip.clone()),
+    };
+    let ctx = &reconcile.ctx;
+    let record = network_ports::record(ctx, vm, &reconcile.owner);
+    let dns = reconcile.services.dns.as_ref();
+    let writes = reconcile.policy.writes();
+    let addresses = dns_records::Addresses { primary, floating };
+    Some(dns_records::converge(dns, seen, &addresses, &record, writes).await)
 }

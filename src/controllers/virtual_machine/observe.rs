@@ -44,6 +44,9 @@ pub struct Observed {
     pub in_pools: bool,
     /// The declared ports, when the object has any.
     pub ports: Option<crate::controllers::virtual_machine::network_ports::Look>,
+    /// The record sets of `spec.dns` (and of names removed from it); none read when
+    /// there are none. An error of Designate's leaves the rest of the round to run.
+    pub dns: Result<Vec<crate::controllers::dns_records::Seen>, crate::cloud::CloudError>,
 }
 
 /// Where a VirtualMachine looks: Nova, Neutron (networks, only to create) and the
@@ -81,6 +84,7 @@ pub async fn servers(from: &Sources<'_>, use_view: bool) -> Result<Observed, Rec
         volumes: None,
         in_pools: false,
         ports: None,
+        dns: Ok(Vec::new()),
         servers,
     };
     match keeper(vm, &observed.servers).map(|s| s.flavor.clone()) {

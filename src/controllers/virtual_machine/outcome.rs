@@ -16,6 +16,8 @@ pub struct Outcome {
     pub ready: (Status, &'static str, String),
     pub event: Option<(EventType, &'static str, String)>,
     pub requeue: Duration,
+    /// The record sets of `spec.dns` after this round; `None`: as the status reports.
+    pub dns: Option<crate::controllers::dns_records::Kept>,
 }
 
 pub use crate::runtime::progress::PROVISIONING;
@@ -27,5 +29,6 @@ pub fn provisioning(id: Option<ServerId>, message: String, requeue: Duration) ->
         ready: (Status::False, PROVISIONING, message),
         event: None,
         requeue,
+        dns: None,
     }
 }

@@ -12,6 +12,8 @@ use crate::cloud::model::compute::Server;
 use crate::cloud::owner::Owner;
 use crate::cloud::owner::{without_owner_metadata, without_ownership};
 use crate::cloud::{Compute, MetadataMode};
+use crate::controllers::dns_records;
+use crate::controllers::virtual_machine::network_ports;
 use crate::controllers::virtual_machine::volumes::removal::Left;
 use crate::runtime::events::publish;
 use crate::runtime::lifecycle::Removal;
@@ -47,6 +49,13 @@ pub async fn cleanup(
         Removal::Detach(tenant) => (tenant, true),
     };
     let owner = ctx.owner_of(&*vm);
+    let dns = tenant.services.dns(None);
+    let reported = vm.status.as_ref().map_or(&[][..], |s| &s.dns[..]);
+    let record = network_ports::record(&ctx, &vm, &owner);
+    let released = || dns_records::released(dns.as_ref(), &vm.spec.dns, reported, &record, &key);
+    if !detach && !released().await? {
+        return Ok(Cleanup::Wait(ctx.timing.poll));
+    }
     let compute = tenant.services.compute();
     let servers = compute
         .list_servers(&owner.uid)

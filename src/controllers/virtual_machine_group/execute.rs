@@ -19,6 +19,7 @@ use crate::cloud::model::volume::Volume;
 use crate::cloud::owner::Owner;
 use crate::cloud::{BlockStorage, Compute};
 use crate::controllers::virtual_machine_group::addresses::{port_fate, replica_spec};
+use crate::controllers::virtual_machine_group::names;
 use crate::controllers::virtual_machine_group::plan::{Plan, volume_fate};
 use crate::runtime::ReconcileError;
 use crate::runtime::object::{object_key, replica_index};
@@ -64,6 +65,7 @@ pub fn new_vm(
             cloud_credentials_ref: group.spec.cloud_credentials_ref.clone(),
             run_strategy: group.spec.run_strategy,
             availability_zone: zone.cloned().or(template.availability_zone.clone()),
+            dns: names::of_replica(group, index),
             ..template
         },
         status: None,
@@ -97,6 +99,30 @@ pub async fn align_run_strategy(
     let patch = json!({"spec": {"runStrategy": wanted}});
     let action = "give a VirtualMachine the group's run strategy";
     patch_each(client, group, &stale, &patch, action).await
+}
+
+/// Gives each of the group's VirtualMachines its own names (`perReplica`: `<name>-<n>`)
+/// where they differ, in place: names are no new template. Returns how many it updated.
+pub async fn align_dns(
+    client: &kube::Client,
+    group: &VirtualMachineGroup,
+    vms: &[VirtualMachine],
+) -> Result<usize, ReconcileError> {
+    let name = group.name_any();
+    let mut updated = 0;
+    for vm in live_where(vms, |_| true) {
+        let Some(index) = replica_index(vm, &name) else {
+            continue;
+        };
+        let wanted = names::of_replica(group, index);
+        if vm.spec.dns == wanted {
+            continue;
+        }
+        let patch = json!({"spec": {"dns": wanted}});
+        let action = "give a VirtualMachine its replica's DNS names";
+        updated += patch_each(client, group, &[vm], &patch, action).await?;
+    }
+    Ok(updated)
 }
 
 /// The VirtualMachines not being deleted for which `differs` holds.

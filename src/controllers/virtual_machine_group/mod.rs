@@ -9,6 +9,7 @@
 pub mod addresses;
 pub mod execute;
 pub mod health;
+pub mod names;
 pub mod observe;
 pub mod plan;
 pub mod rollout;
@@ -37,7 +38,8 @@ use crate::caches::watch::Feeds;
 use crate::cloud::ids::ServerGroupId;
 use crate::cloud::model::volume::Volume;
 use crate::cloud::owner::{Owner, is_server_group_of};
-use crate::cloud::{BlockStorage, Compute};
+use crate::cloud::{BlockStorage, CloudError, Compute, Dns};
+use crate::controllers::dns_records;
 use crate::controllers::virtual_machine::volumes::removal as volume_removal;
 use crate::metrics::ReasonLabels;
 use crate::runtime::driver::{error_policy, reconcile_in_task};
@@ -87,6 +89,7 @@ pub fn run(
 pub struct Services {
     pub(crate) compute: Arc<dyn Compute>,
     cinder: Arc<dyn BlockStorage>,
+    dns: Arc<dyn Dns>,
     pub(crate) view: Arc<ProjectView>,
 }
 
@@ -109,6 +112,9 @@ pub struct Observed {
     /// Volumes kept for indices that have no VirtualMachine (from the cloud view), with
     /// their index.
     retained_volumes: Vec<(u32, Volume)>,
+    /// The record sets of `spec.dns` (and of names removed from it); none read when
+    /// there are none.
+    dns: Result<Vec<dns_records::Seen>, CloudError>,
 }
 
 /// What a round did.
@@ -119,6 +125,8 @@ pub struct Outcome {
     writes: usize,
     /// Reason and note of each event the round has to tell.
     events: Vec<(&'static str, String)>,
+    /// The record sets of `spec.dns` after this round; `None`: as the status reports.
+    dns: Option<dns_records::Kept>,
 }
 
 impl Reconciler for VirtualMachineGroup {
@@ -132,6 +140,7 @@ impl Reconciler for VirtualMachineGroup {
         Services {
             compute: tenant.services.compute(),
             cinder: tenant.services.block_storage(),
+            dns: tenant.services.dns(None),
             view: ctx.view.of(tenant),
         }
     }
@@ -177,6 +186,7 @@ impl Reconciler for VirtualMachineGroup {
             })
             .collect();
         let mut members = observe::members(group, &vms, &lbs, &judged);
+        let dns = names::observe(services.dns.as_ref(), ctx, group, &mut members, &vms).await;
         let (zoning, placed) =
             observe::zones(group, services, ctx.timing.resync, &mut members, &vms).await;
         let status = group.status.as_ref();
@@ -190,6 +200,7 @@ impl Reconciler for VirtualMachineGroup {
         policy.stalled = !new_revision
             && rollout::stalled(progressed, rollout::deadline(group), rolling, reconcile.now);
         Ok(Observed {
+            dns,
             zoning,
             placed,
             server_group,
@@ -246,6 +257,7 @@ impl Reconciler for VirtualMachineGroup {
             round: plan::Plan::default(),
             writes: 0,
             events: Vec::new(),
+            dns: None,
         };
         if policy.writes() {
             if let Some(wanted) = step.server_group {
@@ -262,15 +274,13 @@ impl Reconciler for VirtualMachineGroup {
             let caches = ctx.caches.current();
             observe::until_seen(&caches, group, written, SEEN_WITHIN).await;
             outcome.writes = applied.writes;
-            outcome.events = done.events(&group.name_any());
-            outcome
-                .events
-                .extend(status::heal_events(&done, &observed.judged));
+            outcome.events = round_events(group, observed, &done);
             count_replacements(ctx, observed, &done);
+            let dns = services.dns.as_ref();
+            outcome.dns = names::converge(dns, ctx, group, &observed.dns, (vms, &done)).await;
             outcome
                 .events
-                .extend(plan::volume_events(group, &done, vms));
-            outcome.events.extend(zone_events(group, observed, &done));
+                .extend(outcome.dns.iter().flat_map(names::events));
             outcome.round = done;
             let scaled_away = plan::scaled_away(group, &observed.retained_volumes);
             if !scaled_away.is_empty() {
@@ -281,7 +291,8 @@ impl Reconciler for VirtualMachineGroup {
         outcome.writes += execute::align_credentials(&ctx.client, group, &observed.vms).await?
             + execute::align_policy(&ctx.client, group, &observed.vms).await?
             + execute::align_run_strategy(&ctx.client, group, &observed.vms).await?
-            + execute::align_index_labels(&ctx.client, group, &observed.vms).await?;
+            + execute::align_index_labels(&ctx.client, group, &observed.vms).await?
+            + execute::align_dns(&ctx.client, group, &observed.vms).await?;
         Ok(outcome)
     }
 
@@ -316,6 +327,9 @@ impl Reconciler for VirtualMachineGroup {
             zones::status(z, &observed.members, &observed.policy, reconcile.now)
         });
         status.zone_summary = (!status.zones.is_empty()).then(|| zones::summary(&status.zones));
+        if let Some(kept) = &outcome.dns {
+            status.dns = kept.statuses.clone();
+        }
         status
     }
 
@@ -329,7 +343,7 @@ impl Reconciler for VirtualMachineGroup {
             .iter()
             .map(|(reason, note)| {
                 let kind = match *reason {
-                    "ZoneUnavailable" => EventType::Warning,
+                    "ZoneUnavailable" | "DNSRecordFailed" => EventType::Warning,
                     _ => EventType::Normal,
                 };
                 event(kind, reason, note.clone(), "Scale")
@@ -356,6 +370,9 @@ impl Reconciler for VirtualMachineGroup {
         outcome: &Outcome,
         status: &VirtualMachineGroupStatus,
     ) -> Duration {
+        if outcome.dns.as_ref().is_some_and(|kept| kept.unsettled) {
+            return dns_records::POLL.min(reconcile.ctx.timing.resync);
+        }
         let converged = outcome.writes == 0 && is_true(&status.conditions, READY);
         if converged || !reconcile.policy.writes() {
             reconcile.ctx.timing.resync
@@ -371,6 +388,19 @@ impl Reconciler for VirtualMachineGroup {
     ) -> Result<Cleanup, ReconcileError> {
         cleanup(group, ctx, removal).await
     }
+}
+
+/// What a round tells: its scaling, its healing, its volumes, its zones.
+fn round_events(
+    group: &VirtualMachineGroup,
+    observed: &Observed,
+    done: &plan::Plan,
+) -> Vec<(&'static str, String)> {
+    let mut events = done.events(&group.name_any());
+    events.extend(status::heal_events(done, &observed.judged));
+    events.extend(plan::volume_events(group, done, &observed.vms));
+    events.extend(zone_events(group, observed, done));
+    events
 }
 
 /// Deletes the volumes kept for the indices the group scaled away, then forgets them in
@@ -522,6 +552,15 @@ async fn cleanup(
     removal: Removal,
 ) -> Result<Cleanup, ReconcileError> {
     let key = object_key(&*group);
+    if let Removal::Delete(tenant) = &removal {
+        let dns = tenant.services.dns(None);
+        let reported = group.status.as_ref().map_or(&[][..], |s| &s.dns[..]);
+        let record = names::record(&ctx, &group);
+        let spec = names::shared(&group);
+        if !dns_records::released(dns.as_ref(), &spec, reported, &record, &key).await? {
+            return Ok(Cleanup::Wait(ctx.timing.poll));
+        }
+    }
     let vms = observe::owned_vms(&ctx.caches.current(), &group).await;
     if !vms.is_empty() {
         // They must carry the group's policy when their deletion is decided.

@@ -36,7 +36,8 @@ pub struct Member {
     pub draining_since: Option<Timestamp>,
     /// Its deletion was asked for already (it waits on its finalizer).
     pub deleting: bool,
-    /// Some load balancer pool still lists it.
+    /// Some load balancer pool still lists it, or (with `spec.dns`) a record set of the
+    /// group still holds its address or is still being published.
     pub in_pools: bool,
     /// Some load balancer that draws on the group lists it in every pool.
     pub serving: bool,

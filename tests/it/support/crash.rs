@@ -16,6 +16,7 @@ use verda_operator::cloud::ids::*;
 use verda_operator::cloud::model::compute::{
     AvailabilityZone, CreateServer, Flavor, Image, Server, ServerGroup, ServerGroupPolicy,
 };
+use verda_operator::cloud::model::dns::{CreateRecordSet, DnsZone, RecordSet, UpdateRecordSet};
 use verda_operator::cloud::model::key_manager::StoredSecret;
 use verda_operator::cloud::model::loadbalancing::*;
 use verda_operator::cloud::model::network::{
@@ -24,7 +25,7 @@ use verda_operator::cloud::model::network::{
 };
 use verda_operator::cloud::model::volume::{CreateVolume, Volume, VolumeAttachment};
 use verda_operator::cloud::{
-    BlockStorage, CloudFuture, Compute, LoadBalancing, MetadataMode, Network, OpenStackClient,
+    BlockStorage, CloudFuture, Compute, Dns, LoadBalancing, MetadataMode, Network, OpenStackClient,
 };
 
 /// Counts create calls and trips on the armed one.
@@ -152,6 +153,13 @@ impl CloudServices for CrashingCloud {
         })
     }
 
+    fn dns(&self, region: Option<&str>) -> Arc<dyn Dns> {
+        Arc::new(Wired {
+            inner: self.client.dns(region),
+            wire: self.wire.clone(),
+        })
+    }
+
     fn block_storage(&self) -> Arc<dyn BlockStorage> {
         Arc::new(Wired {
             inner: self.client.block_storage(),
@@ -256,6 +264,18 @@ impl Network for Wired<dyn Network> {
         fn list_floating_ips<'a>(&'a self, filter: &'a FloatingIpFilter) -> CloudFuture<'a, Vec<FloatingIp>>;
         fn delete_floating_ip<'a>(&'a self, id: &'a FloatingIpId) -> CloudFuture<'a, ()>;
         fn set_floating_ip_description<'a>(&'a self, id: &'a FloatingIpId, description: &'a str) -> CloudFuture<'a, FloatingIp>;
+    }
+}
+
+impl Dns for Wired<dyn Dns> {
+    wired! {
+        create fn create_record_set<'a>(&'a self, zone: &'a DnsZoneId, request: &'a CreateRecordSet) -> CloudFuture<'a, RecordSet>;
+    }
+    wired! {
+        fn find_zone<'a>(&'a self, name: &'a str) -> CloudFuture<'a, DnsZone>;
+        fn list_record_sets<'a>(&'a self, zone: &'a DnsZoneId, name: &'a str) -> CloudFuture<'a, Vec<RecordSet>>;
+        fn update_record_set<'a>(&'a self, zone: &'a DnsZoneId, id: &'a RecordSetId, request: &'a UpdateRecordSet) -> CloudFuture<'a, RecordSet>;
+        fn delete_record_set<'a>(&'a self, zone: &'a DnsZoneId, id: &'a RecordSetId) -> CloudFuture<'a, ()>;
     }
 }
 

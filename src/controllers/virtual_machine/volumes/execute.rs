@@ -37,6 +37,7 @@ pub async fn run(t: &Target<'_>, step: VolumeStep) -> Result<Outcome, ReconcileE
         ready: (Status::False, PROVISIONING, message),
         event,
         requeue: t.poll,
+        dns: None,
     };
     Ok(match step {
         VolumeStep::Create { request, was } => {
@@ -75,6 +76,7 @@ pub async fn run(t: &Target<'_>, step: VolumeStep) -> Result<Outcome, ReconcileE
             ready: (Status::False, VOLUME_ERROR, message.clone()),
             event: Some((EventType::Warning, VOLUME_ERROR, message)),
             requeue: t.slow,
+            dns: None,
         },
     })
 }
@@ -175,5 +177,6 @@ async fn attach(
         ),
         event: Some(event),
         requeue: Duration::ZERO,
+        dns: None,
     })
 }

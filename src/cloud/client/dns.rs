@@ -1,0 +1,104 @@
+//! Designate: zones looked up by name, record sets listed by name, created, updated and
+//! deleted (`sim/designate-wire.md` records the real Designate 23's answers).
+
+use http::Method;
+
+use super::lookups::Kind;
+use super::{OpenStackClient, pick_one};
+use crate::cloud::auth::Service;
+use crate::cloud::error::{CloudError, Resource};
+use crate::cloud::ids::{DnsZoneId, RecordSetId};
+use crate::cloud::model::dns::{CreateRecordSet, DnsZone, RecordSet, UpdateRecordSet};
+use crate::cloud::services::{CloudFuture, Dns};
+use crate::cloud::transport::Request;
+
+fn designate(op: &'static str, method: Method, path: impl Into<String>) -> Request {
+    Request::new(Service::Dns, op, method, path)
+}
+
+impl Dns for OpenStackClient {
+    fn find_zone<'a>(&'a self, name: &'a str) -> CloudFuture<'a, DnsZone> {
+        Box::pin(async move {
+            let action = format!("look up DNS zone {name}");
+            let fetch = async {
+                let req = designate("list_zones", Method::GET, "/zones").query("name", name);
+                let zones: Vec<DnsZone> = self.list_all(req, "zones", &action).await?;
+                pick_one(Resource::DnsZone, name, zones, |z| z.id.to_string())
+                    .map_err(|k| CloudError::new(action.clone(), k))
+            };
+            self.remembered(Kind::DnsZone, name, fetch).await
+        })
+    }
+
+    fn list_record_sets<'a>(
+        &'a self,
+        zone: &'a DnsZoneId,
+        name: &'a str,
+    ) -> CloudFuture<'a, Vec<RecordSet>> {
+        Box::pin(async move {
+            let req = designate(
+                "list_record_sets",
+                Method::GET,
+                format!("/zones/{zone}/recordsets"),
+            )
+            .query("name", name);
+            let action = format!("list the DNS record sets named {name}");
+            let listed: Vec<RecordSet> = self.list_all(req, "recordsets", &action).await?;
+            // Designate's `name` filter takes `*` as a wildcard: keep exact matches.
+            Ok(listed.into_iter().filter(|r| r.name == name).collect())
+        })
+    }
+
+    fn create_record_set<'a>(
+        &'a self,
+        zone: &'a DnsZoneId,
+        request: &'a CreateRecordSet,
+    ) -> CloudFuture<'a, RecordSet> {
+        Box::pin(async move {
+            let req = designate(
+                "create_record_set",
+                Method::POST,
+                format!("/zones/{zone}/recordsets"),
+            )
+            .json(serde_json::to_value(request).unwrap_or_default());
+            let action = format!("create DNS record set {} {}", request.name, request.type_);
+            let reply = self.send(&req, &action).await?;
+            reply.json().map_err(|k| CloudError::new(action, k))
+        })
+    }
+
+    fn update_record_set<'a>(
+        &'a self,
+        zone: &'a DnsZoneId,
+        id: &'a RecordSetId,
+        request: &'a UpdateRecordSet,
+    ) -> CloudFuture<'a, RecordSet> {
+        Box::pin(async move {
+            let req = designate(
+                "update_record_set",
+                Method::PUT,
+                format!("/zones/{zone}/recordsets/{id}"),
+            )
+            .json(serde_json::to_value(request).unwrap_or_default());
+            let action = format!("update DNS record set {id}");
+            let reply = self.send(&req, &action).await?;
+            reply.json().map_err(|k| CloudError::new(action, k))
+        })
+    }
+
+    fn delete_record_set<'a>(
+        &'a self,
+        zone: &'a DnsZoneId,
+        id: &'a RecordSetId,
+    ) -> CloudFuture<'a, ()> {
+        Box::pin(async move {
+            let req = designate(
+                "delete_record_set",
+                Method::DELETE,
+                format!("/zones/{zone}/recordsets/{id}"),
+            );
+            self.execute(&req, &format!("delete DNS record set {id}"))
+                .await
+        })
+    }
+}

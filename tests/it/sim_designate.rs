@@ -1,0 +1,210 @@
+//! The simulator's Designate, as the real Designate 23 answered (`sim/designate-wire.md`):
+//! zones are `PENDING` until served and made with their NS and SOA record sets; record
+//! sets are created (202, `PENDING`), listed by name and type in `limit`/`marker` pages
+//! with Designate's `links.next`, updated and deleted (gone from the API at once). Each
+//! refusal is the recorded one, word for word.
+#![allow(clippy::unwrap_used)]
+
+use crate::sim_support;
+
+use reqwest::Method;
+use serde_json::{Value, json};
+use sim_support::Client;
+
+use crate::sim_barbican::send;
+
+const ZONES: &str = "/dns/v2/zones";
+
+async fn zone(c: &Client, name: &str) -> String {
+    let body = json!({"name": name, "email": "hostmaster@wire.test", "ttl": 3600});
+    let (status, zone) = send(c, Method::POST, ZONES, Some(body)).await;
+    assert_eq!(status, 202, "{zone}");
+    assert_eq!(
+        zone["status"], "PENDING",
+        "a new zone waits for its name servers"
+    );
+    assert_eq!(zone["action"], "CREATE");
+    zone["id"].as_str().unwrap().to_owned()
+}
+
+fn a(name: &str, address: &str) -> Value {
+    json!({"name": name, "type": "A", "records": [address], "ttl": 300, "description": "verda-uid-x verda-cluster-y"})
+}
+
+#[tokio::test]
+async fn zones_come_with_ns_and_soa_and_are_found_by_name() {
+    let c = Client::fast().await;
+    let id = zone(&c, "wire.test.").await;
+    let (status, listed) = send(&c, Method::GET, &format!("{ZONES}?name=wire.test."), None).await;
+    assert_eq!(status, 200);
+    assert_eq!(listed["zones"][0]["id"], id.as_str());
+    assert_eq!(listed["metadata"]["total_count"], 1);
+    let (_, none) = send(&c, Method::GET, &format!("{ZONES}?name=other.test."), None).await;
+    assert_eq!(none["zones"], json!([]));
+    let (_, sets) = send(&c, Method::GET, &format!("{ZONES}/{id}/recordsets"), None).await;
+    let types: Vec<&str> = sets["recordsets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(types, ["NS", "SOA"]);
+    let (status, dup) = send(
+        &c,
+        Method::POST,
+        ZONES,
+        Some(json!({"name": "wire.test.", "email": "a@b.c"})),
+    )
+    .await;
+    assert_eq!(
+        (status, dup["type"].as_str().unwrap()),
+        (409, "duplicate_zone")
+    );
+}
+
+#[tokio::test]
+async fn record_sets_are_created_pending_listed_updated_and_deleted() {
+    let c = Client::fast().await;
+    let z = zone(&c, "wire.test.").await;
+    let sets = format!("{ZONES}/{z}/recordsets");
+    let (status, made) = send(
+        &c,
+        Method::POST,
+        &sets,
+        Some(a("www.wire.test.", "192.0.2.10")),
+    )
+    .await;
+    assert_eq!(status, 202, "{made}");
+    assert_eq!(
+        (made["status"].as_str(), made["action"].as_str()),
+        (Some("PENDING"), Some("CREATE"))
+    );
+    assert_eq!(made["zone_name"], "wire.test.");
+    let id = made["id"].as_str().unwrap().to_owned();
+    let (_, found) = send(
+        &c,
+        Method::GET,
+        &format!("{sets}?name=www.wire.test.&type=A"),
+        None,
+    )
+    .await;
+    assert_eq!(found["recordsets"].as_array().unwrap().len(), 1);
+    assert_eq!(found["recordsets"][0]["records"], json!(["192.0.2.10"]));
+    assert_eq!(
+        found["recordsets"][0]["description"],
+        "verda-uid-x verda-cluster-y"
+    );
+    let body = json!({"records": ["192.0.2.10", "192.0.2.12"], "ttl": 60});
+    let (status, updated) = send(&c, Method::PUT, &format!("{sets}/{id}"), Some(body)).await;
+    assert_eq!((status, updated["action"].as_str()), (202, Some("UPDATE")));
+    assert_eq!(
+        (updated["ttl"].as_i64(), updated["version"].as_i64()),
+        (Some(60), Some(2))
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    let (_, shown) = send(&c, Method::GET, &format!("{sets}/{id}"), None).await;
+    assert_eq!(
+        (shown["status"].as_str(), shown["action"].as_str()),
+        (Some("ACTIVE"), Some("NONE"))
+    );
+    let (status, deleted) = send(&c, Method::DELETE, &format!("{sets}/{id}"), None).await;
+    assert_eq!((status, deleted["action"].as_str()), (202, Some("DELETE")));
+    let (status, gone) = send(&c, Method::GET, &format!("{sets}/{id}"), None).await;
+    assert_eq!(
+        (status, gone["type"].as_str()),
+        (404, Some("recordset_not_found"))
+    );
+    assert_eq!(gone["message"], "Could not find RecordSet");
+}
+
+#[tokio::test]
+async fn refusals_are_designates_own() {
+    let c = Client::fast().await;
+    let z = zone(&c, "wire.test.").await;
+    let sets = format!("{ZONES}/{z}/recordsets");
+    send(
+        &c,
+        Method::POST,
+        &sets,
+        Some(a("www.wire.test.", "192.0.2.10")),
+    )
+    .await;
+    let (status, dup) = send(
+        &c,
+        Method::POST,
+        &sets,
+        Some(a("www.wire.test.", "192.0.2.11")),
+    )
+    .await;
+    assert_eq!(
+        (status, dup["type"].as_str(), dup["message"].as_str()),
+        (
+            409,
+            Some("duplicate_recordset"),
+            Some("Duplicate RecordSet")
+        )
+    );
+    let (status, outside) = send(
+        &c,
+        Method::POST,
+        &sets,
+        Some(a("www.other.test.", "192.0.2.11")),
+    )
+    .await;
+    assert_eq!(
+        (status, outside["type"].as_str()),
+        (400, Some("invalid_recordset_location"))
+    );
+    assert_eq!(
+        outside["message"],
+        "RecordSet is not contained within it's parent zone"
+    );
+    let (status, family) = send(&c, Method::POST, &sets, Some(a("x.wire.test.", "fd00::1"))).await;
+    assert_eq!(
+        (status, family["type"].as_str()),
+        (400, Some("invalid_object"))
+    );
+    assert_eq!(
+        family["errors"]["errors"][0]["message"],
+        "'fd00::1' is not a 'A' Record"
+    );
+    let missing = format!("{ZONES}/00000000-0000-0000-0000-000000000000/recordsets");
+    let (status, no_zone) = send(&c, Method::GET, &missing, None).await;
+    assert_eq!(
+        (status, no_zone["message"].as_str()),
+        (404, Some("Could not find Zone"))
+    );
+}
+
+#[tokio::test]
+async fn pages_follow_links_next_with_a_marker() {
+    let c = Client::fast().await;
+    let z = zone(&c, "wire.test.").await;
+    let sets = format!("{ZONES}/{z}/recordsets");
+    for i in 0..3 {
+        send(
+            &c,
+            Method::POST,
+            &sets,
+            Some(a(&format!("h{i}.wire.test."), "192.0.2.1")),
+        )
+        .await;
+    }
+    let (_, first) = send(&c, Method::GET, &format!("{sets}?limit=2"), None).await;
+    assert_eq!(first["recordsets"].as_array().unwrap().len(), 2);
+    assert_eq!(first["metadata"]["total_count"], 5, "NS, SOA and three A");
+    let next = first["links"]["next"].as_str().unwrap();
+    let path = &next[next.find("/dns/").unwrap()..];
+    let (_, second) = send(&c, Method::GET, path, None).await;
+    let names: Vec<&str> = second["recordsets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["h0.wire.test.", "h1.wire.test."]);
+    let next = second["links"]["next"].as_str().unwrap();
+    let (_, last) = send(&c, Method::GET, &next[next.find("/dns/").unwrap()..], None).await;
+    assert_eq!(last["recordsets"].as_array().unwrap().len(), 1);
+    assert!(last["links"].get("next").is_none(), "{last}");
+}
