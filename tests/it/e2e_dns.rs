@@ -322,6 +322,29 @@ async fn a_group_name_holds_its_serving_replicas_and_drops_one_before_it_goes() 
     assert_eq!(reported.len(), 1);
     assert_eq!(reported[0].name, "db.example.test.");
 
+    // Idle: the group and its three replicas name one zone, which is listed once per
+    // resync (2 s here) for all four, not once per object.
+    let before = env.sim.request_counts();
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let calls = support::e2e::calls_since(&env.sim, &before);
+    let listings = calls
+        .get("dns/list_record_sets")
+        .copied()
+        .unwrap_or_default();
+    assert!(
+        (1..=4).contains(&listings),
+        "{listings} zone listings in 3 resyncs: {calls:?}"
+    );
+    let writes: u64 = [
+        "create_record_set",
+        "update_record_set",
+        "delete_record_set",
+    ]
+    .iter()
+    .filter_map(|op| calls.get(&format!("dns/{op}")))
+    .sum();
+    assert_eq!(writes, 0, "nothing changed, nothing written: {calls:?}");
+
     // 3 -> 2: replica 2 leaves db before it is deleted, and db-2 goes with it.
     env.scale(group, 2).await;
     let leaving = addresses[2].clone();

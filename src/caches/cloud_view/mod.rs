@@ -21,6 +21,7 @@ mod load_balancers;
 mod members;
 mod orphans;
 mod port_records;
+mod record_sets;
 mod servers;
 mod surroundings;
 mod volumes;
@@ -39,6 +40,7 @@ use verda_api::v1alpha1::{LoadBalancer, VirtualMachine, VirtualMachineGroup};
 pub use load_balancers::{Cached, LoadBalancerView, OctaviaTree, QUIET};
 pub use members::{MemberMemory, MemberSet};
 pub use port_records::PortView;
+pub use record_sets::RecordSetView;
 pub use servers::ServerView;
 pub use surroundings::Surroundings;
 pub use volumes::{VolumeOwner, VolumeView};
@@ -81,6 +83,8 @@ pub struct ProjectView {
     pub zones: ZoneView,
     /// Cinder's; listed only to create a volume for a server in a zone.
     pub volume_zones: ZoneView,
+    /// Designate's record sets per zone; listed only for objects with DNS names.
+    pub record_sets: RecordSetView,
     /// The credentials last used in the project, which a refresh lists with while a
     /// reconcile still holds them.
     services: Lock<Option<Weak<dyn CloudServices>>>,

@@ -12,6 +12,9 @@ use crate::cloud::model::dns::{CreateRecordSet, DnsZone, RecordSet, UpdateRecord
 use crate::cloud::services::{CloudFuture, Dns};
 use crate::cloud::transport::Request;
 
+/// Designate's largest page (`max_limit_v2`).
+const PAGE: &str = "1000";
+
 fn designate(op: &'static str, method: Method, path: impl Into<String>) -> Request {
     Request::new(Service::Dns, op, method, path)
 }
@@ -46,6 +49,17 @@ impl Dns for OpenStackClient {
             let listed: Vec<RecordSet> = self.list_all(req, "recordsets", &action).await?;
             // Designate's `name` filter takes `*` as a wildcard: keep exact matches.
             Ok(listed.into_iter().filter(|r| r.name == name).collect())
+        })
+    }
+
+    fn list_zone_record_sets<'a>(&'a self, zone: &'a DnsZoneId) -> CloudFuture<'a, Vec<RecordSet>> {
+        Box::pin(async move {
+            let path = format!("/zones/{zone}/recordsets");
+            let req = designate("list_record_sets", Method::GET, path).query("limit", PAGE);
+            let action = format!("list the DNS record sets of zone {zone}");
+            // A zone deleted (and made again) since it was looked up: look it up again.
+            let listed = self.list_all(req, "recordsets", &action).await;
+            self.forget_on_refusal(listed, &[Kind::DnsZone])
         })
     }
 

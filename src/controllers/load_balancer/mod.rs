@@ -244,7 +244,9 @@ impl Reconciler for LoadBalancer {
                 references::placement(&ctx.config, sources.octavia, sources.neutron, lb).await?,
             ),
         };
-        let dns = read_names(services.dns.as_ref(), lb).await;
+        let designate = dns_records::Designate::new(services.dns.as_ref(), &services.view, ctx);
+        let reported = lb.status.as_ref().map_or(&[][..], |s| &s.dns[..]);
+        let dns = dns_records::read(designate, &lb.spec.dns, reported).await;
         Ok(Observed {
             look,
             backends,
@@ -415,20 +417,6 @@ impl Reconciler for LoadBalancer {
     }
 }
 
-/// The record sets of the names `spec.dns` asks for and the status still reports; no
-/// call without any.
-async fn read_names(
-    dns: &dyn Dns,
-    lb: &LoadBalancer,
-) -> Result<Vec<dns_records::Seen>, CloudError> {
-    let reported = lb.status.as_ref().map_or(&[][..], |s| &s.dns[..]);
-    let names = dns_records::names(&lb.spec.dns, reported);
-    match names.is_empty() {
-        true => Ok(Vec::new()),
-        false => dns_records::observe(dns, names).await,
-    }
-}
-
 /// The record sets of `spec.dns` brought to the VIP (the floating IP for `vipType:
 /// public`) as the tree shows it; `None` (the status keeps its rows) when there are no
 /// names or Designate could not be read.
@@ -452,9 +440,11 @@ async fn names(
         floating: None,
     };
     let record = port_record(&reconcile.owner.uid, None, &reconcile.ctx.cluster);
-    let dns = reconcile.services.dns.as_ref();
+    let services = &reconcile.services;
+    let designate =
+        dns_records::Designate::new(services.dns.as_ref(), &services.view, &reconcile.ctx);
     let writes = reconcile.policy.writes();
-    Some(dns_records::converge(dns, seen, &addresses, &record, writes).await)
+    Some(dns_records::converge(designate, seen, &addresses, &record, writes).await)
 }
 
 /// Carries out `step`: an import in place of a create, or the step itself.

@@ -19,6 +19,7 @@ use crate::runtime::lifecycle::Removal;
 use crate::runtime::object::{Managed, object_key, object_labels};
 use crate::runtime::reconciler::Cleanup;
 use crate::runtime::{Context, ReconcileError};
+use crate::tenancy::Tenant;
 
 /// Releases (or detaches) the floating IPs, then deletes (or detaches) every load
 /// balancer carrying the owner tag; done when none is left.
@@ -49,11 +50,7 @@ pub async fn cleanup(
     let project_view = ctx.view.of(&tenant);
     project_view.load_balancers.forget(&owner, region);
     project_view.lb_members.forget(&owner.uid);
-    let dns = tenant.services.dns(region);
-    let reported = lb.status.as_ref().map_or(&[][..], |s| &s.dns[..]);
-    let record = port_record(&owner.uid, None, &ctx.cluster);
-    let released = || dns_records::released(dns.as_ref(), &lb.spec.dns, reported, &record, &key);
-    if !detach && !released().await? {
+    if !detach && !names_released(&tenant, &lb, &owner, &ctx, &key).await? {
         return Ok(Cleanup::Wait(ctx.timing.poll));
     }
     floating_ips(neutron.as_ref(), &owner, detach, &key).await?;
@@ -107,6 +104,23 @@ async fn certificates(
         )?;
     }
     Ok(())
+}
+
+/// Its DNS names first, so that nothing resolves to the VIP once it goes: `true` when
+/// none of them is left.
+async fn names_released(
+    tenant: &Tenant,
+    lb: &LoadBalancer,
+    owner: &Owner,
+    ctx: &Context,
+    key: &str,
+) -> Result<bool, ReconcileError> {
+    let dns = tenant.services.dns(lb.spec.region.as_deref());
+    let project = ctx.view.of(tenant);
+    let designate = dns_records::Designate::new(dns.as_ref(), &project, ctx);
+    let reported = lb.status.as_ref().map_or(&[][..], |s| &s.dns[..]);
+    let record = port_record(&owner.uid, None, &ctx.cluster);
+    dns_records::released(designate, &lb.spec.dns, reported, &record, key).await
 }
 
 fn recorded_id(lb: &LoadBalancer) -> Option<String> {

@@ -32,7 +32,7 @@ use verda_api::v1alpha1::{RunStrategy, VirtualMachine, VirtualMachineStatus, fin
 use crate::caches::cloud_view::ProjectView;
 use crate::caches::watch::Feeds;
 use crate::cloud::ids::{NetworkId, ServerId};
-use crate::cloud::{BlockStorage, CloudError, Compute, Dns, Network};
+use crate::cloud::{BlockStorage, Compute, Dns, Network};
 use crate::controllers::dns_records;
 use crate::runtime::driver::{error_policy, reconcile_in_task};
 use crate::runtime::events::reconcile_event;
@@ -178,7 +178,9 @@ impl Reconciler for VirtualMachine {
             let look = volumes::observe(ctx, cinder, view, obj, owner, server, use_view).await?;
             observed.volumes = Some(look);
         }
-        observed.dns = read_names(services.dns.as_ref(), obj).await;
+        let designate = dns_records::Designate::new(services.dns.as_ref(), &services.view, ctx);
+        let reported = obj.status.as_ref().map_or(&[][..], |s| &s.dns[..]);
+        observed.dns = dns_records::read(designate, &obj.spec.dns, reported).await;
         Ok(observed)
     }
 
@@ -341,20 +343,6 @@ impl Reconciler for VirtualMachine {
     }
 }
 
-/// The record sets of the names `spec.dns` asks for and the status still reports; no
-/// call without any.
-async fn read_names(
-    dns: &dyn Dns,
-    vm: &VirtualMachine,
-) -> Result<Vec<dns_records::Seen>, CloudError> {
-    let reported = vm.status.as_ref().map_or(&[][..], |s| &s.dns[..]);
-    let names = dns_records::names(&vm.spec.dns, reported);
-    match names.is_empty() {
-        true => Ok(Vec::new()),
-        false => dns_records::observe(dns, names).await,
-    }
-}
-
 /// The record sets of `spec.dns` brought to the server's addresses as this round sees
 /// them; `None` (the status keeps its rows) when there are no names or Designate could
 /// not be read.
@@ -382,8 +370,9 @@ async fn names(
     };
     let ctx = &reconcile.ctx;
     let record = network_ports::record(ctx, vm, &reconcile.owner);
-    let dns = reconcile.services.dns.as_ref();
+    let services = &reconcile.services;
+    let designate = dns_records::Designate::new(services.dns.as_ref(), &services.view, ctx);
     let writes = reconcile.policy.writes();
     let addresses = dns_records::Addresses { primary, floating };
-    Some(dns_records::converge(dns, seen, &addresses, &record, writes).await)
+    Some(dns_records::converge(designate, seen, &addresses, &record, writes).await)
 }

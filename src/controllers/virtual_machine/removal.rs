@@ -52,7 +52,9 @@ pub async fn cleanup(
     let dns = tenant.services.dns(None);
     let reported = vm.status.as_ref().map_or(&[][..], |s| &s.dns[..]);
     let record = network_ports::record(&ctx, &vm, &owner);
-    let released = || dns_records::released(dns.as_ref(), &vm.spec.dns, reported, &record, &key);
+    let project = ctx.view.of(&tenant);
+    let designate = dns_records::Designate::new(dns.as_ref(), &project, &ctx);
+    let released = || dns_records::released(designate, &vm.spec.dns, reported, &record, &key);
     if !detach && !released().await? {
         return Ok(Cleanup::Wait(ctx.timing.poll));
     }

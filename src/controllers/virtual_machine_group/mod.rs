@@ -186,7 +186,8 @@ impl Reconciler for VirtualMachineGroup {
             })
             .collect();
         let mut members = observe::members(group, &vms, &lbs, &judged);
-        let dns = names::observe(services.dns.as_ref(), ctx, group, &mut members, &vms).await;
+        let designate = dns_records::Designate::new(services.dns.as_ref(), &services.view, ctx);
+        let dns = names::observe(designate, ctx, group, &mut members, &vms).await;
         let (zoning, placed) =
             observe::zones(group, services, ctx.timing.resync, &mut members, &vms).await;
         let status = group.status.as_ref();
@@ -276,7 +277,7 @@ impl Reconciler for VirtualMachineGroup {
             outcome.writes = applied.writes;
             outcome.events = round_events(group, observed, &done);
             count_replacements(ctx, observed, &done);
-            let dns = services.dns.as_ref();
+            let dns = dns_records::Designate::new(services.dns.as_ref(), &services.view, ctx);
             outcome.dns = names::converge(dns, ctx, group, &observed.dns, (vms, &done)).await;
             outcome
                 .events
@@ -557,7 +558,9 @@ async fn cleanup(
         let reported = group.status.as_ref().map_or(&[][..], |s| &s.dns[..]);
         let record = names::record(&ctx, &group);
         let spec = names::shared(&group);
-        if !dns_records::released(dns.as_ref(), &spec, reported, &record, &key).await? {
+        let project = ctx.view.of(tenant);
+        let designate = dns_records::Designate::new(dns.as_ref(), &project, &ctx);
+        if !dns_records::released(designate, &spec, reported, &record, &key).await? {
             return Ok(Cleanup::Wait(ctx.timing.poll));
         }
     }

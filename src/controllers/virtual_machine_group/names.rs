@@ -12,9 +12,9 @@
 use kube::ResourceExt;
 use verda_api::v1alpha1::{DnsName, VirtualMachine, VirtualMachineGroup};
 
+use crate::cloud::CloudError;
 use crate::cloud::owner::port_record;
-use crate::cloud::{CloudError, Dns};
-use crate::controllers::dns_records::{self, Kept, Seen};
+use crate::controllers::dns_records::{self, Designate, Kept, Seen};
 use crate::controllers::load_balancer::real_servers::serving_backend;
 use crate::controllers::virtual_machine_group::plan::{Member, Plan};
 use crate::runtime::Context;
@@ -43,18 +43,14 @@ pub fn record(ctx: &Context, group: &VirtualMachineGroup) -> String {
 /// The record sets of the names the spec asks for and the status still reports (no
 /// call without any), and the draining members they hold.
 pub async fn observe(
-    dns: &dyn Dns,
+    designate: Designate<'_>,
     ctx: &Context,
     group: &VirtualMachineGroup,
     members: &mut [Member],
     vms: &[VirtualMachine],
 ) -> Result<Vec<Seen>, CloudError> {
     let reported = group.status.as_ref().map_or(&[][..], |s| &s.dns[..]);
-    let names = dns_records::names(&shared(group), reported);
-    if names.is_empty() {
-        return Ok(Vec::new());
-    }
-    let seen = dns_records::observe(dns, names).await?;
+    let seen = dns_records::read(designate, &shared(group), reported).await?;
     hold_draining(members, vms, &seen, &record(ctx, group));
     Ok(seen)
 }
@@ -91,7 +87,7 @@ fn serving(vms: &[VirtualMachine], round: &Plan) -> Vec<String> {
 /// Brings the group's record sets to the replicas that serve after `round`; `None`
 /// (the status keeps its rows) when there are no names or Designate could not be read.
 pub async fn converge(
-    dns: &dyn Dns,
+    designate: Designate<'_>,
     ctx: &Context,
     group: &VirtualMachineGroup,
     seen: &Result<Vec<Seen>, CloudError>,
@@ -115,7 +111,7 @@ pub async fn converge(
         floating: None,
     };
     let record = record(ctx, group);
-    Some(dns_records::converge(dns, seen, &addresses, &record, true).await)
+    Some(dns_records::converge(designate, seen, &addresses, &record, true).await)
 }
 
 /// The round's DNS events, as the group tells its events (reason, note).
