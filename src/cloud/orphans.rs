@@ -15,6 +15,7 @@ use std::collections::HashSet;
 use serde::Serialize;
 
 use super::model::compute::{Server, ServerGroup};
+use super::model::dns::RecordSet;
 use super::model::key_manager::StoredSecret;
 use super::model::loadbalancing::LoadBalancer;
 use super::model::network::{FloatingIp, Port};
@@ -29,6 +30,9 @@ use super::owner::{
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ResourceKind {
+    /// A Designate record set (`spec.dns`): first, so that nothing resolves to what
+    /// goes after it.
+    DnsRecordSet,
     FloatingIp,
     LoadBalancer,
     /// A terminated-https listener's Barbican secret: after its load balancer.
@@ -45,6 +49,7 @@ impl ResourceKind {
     /// The word a table, a log line and the gauge's `resource` label use.
     pub fn as_str(self) -> &'static str {
         match self {
+            Self::DnsRecordSet => "dns-record-set",
             Self::FloatingIp => "floating-ip",
             Self::LoadBalancer => "load-balancer",
             Self::Certificate => "certificate",
@@ -91,6 +96,9 @@ pub struct Listing {
     /// This cluster's Barbican secrets (named with its mark; none where the cloud has
     /// no Barbican).
     pub certificates: Vec<StoredSecret>,
+    /// Every record set of the project's Designate zones (none where the cloud has no
+    /// Designate).
+    pub record_sets: Vec<RecordSet>,
 }
 
 /// The orphans of `cluster` in `listing`, given the UIDs of every object that exists
@@ -118,6 +126,7 @@ pub fn classify(listing: &Listing, cluster: &ClusterId, live: &HashSet<String>) 
     orphans.extend(volumes(&listing.volumes, cluster, live));
     orphans.extend(ports(&listing.ports, cluster, live));
     orphans.extend(certificates(&listing.certificates, cluster, live));
+    orphans.extend(record_sets(&listing.record_sets, cluster, live));
     let ours: HashSet<&str> = listing
         .load_balancers
         .iter()
@@ -145,6 +154,28 @@ pub fn classify(listing: &Listing, cluster: &ClusterId, live: &HashSet<String>) 
         })
     }));
     orphans
+}
+
+/// This cluster's record sets whose owner (a LoadBalancer, VirtualMachine or group, or
+/// for a replica's name its group) is not live. The ID is `<zone>/<record set>`, what
+/// a delete needs.
+pub fn record_sets<'a>(
+    sets: impl IntoIterator<Item = &'a RecordSet>,
+    cluster: &ClusterId,
+    live: &HashSet<String>,
+) -> Vec<Orphan> {
+    sets.into_iter()
+        .filter_map(|r| {
+            let (uid, _, c) = port_owner(r.description.as_deref()?)?;
+            (c == cluster.as_str() && !live.contains(uid)).then(|| Orphan {
+                kind: ResourceKind::DnsRecordSet,
+                id: format!("{}/{}", r.zone_id, r.id),
+                name: format!("{} {} {}", r.name, r.type_, r.records.join(",")),
+                owner_uid: uid.to_owned(),
+                owner: None,
+            })
+        })
+        .collect()
 }
 
 /// This cluster's Barbican secrets whose LoadBalancer is not live.

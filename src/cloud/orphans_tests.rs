@@ -100,6 +100,19 @@ fn certificate(href: &str, cluster: &ClusterId, uid: &str) -> StoredSecret {
     }
 }
 
+fn record_set(id: &str, description: Option<&str>) -> RecordSet {
+    RecordSet {
+        id: id.into(),
+        zone_id: "z".into(),
+        name: "www.example.test.".to_owned(),
+        type_: "A".to_owned(),
+        records: vec!["10.0.0.5".to_owned()],
+        ttl: None,
+        description: description.map(str::to_owned),
+        status: "ACTIVE".to_owned(),
+    }
+}
+
 fn live() -> HashSet<String> {
     HashSet::from([LIVE.to_owned()])
 }
@@ -146,6 +159,14 @@ fn only_this_clusters_resources_of_gone_owners_are_orphans() {
             certificate("c-live", &ours, LIVE),
             certificate("c-theirs", &theirs, GONE),
         ],
+        record_sets: vec![
+            record_set("r-gone", Some(&port_record(GONE, None, &ours))),
+            // A live group's replica name is the group's.
+            record_set("r-live-replica", Some(&port_record(LIVE, Some(1), &ours))),
+            record_set("r-theirs", Some(&port_record(GONE, None, &theirs))),
+            record_set("r-by-hand", Some("made by hand")),
+            record_set("r-soa", None),
+        ],
     };
     let found = classify(&listing, &ours, &live());
     let ids: Vec<(&str, &str)> = found
@@ -161,6 +182,7 @@ fn only_this_clusters_resources_of_gone_owners_are_orphans() {
             ("volume", "v-gone"),
             ("port", "p-gone-group"),
             ("certificate", "c-gone"),
+            ("dns-record-set", "z/r-gone"),
             ("floating-ip", "f-gone"),
         ]
     );

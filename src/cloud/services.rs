@@ -276,6 +276,8 @@ pub trait Dns: Send + Sync {
         zone: &'a DnsZoneId,
         name: &'a str,
     ) -> CloudFuture<'a, Vec<RecordSet>>;
+    /// Every zone of the project, across all pages.
+    fn list_zones(&self) -> CloudFuture<'_, Vec<DnsZone>>;
     /// Every record set of `zone`, across all pages.
     fn list_zone_record_sets<'a>(&'a self, zone: &'a DnsZoneId) -> CloudFuture<'a, Vec<RecordSet>>;
     /// Answers once Designate accepted (202): the record set is `PENDING`.

@@ -8,6 +8,7 @@ pub mod command;
 
 use crate::cloud::CloudError;
 use crate::cloud::CloudServices;
+use crate::cloud::model::dns::RecordSet;
 use crate::cloud::model::key_manager::StoredSecret;
 use crate::cloud::model::loadbalancing::LbFilter;
 use crate::cloud::model::network::{FloatingIpFilter, PortFilter};
@@ -17,7 +18,8 @@ pub use crate::cloud::orphans::{Listing, Orphan, ResourceKind, classify};
 
 /// Seven calls: managed servers, server groups, managed load balancers, floating IPs,
 /// `cluster`'s data volumes, the project's ports, and `cluster`'s Barbican secrets
-/// (none where the cloud has no Barbican).
+/// (none where the cloud has no Barbican); then the project's Designate zones and one
+/// listing of each (none where the cloud has no Designate).
 pub async fn list(
     services: &dyn CloudServices,
     cluster: &ClusterId,
@@ -27,6 +29,7 @@ pub async fn list(
         .load_balancing(None)
         .list_certificates(&cluster.certificate_prefix())
         .await;
+    let record_sets = record_sets(services).await;
     Ok(Listing {
         servers: compute.list_managed_servers().await?,
         server_groups: compute.list_server_groups().await?,
@@ -53,10 +56,24 @@ pub async fn list(
             Err(e) if e.is_missing_service() => Vec::new(),
             listed => listed?,
         },
+        record_sets: match record_sets {
+            Err(e) if e.is_missing_service() => Vec::new(),
+            listed => listed?,
+        },
     })
 }
 
-/// Deletes `orphans`: floating IPs, load balancers (with everything under them), their
+/// Every record set of every zone of the project.
+async fn record_sets(services: &dyn CloudServices) -> Result<Vec<RecordSet>, CloudError> {
+    let dns = services.dns(None);
+    let mut sets = Vec::new();
+    for zone in dns.list_zones().await? {
+        sets.extend(dns.list_zone_record_sets(&zone.id).await?);
+    }
+    Ok(sets)
+}
+
+/// Deletes `orphans`: record sets, floating IPs, load balancers (with everything under them), their
 /// certificates, servers, volumes, ports, then server groups. One already gone counts as
 /// deleted.
 pub async fn delete(
@@ -69,6 +86,13 @@ pub async fn delete(
     for orphan in ordered {
         let id = orphan.id.clone();
         let done = match orphan.kind {
+            ResourceKind::DnsRecordSet => {
+                let (zone, set) = id.split_once('/').unwrap_or_default();
+                services
+                    .dns(None)
+                    .delete_record_set(&zone.into(), &set.into())
+                    .await
+            }
             ResourceKind::FloatingIp => services.network(None).delete_floating_ip(&id.into()).await,
             ResourceKind::LoadBalancer => {
                 services

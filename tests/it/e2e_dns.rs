@@ -8,6 +8,7 @@
 
 use crate::support;
 
+use std::collections::HashSet;
 use std::time::Duration;
 
 use kube::Api;
@@ -371,4 +372,56 @@ async fn a_group_name_holds_its_serving_replicas_and_drops_one_before_it_goes() 
         .map(|(_, t, _, _)| t)
         .collect();
     assert_eq!(left, ["NS", "SOA"], "every name went with the group");
+}
+
+/// A LoadBalancer deleted with `reconcile-policy: skip` leaves its name: the orphan
+/// inventory finds it (and nothing else of the zone) and deletes it.
+#[tokio::test]
+async fn an_abandoned_name_is_an_orphan_the_inventory_deletes() {
+    let env = Env::start(SimConfig::fast(), test_timing()).await;
+    env.sim.add_dns_zone(ZONE);
+    let dns = "[{zone: example.test., name: www}]";
+    let _: LoadBalancer = env.create_from_yaml(&manifest("private", dns)).await;
+    dns_rows(&env, "www ACTIVE", |rows| {
+        rows.len() == 1 && rows[0].status == "ACTIVE"
+    })
+    .await;
+    let skip =
+        json!({"metadata": {"annotations": {"verda.linecorp.com/reconcile-policy": "skip"}}});
+    let lbs = env.api::<LoadBalancer>();
+    lbs.patch(LB, &PatchParams::default(), &Patch::Merge(&skip))
+        .await
+        .expect("annotated");
+    eventually("paused", LIMIT, || async {
+        let s = lbs.get(LB).await.ok()?.status?;
+        verda_api::conditions::find_condition(&s.conditions, "Paused").map(drop)
+    })
+    .await;
+    deleted(&lbs, LB).await;
+    assert_eq!(
+        a_records(&env, "www.example.test.").len(),
+        1,
+        "left as it was"
+    );
+
+    let cluster = &env.ctx.cluster;
+    let listing = verda_operator::orphans::list(env.cloud().as_ref(), cluster)
+        .await
+        .expect("listed");
+    let orphans = verda_operator::orphans::classify(&listing, cluster, &HashSet::new());
+    let kinds: Vec<&str> = orphans.iter().map(|o| o.kind.as_str()).collect();
+    assert!(kinds.contains(&"dns-record-set"), "{orphans:?}");
+    let names: Vec<&str> = orphans
+        .iter()
+        .filter(|o| o.kind.as_str() == "dns-record-set")
+        .map(|o| o.name.as_str())
+        .collect();
+    assert_eq!(names.len(), 1, "only www, never NS or SOA: {names:?}");
+    assert!(names[0].starts_with("www.example.test. A "), "{names:?}");
+    let deleted = verda_operator::orphans::delete(env.cloud().as_ref(), &orphans).await;
+    assert!(deleted.iter().all(|(_, r)| r.is_ok()), "{deleted:?}");
+    assert!(
+        a_records(&env, "www.example.test.").is_empty(),
+        "the orphan is deleted"
+    );
 }

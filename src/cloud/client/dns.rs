@@ -52,6 +52,13 @@ impl Dns for OpenStackClient {
         })
     }
 
+    fn list_zones(&self) -> CloudFuture<'_, Vec<DnsZone>> {
+        Box::pin(async move {
+            let req = designate("list_zones", Method::GET, "/zones").query("limit", PAGE);
+            self.list_all(req, "zones", "list the DNS zones").await
+        })
+    }
+
     fn list_zone_record_sets<'a>(&'a self, zone: &'a DnsZoneId) -> CloudFuture<'a, Vec<RecordSet>> {
         Box::pin(async move {
             let path = format!("/zones/{zone}/recordsets");

@@ -273,6 +273,7 @@ impl Dns for Wired<dyn Dns> {
     }
     wired! {
         fn find_zone<'a>(&'a self, name: &'a str) -> CloudFuture<'a, DnsZone>;
+        fn list_zones(&self) -> CloudFuture<'_, Vec<DnsZone>>;
         fn list_record_sets<'a>(&'a self, zone: &'a DnsZoneId, name: &'a str) -> CloudFuture<'a, Vec<RecordSet>>;
         fn list_zone_record_sets<'a>(&'a self, zone: &'a DnsZoneId) -> CloudFuture<'a, Vec<RecordSet>>;
         fn update_record_set<'a>(&'a self, zone: &'a DnsZoneId, id: &'a RecordSetId, request: &'a UpdateRecordSet) -> CloudFuture<'a, RecordSet>;
