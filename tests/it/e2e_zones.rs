@@ -2,7 +2,8 @@
 //! `az-1`..`az-3`, as on the real systems): two replicas per zone; a scale-down leaves
 //! 2/1/1; a zone lost (its compute service disabled, its servers ERROR) moves its
 //! replicas to the others (`Balanced`) or leaves them pending (`Even`); the zone back,
-//! `Balanced` moves them home.
+//! `Balanced` moves them home, surge first: the pool behind a LoadBalancer never holds
+//! fewer than `replicas` meanwhile.
 
 use crate::support;
 
@@ -240,4 +241,76 @@ async fn zones_added_to_a_running_group_move_its_replicas_in() {
         .await
         .expect("zones added");
     until_spread(&env, &[("az-3", 3)]).await;
+}
+
+const FRONT: &str = r#"
+apiVersion: verda.linecorp.com/v1alpha1
+kind: LoadBalancer
+metadata:
+  name: front
+spec:
+  region: tokyo1
+  zone: dev
+  vipType: private
+  serviceType: generic
+  ports:
+  - port: 80
+    protocol: tcp
+    realServers: {protocol: tcp, port: 80, virtualMachineGroupRef: web}
+"#;
+
+/// The fewest members the LoadBalancer's pool held, sampled every 5 ms until the group
+/// runs `want` per zone, and the pool's changes meanwhile.
+async fn pool_floor_until(env: &Env, want: &[(&str, usize)]) -> (usize, Vec<Vec<String>>) {
+    let mut fewest = usize::MAX;
+    let mut seen: Vec<Vec<String>> = Vec::new();
+    let deadline = tokio::time::Instant::now() + LIMIT;
+    let want: BTreeMap<String, usize> = want.iter().map(|(z, n)| ((*z).to_owned(), *n)).collect();
+    loop {
+        if let Some(pool) = env
+            .sim
+            .load_balancers()
+            .first()
+            .and_then(|lb| lb.pools.first().cloned())
+        {
+            let mut names: Vec<String> = pool.members.iter().map(|m| m.name.clone()).collect();
+            names.sort();
+            fewest = fewest.min(names.len());
+            if seen.last() != Some(&names) {
+                seen.push(names);
+            }
+        }
+        let total: usize = want.values().sum();
+        if active_per_zone(env) == want && env.sim.live_servers().len() == total {
+            return (fewest, seen);
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{want:?} not reached: {seen:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_zone_back_moves_replicas_home_without_shrinking_the_pool() {
+    let env = Env::start(SimConfig::fast(), test_timing()).await;
+    env.create_from_yaml::<VirtualMachineGroup>(&group("Balanced"))
+        .await;
+    let _: verda_api::v1alpha1::LoadBalancer = env.create_from_yaml(FRONT).await;
+    until_spread(&env, &[("az-1", 2), ("az-2", 2), ("az-3", 2)]).await;
+    env.load_balancer_ready("front", "6/6").await;
+
+    env.sim.set_zone_enabled("az-2", false);
+    env.sim.fail_zone("az-2");
+    let (lost, _) = pool_floor_until(&env, &[("az-1", 3), ("az-3", 3)]).await;
+    assert!(lost >= 4, "the pool held {lost} while az-2 was lost");
+    env.load_balancer_ready("front", "6/6").await;
+
+    env.sim.set_zone_enabled("az-2", true);
+    let (back, seen) = pool_floor_until(&env, &[("az-1", 2), ("az-2", 2), ("az-3", 2)]).await;
+    assert!(
+        back >= 6,
+        "the pool held {back} while az-2 came back: {seen:?}"
+    );
 }

@@ -311,17 +311,29 @@ impl<'a> Round<'a> {
             .copied()
             .filter(|m| !policy.outdated(m) || policy.stalled)
             .collect();
-        let mut drain = Vec::new();
-        if kept.len() > replicas {
-            drain.extend(victims_of(&kept, policy, kept.len() - replicas));
-        }
         let available = self
             .active
             .iter()
             .filter(|m| policy.available(m, self.now))
             .count();
         let floor = replicas.saturating_sub(policy.max_unavailable as usize);
-        drain.extend(self.within_budget(available.saturating_sub(floor), true));
+        let mut budget = available.saturating_sub(floor);
+        // One budget for the surplus and the rollout: a replica left surplus by a new
+        // one in its zone that does not serve yet stays until that one does. A plain
+        // scale-down takes the not-ready first, so the budget never holds it back.
+        let mut drain = Vec::new();
+        if kept.len() > replicas {
+            for m in victims_of(&kept, policy, kept.len() - replicas) {
+                if policy.available(m, self.now) {
+                    if budget == 0 {
+                        continue;
+                    }
+                    budget -= 1;
+                }
+                drain.push(m);
+            }
+        }
+        drain.extend(self.within_budget(budget, true));
         (create, drain)
     }
 

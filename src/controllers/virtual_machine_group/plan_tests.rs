@@ -487,3 +487,36 @@ fn a_replica_moved_between_zones_that_is_ready_but_not_in_a_pool_waits_for_the_b
     members[5].serving = true;
     assert_eq!(plan(&p, &members, at(0)).drain, ["web-6"]);
 }
+
+#[test]
+fn a_surplus_replica_waits_until_the_new_one_in_its_zones_place_serves() {
+    // web-6 was made in az-2 for web-5, which az-3 now holds one too many of; web-6
+    // does not serve yet, so web-5 is the sixth that serves: it stays.
+    let zones = ["az-1", "az-2", "az-3", "az-1", "az-2", "az-3", "az-2"];
+    let mut members: Vec<Member> = (0..7)
+        .map(|i| Member {
+            zone: Some(zones[i as usize].into()),
+            ..member(i, "new", true)
+        })
+        .collect();
+    members[5].surplus = true;
+    members[6].ready = false;
+    members[6].serving = false;
+    members[6].in_pools = false;
+    members[6].health = Health::Starting;
+    let p = policy(6, ROLLING, true);
+    assert_eq!(plan(&p, &members, at(0)), Plan::default());
+    members[6] = Member {
+        zone: Some("az-2".into()),
+        ..member(6, "new", true)
+    };
+    assert_eq!(plan(&p, &members, at(0)).drain, ["web-5"]);
+    // A scale-down is not held back: the not-ready go first, free.
+    members[6].ready = false;
+    members[6].serving = false;
+    members[6].health = Health::Starting;
+    assert_eq!(
+        plan(&Policy { replicas: 4, ..p }, &members, at(0)).drain,
+        ["web-4", "web-5", "web-6"]
+    );
+}
