@@ -9,7 +9,8 @@
 # VERDA_BENCH_FAIRNESS=1 (another project's VirtualMachine timed alone and during the fleet),
 # VERDA_BENCH_PORTS=1 (every replica on a declared port),
 # VERDA_BENCH_ZONES=1 (every group spread over the simulator's three availability zones),
-# VERDA_BENCH_LB_OPTIONS=1 (every LoadBalancer with every listener, pool and monitor option).
+# VERDA_BENCH_LB_OPTIONS=1 (every LoadBalancer with every listener, pool and monitor option),
+# VERDA_BENCH_DNS=1 (a DNSZone, every group and LoadBalancer named in it).
 # VERDA_BENCH_OPERATOR_WRAP (a command the operator runs under; hack/bench-memory.sh uses it).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -61,6 +61,10 @@ ZONES = os.environ.get("VERDA_BENCH_ZONES") == "1"
 # Every LoadBalancer with every listener, pool and monitor option, its group's members
 # weighted (a one-group split).
 LB_OPTIONS = os.environ.get("VERDA_BENCH_LB_OPTIONS") == "1"
+# "1": a DNSZone `fleet.test.` made first, every group named in it (`group-<i>` for its
+# serving replicas, `group-<i>-<n>` per replica) and every LoadBalancer (`lb-<i>`).
+DNS = os.environ.get("VERDA_BENCH_DNS") == "1"
+DNS_ZONE = "fleet.test."
 CONFIRM_SECS = 5
 WRITE = re.compile(r"^(create|delete|update|replace|set|resize|confirm|add|remove)_")
 
@@ -122,6 +126,8 @@ def manifests(groups, namespace):
                 "replicas": REPLICAS,
                 "haPolicy": "soft",
                 **({"zones": {"names": ["az-1", "az-2", "az-3"]}} if ZONES else {}),
+                **({"dns": [{"zone": DNS_ZONE, "name": f"group-{i}", "ttl": 30,
+                             "perReplica": True}]} if DNS else {}),
                 "template": {"image": "centos79", "flavor": "n3-1vcpu-2gb",
                              "initScript": {"value": "ls"},
                              **({"ports": [{"network": "private"}]} if PORTS else {})},
@@ -143,7 +149,8 @@ def manifests(groups, namespace):
             "kind": "LoadBalancer",
             "metadata": {"name": f"lb-{i}", "namespace": namespace},
             "spec": {"region": "tokyo1", "zone": "dev", "vipType": "private",
-                     "serviceType": "generic", "ports": ports},
+                     "serviceType": "generic", "ports": ports,
+                     **({"dns": [{"zone": DNS_ZONE, "name": f"lb-{i}"}]} if DNS else {})},
         })
     # One YAML stream, as a user's manifest file: each document in flow style
     # (kubectl reads a stream whose first document looks like JSON as JSON only).
@@ -186,7 +193,29 @@ def ready(obj):
     return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
 
 
+def dns_zone(env, workdir, namespace):
+    """Applies the fleet's DNSZone and waits until Designate serves it."""
+    path = os.path.join(workdir, "zone.yaml")
+    with open(path, "w") as f:
+        f.write(flow({"apiVersion": "verda.linecorp.com/v1alpha1", "kind": "DNSZone",
+                      "metadata": {"name": "fleet", "namespace": namespace},
+                      "spec": {"name": DNS_ZONE, "email": "hostmaster@fleet.test"}}))
+    kubectl(env, "apply", "-f", path)
+    wait_for("the DNSZone to be Ready", lambda: ready(json.loads(kubectl(
+        env, "get", "dnsz", "fleet", "-n", namespace, "-o", "json"))), 60, 0.5)
+
+
+def names_settled(env, namespace):
+    """Every name of every VirtualMachine, group and LoadBalancer ACTIVE in Designate."""
+    out = kubectl(env, "get", "vm,vmg,lb", "-n", namespace, "-o", "json")
+    rows = [row for o in json.loads(out)["items"]
+            for row in (o.get("status") or {}).get("dns") or []]
+    return rows and all(row.get("status") == "ACTIVE" for row in rows)
+
+
 def converged(env, groups, namespace):
+    if DNS and not names_settled(env, namespace):
+        return False
     out = kubectl(env, "get", "vmg,lb", "-n", namespace, "-o", "json")
     items = json.loads(out)["items"]
     vmgs = [o for o in items if o["kind"] == "VirtualMachineGroup"]
@@ -367,6 +396,8 @@ def run(groups, workdir):
             other = f"{ns}-other"
             second_project(env, workdir, other, team_clouds)
             fairness["alone_secs"] = probe(env, workdir, other, "probe-alone")
+        if DNS:
+            dns_zone(env, workdir, ns)
         before = cloud_calls(metrics_url)
         cpu_before = cpu_seconds(operator.pid)
         started = time.monotonic()

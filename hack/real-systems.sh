@@ -16,7 +16,8 @@
 #            listener, pool and monitor options and a traffic split between two groups
 #            on the real Octavia; tests/it/real_lb_tls.rs: TLS termination from
 #            kubernetes.io/tls Secrets through the real Barbican; tests/it/real_dns.rs:
-#            a LoadBalancer's DNS names in the real Designate, resolved from BIND with dig;
+#            a DNSZone and the DNS names of a LoadBalancer and a group in the real
+#            Designate, resolved from BIND with dig;
 #   zones    tests/it/real_zones.rs: groups spread over the three Nova availability
 #            zones, one zone lost (its compute service disabled, its servers ERROR)
 #            and back;
@@ -143,10 +144,13 @@ kubectl() { command kubectl "$@" 2> >(grep -v 'version difference\|^WARNING: ver
 # Install as a user would, with the one-file install (this release's, or the file
 # given): CRDs, RBAC, namespace and Deployment (no kubelet runs it here).
 install_operator() {
-  kubectl apply -f "${1:-$ROOT/dist/install.yaml}" >/dev/null
-  kubectl wait --for condition=Established --timeout=60s \
-    crd/virtualmachines.verda.linecorp.com crd/virtualmachinegroups.verda.linecorp.com \
-    crd/loadbalancers.verda.linecorp.com >/dev/null
+  local file=${1:-$ROOT/dist/install.yaml} crds
+  kubectl apply -f "$file" >/dev/null
+  crds="crd/virtualmachines.verda.linecorp.com crd/virtualmachinegroups.verda.linecorp.com crd/loadbalancers.verda.linecorp.com"
+  # DNSZone came with 0.8.0: an earlier release's file has no such CRD.
+  grep -q 'name: dnszones.verda.linecorp.com' "$file" && crds="$crds crd/dnszones.verda.linecorp.com"
+  # shellcheck disable=SC2086
+  kubectl wait --for condition=Established --timeout=60s $crds >/dev/null
 }
 
 # Whatever an interrupted earlier run left in the demo project goes first, so that

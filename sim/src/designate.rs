@@ -37,7 +37,11 @@ pub(crate) fn routes(r: Router<Sim>) -> Router<Sim> {
     r.route(&format!("{P}/zones"), get(list_zones).post(create_zone))
         .route(
             &format!("{P}/zones/{{zone}}"),
-            get(get_zone).delete(delete_zone),
+            get(get_zone).patch(update_zone).delete(delete_zone),
+        )
+        .route(
+            &format!("{P}/zones/{{zone}}/nameservers"),
+            get(zone_nameservers),
         )
         .route(
             &format!("{P}/zones/{{zone}}/recordsets"),
@@ -60,6 +64,21 @@ fn err(status: u16, type_: &str, message: &str) -> Response {
 
 fn zone_not_found() -> Response {
     err(404, "zone_not_found", "Could not find Zone")
+}
+
+/// The name of `zone`, or Designate's 404.
+fn zone_name(w: &World, zone: &str) -> Result<String, Response> {
+    let z = w.designate.zones.get(zone).ok_or_else(zone_not_found)?;
+    Ok(z.name.clone())
+}
+
+/// Record set `id` of `zone`, or Designate's 404.
+fn record_set_in<'a>(w: &'a World, zone: &str, id: &str) -> Result<&'a RecordSet, Response> {
+    w.designate
+        .record_sets
+        .get(id)
+        .filter(|r| r.zone_id == zone)
+        .ok_or_else(record_set_not_found)
 }
 
 fn record_set_not_found() -> Response {
@@ -97,11 +116,19 @@ fn zone_view(sim: &Sim, project: &str, z: &DnsZone) -> Value {
     let status = pending_until(z.ready_at);
     json!({"id": z.id, "pool_id": "794ccc2c-d751-44fe-b57f-8894c9f5c842", "project_id": project,
         "name": z.name, "email": z.email, "description": z.description, "ttl": z.ttl,
-        "serial": 1_796_209_978 + z.seq, "shared": false, "status": status,
-        "action": if status == "PENDING" { "CREATE" } else { "NONE" }, "version": 1,
+        "serial": shown_serial(z, status), "shared": false, "status": status,
+        "action": if status == "PENDING" { z.action } else { "NONE" }, "version": z.version,
         "attributes": {}, "type": "PRIMARY", "masters": [], "created_at": z.created,
-        "updated_at": null, "transferred_at": null,
+        "updated_at": z.updated, "transferred_at": null,
         "links": {"self": format!("{}{P}/zones/{}", sim.base, z.id)}})
+}
+
+/// The serial served: a change still `PENDING` has not reached the SOA yet.
+fn shown_serial(z: &DnsZone, status: &str) -> u64 {
+    match (status, z.action) {
+        ("PENDING", "UPDATE") => z.serial - 1,
+        _ => z.serial,
+    }
 }
 
 fn record_set_view(sim: &Sim, project: &str, zone: &str, r: &RecordSet) -> Value {
@@ -215,15 +242,21 @@ async fn create_zone(
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_owned();
-    if !name.ends_with('.') || name.len() < 2 {
-        return Err(err(
-            400,
-            "invalid_object",
-            &format!("'{name}' is not a 'domainname'"),
-        ));
-    }
-    if email.is_empty() {
-        return Err(err(400, "invalid_object", "'email' is a required property"));
+    check_zone(&name, &email)?;
+    // Zone names are Designate's, not a project's: another project's counts too.
+    let own = sim.worlds.get(&project);
+    let elsewhere = sim.worlds.values().any(|world| {
+        let other = own.is_some_and(|own| !std::ptr::eq(own, world));
+        other
+            && crate::faults::lock(world)
+                .designate
+                .zones
+                .values()
+                .any(|z| z.name == name)
+    });
+    if elsewhere {
+        let message = "Zone already exists, owned by a different tenant";
+        return Err(err(409, "duplicate_zone", message));
     }
     let mut w = sim.world_of(&project);
     if w.designate.zones.values().any(|z| z.name == name) {
@@ -246,6 +279,18 @@ async fn create_zone(
     ))
 }
 
+/// Designate's refusal of a zone's name or email.
+fn check_zone(name: &str, email: &str) -> Result<(), Response> {
+    if !name.ends_with('.') || name.len() < 2 {
+        let message = format!("'{name}' is not a 'domainname'");
+        return Err(err(400, "invalid_object", &message));
+    }
+    if email.is_empty() {
+        return Err(err(400, "invalid_object", "'email' is a required property"));
+    }
+    Ok(())
+}
+
 /// A zone in `w` with its NS and SOA record sets, as Designate makes them.
 fn new_zone(
     w: &mut World,
@@ -255,6 +300,7 @@ fn new_zone(
     description: Option<String>,
     ready_at: Instant,
 ) -> DnsZone {
+    let seq = next_seq(w);
     let zone = DnsZone {
         id: w.uuid(),
         name,
@@ -262,8 +308,12 @@ fn new_zone(
         ttl,
         description,
         created: wire::ts_micro_naive(Utc::now()),
+        updated: None,
+        serial: 1_796_209_978 + seq,
+        version: 1,
+        action: "CREATE",
         ready_at,
-        seq: next_seq(w),
+        seq,
     };
     let soa = format!(
         "{NAME_SERVER} {} 1 3552 600 86400 3600",
@@ -337,7 +387,68 @@ async fn get_zone(
     ))
 }
 
-/// Deletes the zone and every record set in it.
+/// `email`, `ttl` and `description` become the request's (the others are Designate's
+/// to keep); 202 while the name servers are told, the serial one up.
+async fn update_zone(
+    State(sim): State<Sim>,
+    Path(zone): Path<String>,
+    headers: HeaderMap,
+    bytes: Bytes,
+) -> Result<Response, Response> {
+    let project = enter(&sim, "update_zone", &headers).await?;
+    let req = body_of(&bytes)?;
+    if let Some(key) = req
+        .keys()
+        .find(|k| !["email", "ttl", "description"].contains(&k.as_str()))
+    {
+        let message =
+            format!("Provided object does not match schema. Keys ['{key}'] are not valid for zone");
+        return Err(err(400, "invalid_object", &message));
+    }
+    let mut w = sim.world_of(&project);
+    let delay = w.lb_delay;
+    let z = w
+        .designate
+        .zones
+        .get_mut(&zone)
+        .ok_or_else(zone_not_found)?;
+    if let Some(email) = req.get("email").and_then(Value::as_str) {
+        z.email = email.to_owned();
+    }
+    if let Some(ttl) = req.get("ttl").and_then(Value::as_i64) {
+        z.ttl = ttl;
+    }
+    if req.contains_key("description") {
+        z.description = req
+            .get("description")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+    }
+    // The serial the name servers will serve: shown once they do.
+    z.serial += 1;
+    z.version += 1;
+    z.action = "UPDATE";
+    z.updated = Some(wire::ts_micro_naive(Utc::now()));
+    z.ready_at = Instant::now() + delay;
+    let view = zone_view(&sim, &project, z);
+    Ok(wire::respond(202, Some(JSON), &[], Some(&view)))
+}
+
+/// The pool's name servers.
+async fn zone_nameservers(
+    State(sim): State<Sim>,
+    Path(zone): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, Response> {
+    let project = enter(&sim, "list_nameservers", &headers).await?;
+    let w = sim.world_of(&project);
+    zone_name(&w, &zone)?;
+    let body = json!({"nameservers": [{"hostname": NAME_SERVER, "priority": 1}]});
+    Ok(wire::respond(200, Some(JSON), &[], Some(&body)))
+}
+
+/// Deletes the zone and every record set in it once the name servers dropped it: until
+/// then Designate still shows it, `PENDING` `DELETE`.
 async fn delete_zone(
     State(sim): State<Sim>,
     Path(zone): Path<String>,
@@ -345,11 +456,18 @@ async fn delete_zone(
 ) -> Result<Response, Response> {
     let project = enter(&sim, "delete_zone", &headers).await?;
     let mut w = sim.world_of(&project);
-    let z = w.designate.zones.remove(&zone).ok_or_else(zone_not_found)?;
-    w.designate.record_sets.retain(|_, r| r.zone_id != zone);
-    let mut view = zone_view(&sim, &project, &z);
-    view["status"] = json!("PENDING");
-    view["action"] = json!("DELETE");
+    let ready_at = Instant::now() + w.lb_delay;
+    let z = w
+        .designate
+        .zones
+        .get_mut(&zone)
+        .ok_or_else(zone_not_found)?;
+    z.action = "DELETE";
+    z.version += 1;
+    z.updated = Some(wire::ts_micro_naive(Utc::now()));
+    z.ready_at = ready_at;
+    let view = zone_view(&sim, &project, z);
+    w.schedule(ready_at);
     Ok(wire::respond(202, Some(JSON), &[], Some(&view)))
 }
 
@@ -455,13 +573,7 @@ async fn create_record_set(
 /// The zone's name, when `name` belongs in it and has no record set of `type_` yet;
 /// Designate's refusal otherwise.
 fn placed(w: &World, zone: &str, name: &str, type_: &str) -> Result<String, Response> {
-    let zone_name = w
-        .designate
-        .zones
-        .get(zone)
-        .ok_or_else(zone_not_found)?
-        .name
-        .clone();
+    let zone_name = zone_name(w, zone)?;
     if name != zone_name && !name.ends_with(&format!(".{zone_name}")) {
         return Err(err(
             400,
@@ -486,18 +598,13 @@ async fn get_record_set(
 ) -> Result<Response, Response> {
     let project = enter(&sim, "get_record_set", &headers).await?;
     let w = sim.world_of(&project);
-    let z = w.designate.zones.get(&zone).ok_or_else(zone_not_found)?;
-    let r = w
-        .designate
-        .record_sets
-        .get(&id)
-        .filter(|r| r.zone_id == zone)
-        .ok_or_else(record_set_not_found)?;
+    let name = zone_name(&w, &zone)?;
+    let r = record_set_in(&w, &zone, &id)?;
     Ok(wire::respond(
         200,
         Some(JSON),
         &[],
-        Some(&record_set_view(&sim, &project, &z.name, r)),
+        Some(&record_set_view(&sim, &project, &name, r)),
     ))
 }
 
@@ -512,20 +619,9 @@ async fn update_record_set(
     let project = enter(&sim, "update_record_set", &headers).await?;
     let req = body_of(&bytes)?;
     let mut w = sim.world_of(&project);
-    let zone_name = w
-        .designate
-        .zones
-        .get(&zone)
-        .ok_or_else(zone_not_found)?
-        .name
-        .clone();
+    let zone_name = zone_name(&w, &zone)?;
     let delay = w.lb_delay;
-    let set = w
-        .designate
-        .record_sets
-        .get(&id)
-        .filter(|r| r.zone_id == zone)
-        .ok_or_else(record_set_not_found)?;
+    let set = record_set_in(&w, &zone, &id)?;
     let records = match req.get("records").and_then(Value::as_array) {
         Some(records) => check_records(&set.type_, records)?,
         None => set.records.clone(),
@@ -562,21 +658,12 @@ async fn delete_record_set(
 ) -> Result<Response, Response> {
     let project = enter(&sim, "delete_record_set", &headers).await?;
     let mut w = sim.world_of(&project);
-    let zone_name = w
-        .designate
-        .zones
-        .get(&zone)
-        .ok_or_else(zone_not_found)?
-        .name
-        .clone();
-    let exists = w
+    let zone_name = zone_name(&w, &zone)?;
+    record_set_in(&w, &zone, &id)?;
+    let set = w
         .designate
         .record_sets
-        .get(&id)
-        .is_some_and(|r| r.zone_id == zone);
-    let set = exists
-        .then(|| w.designate.record_sets.remove(&id))
-        .flatten()
+        .remove(&id)
         .ok_or_else(record_set_not_found)?;
     let mut view = record_set_view(&sim, &project, &zone_name, &set);
     view["status"] = json!("PENDING");

@@ -15,7 +15,7 @@ use std::collections::HashSet;
 use serde::Serialize;
 
 use super::model::compute::{Server, ServerGroup};
-use super::model::dns::RecordSet;
+use super::model::dns::{DnsZone, RecordSet};
 use super::model::key_manager::StoredSecret;
 use super::model::loadbalancing::LoadBalancer;
 use super::model::network::{FloatingIp, Port};
@@ -33,6 +33,8 @@ pub enum ResourceKind {
     /// A Designate record set (`spec.dns`): first, so that nothing resolves to what
     /// goes after it.
     DnsRecordSet,
+    /// A DNSZone's zone: after its record sets.
+    DnsZone,
     FloatingIp,
     LoadBalancer,
     /// A terminated-https listener's Barbican secret: after its load balancer.
@@ -50,6 +52,7 @@ impl ResourceKind {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::DnsRecordSet => "dns-record-set",
+            Self::DnsZone => "dns-zone",
             Self::FloatingIp => "floating-ip",
             Self::LoadBalancer => "load-balancer",
             Self::Certificate => "certificate",
@@ -96,8 +99,9 @@ pub struct Listing {
     /// This cluster's Barbican secrets (named with its mark; none where the cloud has
     /// no Barbican).
     pub certificates: Vec<StoredSecret>,
-    /// Every record set of the project's Designate zones (none where the cloud has no
-    /// Designate).
+    /// The project's Designate zones, and every record set in them (none where the
+    /// cloud has no Designate).
+    pub zones: Vec<DnsZone>,
     pub record_sets: Vec<RecordSet>,
 }
 
@@ -127,6 +131,7 @@ pub fn classify(listing: &Listing, cluster: &ClusterId, live: &HashSet<String>) 
     orphans.extend(ports(&listing.ports, cluster, live));
     orphans.extend(certificates(&listing.certificates, cluster, live));
     orphans.extend(record_sets(&listing.record_sets, cluster, live));
+    orphans.extend(zones(&listing.zones, cluster, live));
     let ours: HashSet<&str> = listing
         .load_balancers
         .iter()
@@ -171,6 +176,29 @@ pub fn record_sets<'a>(
                 kind: ResourceKind::DnsRecordSet,
                 id: format!("{}/{}", r.zone_id, r.id),
                 name: format!("{} {} {}", r.name, r.type_, r.records.join(",")),
+                owner_uid: uid.to_owned(),
+                owner: None,
+            })
+        })
+        .collect()
+}
+
+/// This cluster's zones (a DNSZone's) whose owner is not live. Deleting one deletes
+/// every record set in it: `delete` refuses a zone that still holds any but its NS,
+/// its SOA and this listing's orphaned record sets.
+pub fn zones<'a>(
+    zones: impl IntoIterator<Item = &'a DnsZone>,
+    cluster: &ClusterId,
+    live: &HashSet<String>,
+) -> Vec<Orphan> {
+    zones
+        .into_iter()
+        .filter_map(|z| {
+            let (uid, _, c) = port_owner(z.description.as_deref()?)?;
+            (c == cluster.as_str() && !live.contains(uid)).then(|| Orphan {
+                kind: ResourceKind::DnsZone,
+                id: z.id.to_string(),
+                name: z.name.clone(),
                 owner_uid: uid.to_owned(),
                 owner: None,
             })

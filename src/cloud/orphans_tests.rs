@@ -167,6 +167,13 @@ fn only_this_clusters_resources_of_gone_owners_are_orphans() {
             record_set("r-by-hand", Some("made by hand")),
             record_set("r-soa", None),
         ],
+        zones: vec![
+            zone("zone-gone", Some(&port_record(GONE, None, &ours))),
+            zone("zone-live", Some(&port_record(LIVE, None, &ours))),
+            zone("zone-theirs", Some(&port_record(GONE, None, &theirs))),
+            zone("zone-by-hand", Some("made by hand")),
+            zone("zone-bare", None),
+        ],
     };
     let found = classify(&listing, &ours, &live());
     let ids: Vec<(&str, &str)> = found
@@ -183,6 +190,7 @@ fn only_this_clusters_resources_of_gone_owners_are_orphans() {
             ("port", "p-gone-group"),
             ("certificate", "c-gone"),
             ("dns-record-set", "z/r-gone"),
+            ("dns-zone", "zone-gone"),
             ("floating-ip", "f-gone"),
         ]
     );
@@ -193,6 +201,15 @@ fn only_this_clusters_resources_of_gone_owners_are_orphans() {
         "from its namespace tag"
     );
     assert!(found.iter().all(|o| o.owner_uid == GONE));
+}
+
+fn zone(id: &str, description: Option<&str>) -> crate::cloud::model::dns::DnsZone {
+    crate::cloud::model::dns::DnsZone {
+        id: id.into(),
+        name: format!("{id}.test."),
+        description: description.map(str::to_owned),
+        ..Default::default()
+    }
 }
 
 #[test]

@@ -22,7 +22,9 @@ use super::ids::*;
 use super::model::compute::{
     AvailabilityZone, CreateServer, Flavor, Image, Server, ServerGroup, ServerGroupPolicy,
 };
-use super::model::dns::{CreateRecordSet, DnsZone, RecordSet, UpdateRecordSet};
+use super::model::dns::{
+    CreateRecordSet, CreateZone, DnsZone, RecordSet, UpdateRecordSet, UpdateZone,
+};
 use super::model::key_manager::StoredSecret;
 use super::model::loadbalancing::*;
 use super::model::network::{
@@ -270,14 +272,23 @@ pub trait Dns: Send + Sync {
     /// The project's zone of this name (`example.test.`, remembered as other lookups
     /// are); `LookupNotFound` when the project has none.
     fn find_zone<'a>(&'a self, name: &'a str) -> CloudFuture<'a, DnsZone>;
-    /// The record sets of this fully qualified name in `zone`, of every type.
-    fn list_record_sets<'a>(
-        &'a self,
-        zone: &'a DnsZoneId,
-        name: &'a str,
-    ) -> CloudFuture<'a, Vec<RecordSet>>;
     /// Every zone of the project, across all pages.
     fn list_zones(&self) -> CloudFuture<'_, Vec<DnsZone>>;
+    /// The project's zones of this name, as Designate lists them now (one at most;
+    /// none remembered).
+    fn zones_named<'a>(&'a self, name: &'a str) -> CloudFuture<'a, Vec<DnsZone>>;
+    fn get_zone<'a>(&'a self, id: &'a DnsZoneId) -> CloudFuture<'a, DnsZone>;
+    /// Answers once Designate accepted (202): the zone is `PENDING`.
+    fn create_zone<'a>(&'a self, request: &'a CreateZone) -> CloudFuture<'a, DnsZone>;
+    fn update_zone<'a>(
+        &'a self,
+        id: &'a DnsZoneId,
+        request: &'a UpdateZone,
+    ) -> CloudFuture<'a, DnsZone>;
+    /// Deletes the zone and every record set in it.
+    fn delete_zone<'a>(&'a self, id: &'a DnsZoneId) -> CloudFuture<'a, ()>;
+    /// The host names of the name servers that serve the zone.
+    fn zone_nameservers<'a>(&'a self, id: &'a DnsZoneId) -> CloudFuture<'a, Vec<String>>;
     /// Every record set of `zone`, across all pages.
     fn list_zone_record_sets<'a>(&'a self, zone: &'a DnsZoneId) -> CloudFuture<'a, Vec<RecordSet>>;
     /// Answers once Designate accepted (202): the record set is `PENDING`.

@@ -15,7 +15,7 @@ use verda_api::v1alpha1::{DnsAddress, DnsName, DnsRecordStatus};
 
 use crate::caches::cloud_view::{ProjectView, RecordSetView};
 use crate::cloud::ids::{DnsZoneId, RecordSetId};
-use crate::cloud::model::dns::{CreateRecordSet, RecordSet, UpdateRecordSet};
+use crate::cloud::model::dns::{CreateRecordSet, PENDING, RecordSet, UpdateRecordSet};
 use crate::cloud::{CloudError, Dns, ErrorKind};
 use crate::runtime::{Context, ReconcileError};
 
@@ -23,8 +23,6 @@ pub const ZONE_NOT_FOUND: &str = "ZoneNotFound";
 pub const OWNED_BY_ANOTHER: &str = "RecordOwnedByAnother";
 pub const NO_ADDRESS: &str = "NoAddress";
 pub const FAILED: &str = "Failed";
-/// Designate's word for a change its name servers do not serve yet.
-const PENDING: &str = "PENDING";
 /// How soon a name Designate is still publishing, or a failed write, is looked at again.
 pub const POLL: Duration = Duration::from_secs(5);
 
@@ -337,6 +335,8 @@ pub async fn converge(
     for name in seen {
         let (todo, row) = plan(name, addresses.of(&name.name), record);
         let mut row = row;
+        // Without a row, the writes are the deletes of a name no longer wanted.
+        let deleting = row.is_none() && !todo.is_empty();
         for write in todo.into_iter().filter(|_| writes) {
             designate.view.forget(write.zone());
             match carry_out(designate.dns, &write).await {
@@ -359,11 +359,7 @@ pub async fn converge(
         if let Some(row) = row {
             kept.unsettled |= row.status == PENDING || row.status == FAILED;
             kept.statuses.push(row);
-        } else if name
-            .sets
-            .iter()
-            .any(|s| s.description.as_deref() == Some(record))
-        {
+        } else if deleting {
             // Deleted just now: reported no more, confirmed by the next round's listing.
             kept.unsettled = true;
         }

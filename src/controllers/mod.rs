@@ -1,4 +1,4 @@
-//! The three controllers, one folder per kind, and what starts them together: the watch
+//! The controllers, one folder per kind, and what starts them together: the watch
 //! caches' feeds, the cloud view's refreshes and the wake-ups on credentials changes.
 //! Only the leader (or, as a shard, each replica for its namespaces) runs them.
 //!
@@ -6,6 +6,7 @@
 //! (`crate::runtime`); what they read (watch caches, cloud view) is the caches'.
 
 pub mod dns_records;
+pub mod dns_zone;
 pub mod load_balancer;
 mod ring_follower;
 pub mod virtual_machine;
@@ -41,10 +42,12 @@ pub async fn run_all(ctx: Arc<Context>) {
     let vms = virtual_machine::run(ctx.clone(), &mut feeds, wake_ups.virtual_machines);
     let groups = virtual_machine_group::run(ctx.clone(), &mut feeds, wake_ups.groups);
     let lbs = load_balancer::run(ctx.clone(), &mut feeds, wake_ups.load_balancers);
+    let zones = dns_zone::run(ctx.clone(), &mut feeds, wake_ups.dns_zones);
     tokio::join!(
         vms,
         groups,
         lbs,
+        zones,
         feeds.run(&ctx.reach, writers),
         cloud_view::refresh_forever(
             &ctx.view,
@@ -107,6 +110,7 @@ async fn wake_on_secret_changes(
         wake_namespace(&caches.virtual_machines, ns, &wakers.virtual_machines).await;
         wake_namespace(&caches.groups, ns, &wakers.groups).await;
         wake_namespace(&caches.load_balancers, ns, &wakers.load_balancers).await;
+        wake_namespace(&caches.dns_zones, ns, &wakers.dns_zones).await;
     }
 }
 

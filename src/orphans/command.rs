@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use kube::api::{Api, ListParams};
 use kube::{Resource, ResourceExt};
-use verda_api::v1alpha1::{LoadBalancer, VirtualMachine, VirtualMachineGroup};
+use verda_api::v1alpha1::{DNSZone, LoadBalancer, VirtualMachine, VirtualMachineGroup};
 
 use super::{Orphan, classify, delete, list};
 use crate::cloud::CloudServices;
@@ -104,6 +104,7 @@ async fn live_uids(client: &kube::Client) -> Result<HashSet<String>, OrphansErro
     uids.extend(uids_of::<VirtualMachine>(client, "VirtualMachines").await?);
     uids.extend(uids_of::<VirtualMachineGroup>(client, "VirtualMachineGroups").await?);
     uids.extend(uids_of::<LoadBalancer>(client, "LoadBalancers").await?);
+    uids.extend(uids_of::<DNSZone>(client, "DNSZones").await?);
     Ok(uids)
 }
 

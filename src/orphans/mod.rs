@@ -8,11 +8,12 @@ pub mod command;
 
 use crate::cloud::CloudError;
 use crate::cloud::CloudServices;
-use crate::cloud::model::dns::RecordSet;
+use crate::cloud::model::dns::{DnsZone, RecordSet};
 use crate::cloud::model::key_manager::StoredSecret;
 use crate::cloud::model::loadbalancing::LbFilter;
 use crate::cloud::model::network::{FloatingIpFilter, PortFilter};
 use crate::cloud::owner::{ClusterId, MANAGED_TAG};
+use crate::cloud::{Dns, ErrorKind};
 
 pub use crate::cloud::orphans::{Listing, Orphan, ResourceKind, classify};
 
@@ -29,7 +30,7 @@ pub async fn list(
         .load_balancing(None)
         .list_certificates(&cluster.certificate_prefix())
         .await;
-    let record_sets = record_sets(services).await;
+    let designate = designate(services).await;
     Ok(Listing {
         servers: compute.list_managed_servers().await?,
         server_groups: compute.list_server_groups().await?,
@@ -56,24 +57,64 @@ pub async fn list(
             Err(e) if e.is_missing_service() => Vec::new(),
             listed => listed?,
         },
-        record_sets: match record_sets {
-            Err(e) if e.is_missing_service() => Vec::new(),
-            listed => listed?,
-        },
+        ..designate_listing(designate)?
     })
 }
 
-/// Every record set of every zone of the project.
-async fn record_sets(services: &dyn CloudServices) -> Result<Vec<RecordSet>, CloudError> {
-    let dns = services.dns(None);
-    let mut sets = Vec::new();
-    for zone in dns.list_zones().await? {
-        sets.extend(dns.list_zone_record_sets(&zone.id).await?);
-    }
-    Ok(sets)
+/// The zones and record sets of the listing; none where the cloud has no Designate.
+fn designate_listing(
+    listed: Result<(Vec<DnsZone>, Vec<RecordSet>), CloudError>,
+) -> Result<Listing, CloudError> {
+    let (zones, record_sets) = match listed {
+        Err(e) if e.is_missing_service() => Default::default(),
+        listed => listed?,
+    };
+    Ok(Listing {
+        zones,
+        record_sets,
+        ..Listing::default()
+    })
 }
 
-/// Deletes `orphans`: record sets, floating IPs, load balancers (with everything under them), their
+/// Every zone of the project, and every record set of each.
+async fn designate(
+    services: &dyn CloudServices,
+) -> Result<(Vec<DnsZone>, Vec<RecordSet>), CloudError> {
+    let dns = services.dns(None);
+    let zones = dns.list_zones().await?;
+    let mut sets = Vec::new();
+    for zone in &zones {
+        sets.extend(dns.list_zone_record_sets(&zone.id).await?);
+    }
+    Ok((zones, sets))
+}
+
+/// Deletes an orphaned zone only once it holds no record set but its NS and SOA:
+/// Designate would take any other (someone's data) with it.
+async fn delete_zone(dns: &dyn Dns, id: &str, name: &str) -> Result<(), CloudError> {
+    let zone = id.into();
+    let held: Vec<String> = dns
+        .list_zone_record_sets(&zone)
+        .await?
+        .into_iter()
+        .filter(|s| !(s.name == name && matches!(s.type_.as_str(), "NS" | "SOA")))
+        .map(|s| format!("{} {}", s.name, s.type_))
+        .collect();
+    if !held.is_empty() {
+        let message = format!(
+            "it still holds {}, which deleting it would delete too: delete those first",
+            held.join(", ")
+        );
+        let kind = ErrorKind::Conflict {
+            message,
+            immutable: false,
+        };
+        return Err(CloudError::new(format!("delete DNS zone {name}"), kind));
+    }
+    dns.delete_zone(&zone).await
+}
+
+/// Deletes `orphans`: record sets, zones (only empty ones), floating IPs, load balancers (with everything under them), their
 /// certificates, servers, volumes, ports, then server groups. One already gone counts as
 /// deleted.
 pub async fn delete(
@@ -92,6 +133,10 @@ pub async fn delete(
                     .dns(None)
                     .delete_record_set(&zone.into(), &set.into())
                     .await
+            }
+            ResourceKind::DnsZone => {
+                let dns = services.dns(None);
+                delete_zone(dns.as_ref(), &id, &orphan.name).await
             }
             ResourceKind::FloatingIp => services.network(None).delete_floating_ip(&id.into()).await,
             ResourceKind::LoadBalancer => {

@@ -63,6 +63,9 @@ problems! {
     TLSKeyMismatch,
     /// Such a Secret's certificate expired (or is not valid yet).
     TLSCertificateExpired,
+    /// A DNSZone's name is a zone of Designate the operator did not make for it: made by
+    /// hand, by another object, or in another project.
+    ZoneOwnedByAnother,
 }
 
 impl Problem {

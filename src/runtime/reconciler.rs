@@ -13,7 +13,8 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::Event;
 use serde::Serialize;
 use verda_api::v1alpha1::{
-    LoadBalancerStatus, ReconcilePolicy, VirtualMachineGroupStatus, VirtualMachineStatus,
+    DnsZoneStatus, LoadBalancerStatus, ReconcilePolicy, VirtualMachineGroupStatus,
+    VirtualMachineStatus,
 };
 
 use crate::cloud::owner::Owner;
@@ -74,7 +75,8 @@ macro_rules! object_status {
 object_status!(
     VirtualMachineStatus,
     VirtualMachineGroupStatus,
-    LoadBalancerStatus
+    LoadBalancerStatus,
+    DnsZoneStatus
 );
 
 /// A controller, as the driver runs it.

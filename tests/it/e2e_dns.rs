@@ -4,7 +4,9 @@
 //! its record set along; a name someone else holds is reported and left alone; a zone
 //! the project lacks is reported; deleting the LoadBalancer deletes its names first.
 //! A VirtualMachine's name holds its server's address through a replacement, is put
-//! back when changed by hand, and goes with it.
+//! back when changed by hand, and goes with it. A group's replica whose server fails
+//! leaves the group's name before that server is deleted and comes back with its
+//! declared address.
 
 use crate::support;
 
@@ -108,10 +110,7 @@ async fn a_name_holds_the_floating_ip_is_put_back_and_goes_with_its_entry_and_ob
     // Deleted by hand: put back within a resync.
     let designate = env.cloud().dns(None);
     let zone = designate.find_zone(ZONE).await.expect("zone");
-    let sets = designate
-        .list_record_sets(&zone.id, "api.example.test.")
-        .await
-        .expect("listed");
+    let sets = named(designate.as_ref(), &zone.id, "api.example.test.").await;
     designate
         .delete_record_set(&zone.id, &sets[0].id)
         .await
@@ -248,10 +247,7 @@ async fn a_virtual_machine_name_follows_its_replacement_and_goes_with_it() {
     // Its address changed by hand: put back.
     let designate = env.cloud().dns(None);
     let zone = designate.find_zone(ZONE).await.expect("zone");
-    let sets = designate
-        .list_record_sets(&zone.id, "db-admin.example.test.")
-        .await
-        .expect("listed");
+    let sets = named(designate.as_ref(), &zone.id, "db-admin.example.test.").await;
     let wrong = UpdateRecordSet {
         records: vec!["192.0.2.1".to_owned()],
         ttl: Some(60),
@@ -423,5 +419,76 @@ async fn an_abandoned_name_is_an_orphan_the_inventory_deletes() {
     assert!(
         a_records(&env, "www.example.test.").is_empty(),
         "the orphan is deleted"
+    );
+}
+
+/// The record sets of this fully qualified name in `zone`, as an admin would list them.
+async fn named(
+    designate: &dyn verda_operator::cloud::Dns,
+    zone: &verda_operator::cloud::ids::DnsZoneId,
+    name: &str,
+) -> Vec<verda_operator::cloud::model::dns::RecordSet> {
+    let listed = designate.list_zone_record_sets(zone).await.expect("listed");
+    listed.into_iter().filter(|s| s.name == name).collect()
+}
+
+#[tokio::test]
+async fn a_replaced_replica_leaves_the_name_and_comes_back_with_its_declared_address() {
+    let env = Env::start(SimConfig::fast(), test_timing()).await;
+    env.sim.add_dns_zone(ZONE);
+    crate::e2e_addresses::own_network(&env, "db-net").await;
+    let yaml = "apiVersion: verda.linecorp.com/v1alpha1\nkind: VirtualMachineGroup\nmetadata: {name: db}\nspec:\n  replicas: 3\n  template:\n    image: centos79\n    flavor: n3-1vcpu-2gb\n    ports: [{network: db-net}]\n  addresses: [{network: db-net, from: 10.20.0.50}]\n  dns: [{zone: example.test., name: db, ttl: 30, perReplica: true}]\n";
+    let _: VirtualMachineGroup = env.create_from_yaml(yaml).await;
+    let all = ["10.20.0.50", "10.20.0.51", "10.20.0.52"].map(str::to_owned);
+    let holds = |want: &[String]| {
+        let mut held = a_records(&env, "db.example.test.")
+            .first()
+            .map(|(r, _)| r.clone())
+            .unwrap_or_default();
+        held.sort();
+        held == want
+    };
+    eventually("db holds the three declared addresses", LIMIT, || async {
+        holds(&all).then_some(())
+    })
+    .await;
+    let vms = env.api::<VirtualMachine>();
+    let first = vms.get("db-1").await.expect("db-1").status.expect("status");
+    let first = first.server_id.expect("a server");
+
+    // db-1's server fails: replaced, and db drops .51 while it does not serve.
+    env.sim.set_server_error(&first);
+    let left = std::cell::Cell::new(false);
+    eventually("db-1 replaced and back in db", LIMIT, || async {
+        let vm = vms.get("db-1").await.ok()?;
+        let status = vm.status?;
+        let replaced = status.server_id.as_deref().is_some_and(|id| id != first);
+        let servers = env.sim.servers();
+        let old_going = servers
+            .iter()
+            .find(|s| s.id == first)
+            .is_none_or(|s| s.deleting);
+        let new_serving = servers
+            .iter()
+            .any(|s| s.name == "db-1" && s.id != first && !s.deleting && s.status == "ACTIVE");
+        let held = a_records(&env, "db.example.test.").first()?.0.clone();
+        assert!(
+            !(old_going && !new_serving && held.contains(&all[1])),
+            "db-1's server is being deleted while db holds its address: {held:?}"
+        );
+        left.set(left.get() || !held.contains(&all[1]));
+        (replaced && holds(&all)).then_some(())
+    })
+    .await;
+    assert!(
+        left.get(),
+        "db dropped db-1's address while it was replaced"
+    );
+    let own = a_records(&env, "db-1.example.test.");
+    assert_eq!(own.len(), 1, "{own:?}");
+    assert_eq!(
+        own[0].0,
+        std::slice::from_ref(&all[1]),
+        "db-1 keeps its address"
     );
 }

@@ -26,6 +26,7 @@ mod e2e_budget;
 mod e2e_cloud_view;
 mod e2e_crash_safety;
 mod e2e_dns;
+mod e2e_dns_zone;
 mod e2e_events;
 mod e2e_faults;
 mod e2e_gitops;

@@ -1,12 +1,14 @@
-//! A LoadBalancer's `spec.dns` on the real Designate 23, resolved with `dig` from the
-//! real BIND 9 behind it: the name answers the VIP soon after the LoadBalancer is
-//! Ready; a record set deleted with the CLI is put back within a resync; a name made
-//! by hand is reported `RecordOwnedByAnother` and left as it was; an entry removed from
-//! the spec is deleted; deleting the LoadBalancer makes its name NXDOMAIN and leaves
-//! what it did not make. A VirtualMachine's name resolves to its server's address and
-//! goes with it. A group of 3 resolves `db` to its three replicas and `db-0..2` to one
-//! each; scaled to 2, the leaving replica's address is gone from `db` (as BIND answers)
-//! before its VirtualMachine is deleted. Run by `hack/real-systems.sh` (stage `health`).
+//! DNS on the real Designate 23, resolved with `dig` from the real BIND 9 behind it: a
+//! DNSZone becomes ACTIVE and BIND answers its SOA. A LoadBalancer's name answers the
+//! VIP soon after the LoadBalancer is Ready; a record set deleted with the CLI is put
+//! back within a resync; a name made by hand is reported `RecordOwnedByAnother` and
+//! left as it was; an entry removed from the spec is deleted; deleting the LoadBalancer
+//! makes its name NXDOMAIN and leaves what it did not make. A group of 3 resolves `db`
+//! to its three replicas and `db-0..2` to one each; scaled to 2, the leaving replica's
+//! address is gone from `db` (as BIND answers) before its VirtualMachine is deleted.
+//! Deleting the DNSZone waits while the hand-made name is in it, then deletes the zone
+//! and BIND stops serving it. (A VirtualMachine's own name is proven on the simulator:
+//! `e2e_dns`.) Run by `hack/real-systems.sh` (stage `health`).
 
 use crate::support;
 
@@ -17,7 +19,9 @@ use std::time::{Duration, Instant};
 use kube::Api;
 use serde_json::Value;
 use verda_api::conditions::{READY, is_true};
-use verda_api::v1alpha1::{DnsRecordStatus, LoadBalancer, VirtualMachine, VirtualMachineGroup};
+use verda_api::v1alpha1::{
+    DNSZone, DnsRecordStatus, LoadBalancer, VirtualMachine, VirtualMachineGroup,
+};
 
 use support::real::{Namespace, Operator, Real, context, delete_all, project_inventory, until};
 
@@ -37,9 +41,10 @@ fn load_balancer(zone: &str, names: &[&str]) -> String {
     )
 }
 
-fn virtual_machine(zone: &str) -> String {
+fn dns_zone(zone: &str) -> String {
     format!(
-        "apiVersion: verda.linecorp.com/v1alpha1\nkind: VirtualMachine\nmetadata: {{name: db}}\nspec:\n  image: cirros\n  flavor: m1.tiny\n  dns: [{{zone: {zone}, name: db-admin, ttl: 60}}]\n"
+        "apiVersion: verda.linecorp.com/v1alpha1\nkind: DNSZone\nmetadata: {{name: zone}}\nspec:\n  name: {zone}\n  email: hostmaster@{}\n  ttl: 600\n",
+        zone.trim_end_matches('.')
     )
 }
 
@@ -52,8 +57,21 @@ fn group(zone: &str, replicas: u32) -> String {
 /// What BIND answers for `name` (type A): the addresses, or the status word
 /// (`NXDOMAIN`, `REFUSED`) when it answers none.
 fn dig(name: &str) -> Result<Vec<String>, String> {
+    dig_as(name, "A")
+}
+
+/// The same for records of `type_` (of an SOA, its primary name server).
+fn dig_as(name: &str, type_: &str) -> Result<Vec<String>, String> {
     let out = Command::new("dig")
-        .args(["@127.0.0.1", "-p", "1053", name, "A", "+time=2", "+tries=1"])
+        .args([
+            "@127.0.0.1",
+            "-p",
+            "1053",
+            name,
+            type_,
+            "+time=2",
+            "+tries=1",
+        ])
         .output()
         .map_err(|e| format!("dig: {e}"))?;
     let text = String::from_utf8_lossy(&out.stdout);
@@ -118,16 +136,6 @@ async fn load_balancer_names_on_the_real_designate() {
     let real = Arc::new(Real::from_env());
     let ns = Namespace::create(real.clone(), "real-dns");
     let zone = format!("{}.test.", ns.name);
-    real.openstack_do(
-        "osh-demo",
-        &[
-            "zone",
-            "create",
-            "--email",
-            &format!("hostmaster@{}", ns.name),
-            &zone,
-        ],
-    );
     let client = real.kube().await;
     let baseline = project_inventory(&real);
     let operator = real.operator("dns", &[], Some(CONFIG));
@@ -137,8 +145,35 @@ async fn load_balancer_names_on_the_real_designate() {
         real.kubectl_with_input(&["-n", &ns.name, "apply", "-f", "-"], Some(&manifest));
     };
 
+    let started = Instant::now();
+    apply(dns_zone(&zone));
     apply(load_balancer(&zone, &["www"]));
-    apply(virtual_machine(&zone));
+    let zones: Api<DNSZone> = ns.api(client.clone());
+    let made = until(
+        "the DNSZone is Ready",
+        LIMIT,
+        &context(&operator),
+        || async {
+            let s = zones.get("zone").await.ok()?.status?;
+            (is_true(&s.conditions, READY) && !s.nameservers.is_empty()).then_some(s)
+        },
+    )
+    .await;
+    assert_eq!(made.status.as_deref(), Some("ACTIVE"));
+    let ready = started.elapsed().as_secs_f64();
+    let soa = dig_as(&zone, "SOA").expect("BIND answers the zone's SOA");
+    let shown = real.openstack("osh-demo", &["zone", "show", &zone]);
+    assert_eq!(shown["ttl"], 600, "{shown}");
+    assert!(
+        shown["description"]
+            .as_str()
+            .is_some_and(|d| d.starts_with("verda-uid-")),
+        "{shown}"
+    );
+    eprintln!(
+        "DNSZone {zone} Ready {ready:.1} s after apply (serial {:?}, name servers {:?}); BIND answers its SOA: {soa:?}",
+        made.serial, made.nameservers
+    );
     let vip = until(
         "the LoadBalancer is Ready",
         LIMIT,
@@ -161,24 +196,6 @@ async fn load_balancer_names_on_the_real_designate() {
     .await;
     let table = real.kubectl(&["-n", &ns.name, "get", "lb", "front", "-o", "wide"]);
     assert!(table.contains(&www), "{table}");
-
-    let vms: Api<VirtualMachine> = ns.api(client.clone());
-    let ip = until(
-        "the VirtualMachine is Ready",
-        LIMIT,
-        &context(&operator),
-        || async {
-            let s = vms.get("db").await.ok()?.status?;
-            is_true(&s.conditions, READY).then_some(s.primary_ip?)
-        },
-    )
-    .await;
-    let admin = format!("db-admin.{zone}");
-    let took = resolves(&operator, &admin, Ok(vec![ip.clone()])).await;
-    eprintln!(
-        "{admin} resolved to the server's address {ip} {:.1} s after Ready",
-        took.as_secs_f64()
-    );
 
     // Deleted with the CLI: a new record set within a resync (10 s), served again.
     let id_of = |name: &str| -> Option<String> {
@@ -245,14 +262,9 @@ async fn load_balancer_names_on_the_real_designate() {
     group_names(&real, &ns, &client, &operator, &zone).await;
 
     // Deleted: every name of ours is NXDOMAIN, the hand-made name still answers.
-    let objects = [
-        ("loadbalancer", "front"),
-        ("virtualmachine", "db"),
-        ("virtualmachinegroup", "db"),
-    ];
+    let objects = [("loadbalancer", "front"), ("virtualmachinegroup", "db")];
     delete_all(&real, &ns, &objects, &baseline);
     resolves(&operator, &format!("db.{zone}"), Err("NXDOMAIN".to_owned())).await;
-    resolves(&operator, &admin, Err("NXDOMAIN".to_owned())).await;
     let gone = resolves(&operator, &www, Err("NXDOMAIN".to_owned())).await;
     eprintln!(
         "{www} NXDOMAIN {:.1} s after the LoadBalancer was gone",
@@ -269,7 +281,63 @@ async fn load_balancer_names_on_the_real_designate() {
         std::slice::from_ref(&taken),
         "only the hand-made record set is left"
     );
-    real.openstack_do("osh-demo", &["zone", "delete", &zone]);
+    zone_deleted(&real, &ns, &operator, &zone, &taken).await;
+}
+
+/// Deleting the DNSZone waits while `taken` (made by hand) is in the zone; once it is
+/// deleted with the CLI, the zone goes and BIND serves it no more.
+async fn zone_deleted(real: &Real, ns: &Namespace, op: &Operator, zone: &str, taken: &str) {
+    real.kubectl(&["-n", &ns.name, "delete", "dnszone", "zone", "--wait=false"]);
+    let reasons = || {
+        real.kubectl(&[
+            "-n",
+            &ns.name,
+            "get",
+            "events",
+            "--field-selector",
+            "reason=ZoneNotEmpty",
+            "-o",
+            "jsonpath={.items[*].note}{.items[*].message}",
+        ])
+    };
+    let held = until(
+        "the deletion waits: ZoneNotEmpty",
+        LIMIT,
+        &context(op),
+        || async {
+            let told = reasons();
+            told.contains(taken).then_some(told)
+        },
+    )
+    .await;
+    assert!(dig_as(zone, "SOA").is_ok(), "served while {taken} is in it");
+    eprintln!("DNSZone deletion held: {held}");
+    real.openstack_do("osh-demo", &["recordset", "delete", zone, taken]);
+    let started = Instant::now();
+    until("the DNSZone is gone", LIMIT, &context(op), || async {
+        let left = real.kubectl(&["-n", &ns.name, "get", "dnszone", "-o", "name"]);
+        left.trim().is_empty().then_some(())
+    })
+    .await;
+    let answer = until(
+        "BIND serves the zone no more",
+        LIMIT,
+        &context(op),
+        || async { dig_as(zone, "SOA").err() },
+    )
+    .await;
+    let listed = real.openstack("osh-demo", &["zone", "list"]);
+    let names: Vec<&str> = listed
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|z| z["name"].as_str())
+        .collect();
+    assert!(!names.contains(&zone), "{listed}");
+    eprintln!(
+        "{taken} deleted by hand: the DNSZone and its zone gone {:.1} s later, BIND answers {answer}",
+        started.elapsed().as_secs_f64()
+    );
 }
 
 /// A group of 3 named `db` (and `db-<n>`), scaled to 2: the leaving replica's address

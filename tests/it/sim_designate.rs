@@ -1,8 +1,10 @@
 //! The simulator's Designate, as the real Designate 23 answered (`sim/designate-wire.md`):
 //! zones are `PENDING` until served and made with their NS and SOA record sets; record
 //! sets are created (202, `PENDING`), listed by name and type in `limit`/`marker` pages
-//! with Designate's `links.next`, updated and deleted (gone from the API at once). Each
-//! refusal is the recorded one, word for word.
+//! with Designate's `links.next`, updated and deleted (gone from the API at once); a
+//! zone is patched (`PENDING` `UPDATE`), lists its name servers, and once deleted is
+//! shown `PENDING` `DELETE` until its name servers drop it; its name is unique across
+//! projects. Each refusal is the recorded one, word for word.
 #![allow(clippy::unwrap_used)]
 
 use crate::sim_support;
@@ -207,4 +209,100 @@ async fn pages_follow_links_next_with_a_marker() {
     let (_, last) = send(&c, Method::GET, &next[next.find("/dns/").unwrap()..], None).await;
     assert_eq!(last["recordsets"].as_array().unwrap().len(), 1);
     assert!(last["links"].get("next").is_none(), "{last}");
+}
+
+#[tokio::test]
+async fn a_zone_is_patched_pending_its_serial_following_once_served() {
+    let c = Client::fast().await;
+    let id = zone(&c, "wire.test.").await;
+    let path = format!("{ZONES}/{id}");
+    let (_, before) = send(&c, Method::GET, &path, None).await;
+    let patch = json!({"ttl": 600, "email": "dns@wire.test", "description": ""});
+    let (status, patched) = send(&c, Method::PATCH, &path, Some(patch)).await;
+    assert_eq!(status, 202, "{patched}");
+    assert_eq!(
+        (patched["status"].as_str(), patched["action"].as_str()),
+        (Some("PENDING"), Some("UPDATE"))
+    );
+    assert_eq!(
+        (patched["ttl"].as_i64(), patched["email"].as_str()),
+        (Some(600), Some("dns@wire.test"))
+    );
+    assert_eq!(patched["description"], "");
+    assert_eq!(patched["version"], before["version"].as_u64().unwrap() + 1);
+    assert_eq!(patched["serial"], before["serial"], "not served yet");
+    let (status, refused) = send(
+        &c,
+        Method::PATCH,
+        &path,
+        Some(json!({"name": "other.test."})),
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert_eq!(refused["type"], "invalid_object");
+    assert_eq!(
+        refused["message"],
+        "Provided object does not match schema. Keys ['name'] are not valid for zone"
+    );
+    let (status, servers) = send(&c, Method::GET, &format!("{path}/nameservers"), None).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        servers,
+        json!({"nameservers": [{"hostname": "ns1.osharness.test.", "priority": 1}]})
+    );
+}
+
+#[tokio::test]
+async fn a_deleted_zone_is_shown_pending_delete_until_its_name_servers_drop_it() {
+    let c = Client::fast().await;
+    let id = zone(&c, "wire.test.").await;
+    let path = format!("{ZONES}/{id}");
+    let (status, deleted) = send(&c, Method::DELETE, &path, None).await;
+    assert_eq!(status, 202);
+    assert_eq!(
+        (deleted["status"].as_str(), deleted["action"].as_str()),
+        (Some("PENDING"), Some("DELETE"))
+    );
+    let (status, shown) = send(&c, Method::GET, &path, None).await;
+    assert_eq!((status, shown["action"].as_str()), (200, Some("DELETE")));
+    let (_, listed) = send(&c, Method::GET, &format!("{ZONES}?name=wire.test."), None).await;
+    assert_eq!(listed["zones"][0]["action"], "DELETE");
+    let mut gone = None;
+    for _ in 0..100 {
+        let (status, body) = send(&c, Method::GET, &path, None).await;
+        if status == 404 {
+            gone = Some(body);
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let gone = gone.expect("gone once served");
+    assert_eq!(gone["type"], "zone_not_found");
+}
+
+#[tokio::test]
+async fn a_zone_name_is_unique_across_projects() {
+    let c = Client::start(verda_operator::sim::SimConfig {
+        tenants: 1,
+        ..verda_operator::sim::SimConfig::fast()
+    })
+    .await;
+    zone(&c, "wire.test.").await;
+    let auth = sim_support::app_cred_auth(&c.sim.tenant_credentials()[0]);
+    let (token, _) = sim_support::issue_token_with(&c.http, &c.sim, &auth).await;
+    let resp = c
+        .http
+        .post(format!("{}{ZONES}", c.base))
+        .header("x-auth-token", token)
+        .json(&json!({"name": "wire.test.", "email": "a@b.c"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 409);
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["type"], "duplicate_zone");
+    assert_eq!(
+        body["message"],
+        "Zone already exists, owned by a different tenant"
+    );
 }

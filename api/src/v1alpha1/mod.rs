@@ -1,7 +1,8 @@
-//! Version `v1alpha1`: VirtualMachine, VirtualMachineGroup and LoadBalancer.
+//! Version `v1alpha1`: VirtualMachine, VirtualMachineGroup, LoadBalancer and DNSZone.
 
 mod credentials;
 mod dns;
+mod dns_zone;
 mod init_script;
 mod lifecycle;
 mod load_balancer;
@@ -16,6 +17,7 @@ mod zones;
 
 pub use credentials::CloudCredentialsRef;
 pub use dns::{DnsAddress, DnsName, DnsRecordStatus, GroupDnsName};
+pub use dns_zone::{DNSZone, DnsZoneSpec, DnsZoneStatus};
 pub use init_script::{InitScript, KeySelector};
 pub use lifecycle::{Import, ReconcilePolicy};
 pub use load_balancer::{

@@ -13,6 +13,12 @@ pub(crate) struct DnsZone {
     pub ttl: i64,
     pub description: Option<String>,
     pub created: String,
+    pub updated: Option<String>,
+    /// The SOA serial: one up per change.
+    pub serial: u64,
+    pub version: u64,
+    /// What `PENDING` is about: `CREATE`, `UPDATE`.
+    pub action: &'static str,
     /// `PENDING` before this instant (the name servers are told), `ACTIVE` after.
     pub ready_at: Instant,
     pub seq: u64,
@@ -43,4 +49,25 @@ pub(crate) struct RecordSet {
 pub(crate) struct Designate {
     pub zones: BTreeMap<String, DnsZone>,
     pub record_sets: BTreeMap<String, RecordSet>,
+}
+
+impl Designate {
+    /// Drops the zones whose delete the name servers finished (with their record
+    /// sets); the instants of those still to finish.
+    pub fn settle(&mut self, now: Instant) -> Vec<Instant> {
+        let going = |z: &DnsZone| z.action == "DELETE";
+        let later = self.zones.values().filter(|z| going(z) && z.ready_at > now);
+        let later: Vec<Instant> = later.map(|z| z.ready_at).collect();
+        let gone: Vec<String> = self
+            .zones
+            .values()
+            .filter(|z| going(z) && z.ready_at <= now)
+            .map(|z| z.id.clone())
+            .collect();
+        for id in gone {
+            self.zones.remove(&id);
+            self.record_sets.retain(|_, r| r.zone_id != id);
+        }
+        later
+    }
 }

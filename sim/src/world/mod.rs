@@ -73,6 +73,9 @@ impl World {
             self.settle_servers(now);
             self.settle_volumes(now);
             self.settle_octavia(now);
+            for t in self.designate.settle(now) {
+                self.schedule(t);
+            }
         }
     }
 

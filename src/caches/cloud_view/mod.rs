@@ -35,7 +35,7 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 use kube::runtime::reflector::ObjectRef;
 use tokio::sync::mpsc;
-use verda_api::v1alpha1::{LoadBalancer, VirtualMachine, VirtualMachineGroup};
+use verda_api::v1alpha1::{DNSZone, LoadBalancer, VirtualMachine, VirtualMachineGroup};
 
 pub use load_balancers::{Cached, LoadBalancerView, OctaviaTree, QUIET};
 pub use members::{MemberMemory, MemberSet};
@@ -285,6 +285,8 @@ pub struct Wakers {
     pub virtual_machines: mpsc::UnboundedSender<ObjectRef<VirtualMachine>>,
     pub groups: mpsc::UnboundedSender<ObjectRef<VirtualMachineGroup>>,
     pub load_balancers: mpsc::UnboundedSender<ObjectRef<LoadBalancer>>,
+    /// A changed credentials Secret only: a refresh has nothing to tell a DNSZone.
+    pub dns_zones: mpsc::UnboundedSender<ObjectRef<DNSZone>>,
 }
 
 /// The streams the controllers take those wake-ups from.
@@ -292,22 +294,26 @@ pub struct WakeUps {
     pub virtual_machines: BoxStream<'static, ObjectRef<VirtualMachine>>,
     pub groups: BoxStream<'static, ObjectRef<VirtualMachineGroup>>,
     pub load_balancers: BoxStream<'static, ObjectRef<LoadBalancer>>,
+    pub dns_zones: BoxStream<'static, ObjectRef<DNSZone>>,
 }
 
 pub fn wake_channels() -> (Wakers, WakeUps) {
     let (vm_tx, vm_rx) = mpsc::unbounded_channel();
     let (group_tx, group_rx) = mpsc::unbounded_channel();
     let (lb_tx, lb_rx) = mpsc::unbounded_channel();
+    let (zone_tx, zone_rx) = mpsc::unbounded_channel();
     (
         Wakers {
             virtual_machines: vm_tx,
             groups: group_tx,
             load_balancers: lb_tx,
+            dns_zones: zone_tx,
         },
         WakeUps {
             virtual_machines: receive(vm_rx),
             groups: receive(group_rx),
             load_balancers: receive(lb_rx),
+            dns_zones: receive(zone_rx),
         },
     )
 }

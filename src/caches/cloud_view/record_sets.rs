@@ -36,7 +36,7 @@ impl RecordSetView {
         let mut listed = entry.lock().await;
         if let Some((at, sets)) = listed.as_ref() {
             let age = at.elapsed();
-            let pending = sets.iter().any(|s| s.status == "PENDING");
+            let pending = sets.iter().any(RecordSet::is_pending);
             if age < max_age && (!pending || age < PENDING_SHARED) {
                 return Ok(sets.clone());
             }

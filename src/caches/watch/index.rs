@@ -27,6 +27,13 @@ impl Keyed for VirtualMachine {
     }
 }
 
+/// A DNSZone is found by name, never by key.
+impl Keyed for verda_api::v1alpha1::DNSZone {
+    fn keys(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
 /// A group is found by name, never by key.
 impl Keyed for VirtualMachineGroup {
     fn keys(&self) -> Vec<String> {

@@ -32,7 +32,7 @@ use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use tokio::sync::{mpsc, watch};
-use verda_api::v1alpha1::{LoadBalancer, VirtualMachine, VirtualMachineGroup};
+use verda_api::v1alpha1::{DNSZone, LoadBalancer, VirtualMachine, VirtualMachineGroup};
 
 use self::index::{KeyIndex, Keyed};
 use self::namespaced::{Namespaced, Watches};
@@ -139,6 +139,7 @@ pub struct WatchCaches {
     pub virtual_machines: Cache<VirtualMachine>,
     pub groups: Cache<VirtualMachineGroup>,
     pub load_balancers: Cache<LoadBalancer>,
+    pub dns_zones: Cache<DNSZone>,
 }
 
 /// The write ends of [`WatchCaches`], taken by the watches that fill them.
@@ -146,6 +147,7 @@ pub struct Writers {
     virtual_machines: CacheWriter<VirtualMachine>,
     groups: CacheWriter<VirtualMachineGroup>,
     load_balancers: CacheWriter<LoadBalancer>,
+    dns_zones: CacheWriter<DNSZone>,
 }
 
 impl WatchCaches {
@@ -153,16 +155,19 @@ impl WatchCaches {
         let (virtual_machines, vm_writer) = cache();
         let (groups, group_writer) = cache();
         let (load_balancers, lb_writer) = cache();
+        let (dns_zones, zone_writer) = cache();
         (
             Self {
                 virtual_machines,
                 groups,
                 load_balancers,
+                dns_zones,
             },
             Writers {
                 virtual_machines: vm_writer,
                 groups: group_writer,
                 load_balancers: lb_writer,
+                dns_zones: zone_writer,
             },
         )
     }
@@ -331,16 +336,17 @@ where
     }
 }
 
-/// The three kinds' feeds; controllers subscribe before [`Feeds::run`] starts them.
+/// The kinds' feeds; controllers subscribe before [`Feeds::run`] starts them.
 #[derive(Default)]
 pub struct Feeds {
     pub virtual_machines: Feed<VirtualMachine>,
     pub groups: Feed<VirtualMachineGroup>,
     pub load_balancers: Feed<LoadBalancer>,
+    pub dns_zones: Feed<DNSZone>,
 }
 
 impl Feeds {
-    /// Runs the three kinds' watches into the caches `writers` fill: over the cluster,
+    /// Runs the kinds' watches into the caches `writers` fill: over the cluster,
     /// or with `--namespace` over that namespace only.
     pub async fn run(self, reach: &Reach, writers: Writers) {
         let covered = match (&reach.assignment, &reach.namespace) {
@@ -361,6 +367,8 @@ impl Feeds {
                     .run_namespaced(client.clone(), writers.groups, only()),
                 self.load_balancers
                     .run_namespaced(client.clone(), writers.load_balancers, only()),
+                self.dns_zones
+                    .run_namespaced(client.clone(), writers.dns_zones, only()),
             );
             return;
         }
@@ -370,6 +378,7 @@ impl Feeds {
             self.groups.run(reach.watched(), writers.groups),
             self.load_balancers
                 .run(reach.watched(), writers.load_balancers),
+            self.dns_zones.run(reach.watched(), writers.dns_zones),
         );
     }
 }

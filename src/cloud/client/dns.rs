@@ -1,5 +1,5 @@
-//! Designate: zones looked up by name, record sets listed by name, created, updated and
-//! deleted (`sim/designate-wire.md` records the real Designate 23's answers).
+//! Designate: zones looked up by name, created, updated and deleted; record sets listed
+//! per zone, created, updated and deleted (`sim/designate-wire.md` records the real Designate 23's answers).
 
 use http::Method;
 
@@ -8,7 +8,9 @@ use super::{OpenStackClient, pick_one};
 use crate::cloud::auth::Service;
 use crate::cloud::error::{CloudError, Resource};
 use crate::cloud::ids::{DnsZoneId, RecordSetId};
-use crate::cloud::model::dns::{CreateRecordSet, DnsZone, RecordSet, UpdateRecordSet};
+use crate::cloud::model::dns::{
+    CreateRecordSet, CreateZone, DnsZone, Nameservers, RecordSet, UpdateRecordSet, UpdateZone,
+};
 use crate::cloud::services::{CloudFuture, Dns};
 use crate::cloud::transport::Request;
 
@@ -33,29 +35,71 @@ impl Dns for OpenStackClient {
         })
     }
 
-    fn list_record_sets<'a>(
-        &'a self,
-        zone: &'a DnsZoneId,
-        name: &'a str,
-    ) -> CloudFuture<'a, Vec<RecordSet>> {
-        Box::pin(async move {
-            let req = designate(
-                "list_record_sets",
-                Method::GET,
-                format!("/zones/{zone}/recordsets"),
-            )
-            .query("name", name);
-            let action = format!("list the DNS record sets named {name}");
-            let listed: Vec<RecordSet> = self.list_all(req, "recordsets", &action).await?;
-            // Designate's `name` filter takes `*` as a wildcard: keep exact matches.
-            Ok(listed.into_iter().filter(|r| r.name == name).collect())
-        })
-    }
-
     fn list_zones(&self) -> CloudFuture<'_, Vec<DnsZone>> {
         Box::pin(async move {
             let req = designate("list_zones", Method::GET, "/zones").query("limit", PAGE);
             self.list_all(req, "zones", "list the DNS zones").await
+        })
+    }
+
+    fn zones_named<'a>(&'a self, name: &'a str) -> CloudFuture<'a, Vec<DnsZone>> {
+        Box::pin(async move {
+            let req = designate("list_zones", Method::GET, "/zones").query("name", name);
+            let action = format!("list the DNS zones named {name}");
+            let listed: Vec<DnsZone> = self.list_all(req, "zones", &action).await?;
+            // Designate's `name` filter takes `*` as a wildcard: keep exact matches.
+            Ok(listed.into_iter().filter(|z| z.name == name).collect())
+        })
+    }
+
+    fn get_zone<'a>(&'a self, id: &'a DnsZoneId) -> CloudFuture<'a, DnsZone> {
+        Box::pin(async move {
+            let req = designate("get_zone", Method::GET, format!("/zones/{id}"));
+            let action = format!("show DNS zone {id}");
+            let reply = self.send(&req, &action).await?;
+            reply.json().map_err(|k| CloudError::new(action, k))
+        })
+    }
+
+    fn create_zone<'a>(&'a self, request: &'a CreateZone) -> CloudFuture<'a, DnsZone> {
+        Box::pin(async move {
+            let req = designate("create_zone", Method::POST, "/zones")
+                .json(serde_json::to_value(request).unwrap_or_default());
+            let action = format!("create DNS zone {}", request.name);
+            let reply = self.send(&req, &action).await?;
+            reply.json().map_err(|k| CloudError::new(action, k))
+        })
+    }
+
+    fn update_zone<'a>(
+        &'a self,
+        id: &'a DnsZoneId,
+        request: &'a UpdateZone,
+    ) -> CloudFuture<'a, DnsZone> {
+        Box::pin(async move {
+            let req = designate("update_zone", Method::PATCH, format!("/zones/{id}"))
+                .json(serde_json::to_value(request).unwrap_or_default());
+            let action = format!("update DNS zone {id}");
+            let reply = self.send(&req, &action).await?;
+            reply.json().map_err(|k| CloudError::new(action, k))
+        })
+    }
+
+    fn delete_zone<'a>(&'a self, id: &'a DnsZoneId) -> CloudFuture<'a, ()> {
+        Box::pin(async move {
+            let req = designate("delete_zone", Method::DELETE, format!("/zones/{id}"));
+            self.execute(&req, &format!("delete DNS zone {id}")).await
+        })
+    }
+
+    fn zone_nameservers<'a>(&'a self, id: &'a DnsZoneId) -> CloudFuture<'a, Vec<String>> {
+        Box::pin(async move {
+            let path = format!("/zones/{id}/nameservers");
+            let req = designate("list_nameservers", Method::GET, path);
+            let action = format!("list the name servers of DNS zone {id}");
+            let reply = self.send(&req, &action).await?;
+            let listed: Nameservers = reply.json().map_err(|k| CloudError::new(action, k))?;
+            Ok(listed.nameservers.into_iter().map(|n| n.hostname).collect())
         })
     }
 

@@ -4,14 +4,78 @@ use serde::{Deserialize, Serialize};
 
 use crate::cloud::ids::{DnsZoneId, RecordSetId};
 
+/// Designate's word for a change its name servers do not serve yet.
+pub const PENDING: &str = "PENDING";
+
 /// A zone as Designate lists it.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
 pub struct DnsZone {
     pub id: DnsZoneId,
     /// With the final dot: `example.test.`.
     pub name: String,
-    /// `PENDING` until the name servers serve it, `ACTIVE`, `ERROR`.
+    /// `PENDING` until the name servers serve the last change, `ACTIVE`, `ERROR`.
     pub status: String,
+    /// The change `PENDING` is about: `CREATE`, `UPDATE`, `DELETE`; `NONE` once served.
+    #[serde(default)]
+    pub action: String,
+    #[serde(default)]
+    pub email: String,
+    #[serde(default)]
+    pub ttl: Option<i32>,
+    #[serde(default)]
+    pub serial: Option<i64>,
+    /// Where the operator records the DNSZone that owns it (`owner::port_record`).
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+impl DnsZone {
+    pub fn is_pending(&self) -> bool {
+        self.status == PENDING
+    }
+
+    /// Being deleted: Designate still lists it until its name servers dropped it.
+    pub fn is_going(&self) -> bool {
+        self.action == "DELETE"
+    }
+}
+
+/// `POST /v2/zones`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CreateZone {
+    pub name: String,
+    pub email: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<i32>,
+    pub description: String,
+}
+
+/// `PATCH /v2/zones/{zone}`: only what is given changes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct UpdateZone {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<i32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+impl UpdateZone {
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+/// `GET /v2/zones/{zone}/nameservers`.
+#[derive(Clone, Debug, Deserialize)]
+pub struct Nameservers {
+    pub nameservers: Vec<Nameserver>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+pub struct Nameserver {
+    pub hostname: String,
 }
 
 /// A record set as Designate answers it. Designate deletes one at once from its API
@@ -34,6 +98,13 @@ pub struct RecordSet {
     pub description: Option<String>,
     /// `PENDING` while the name servers are told, `ACTIVE`, `ERROR`.
     pub status: String,
+}
+
+impl RecordSet {
+    /// A change the name servers do not serve yet.
+    pub fn is_pending(&self) -> bool {
+        self.status == PENDING
+    }
 }
 
 /// `POST /v2/zones/{zone}/recordsets`.

@@ -63,7 +63,7 @@ fn hold_draining(members: &mut [Member], vms: &[VirtualMachine], seen: &[Seen], 
         .flat_map(|s| &s.sets)
         .filter(|set| set.description.as_deref() == Some(record))
         .collect();
-    let publishing = ours.iter().any(|set| set.status == "PENDING");
+    let publishing = ours.iter().any(|set| set.is_pending());
     for member in members.iter_mut().filter(|m| m.draining_since.is_some()) {
         let vm = vms.iter().find(|vm| vm.name_any() == member.name);
         let address = vm.and_then(|vm| vm.status.as_ref()?.primary_ip.clone());

@@ -16,7 +16,9 @@ use verda_operator::cloud::ids::*;
 use verda_operator::cloud::model::compute::{
     AvailabilityZone, CreateServer, Flavor, Image, Server, ServerGroup, ServerGroupPolicy,
 };
-use verda_operator::cloud::model::dns::{CreateRecordSet, DnsZone, RecordSet, UpdateRecordSet};
+use verda_operator::cloud::model::dns::{
+    CreateRecordSet, CreateZone, DnsZone, RecordSet, UpdateRecordSet, UpdateZone,
+};
 use verda_operator::cloud::model::key_manager::StoredSecret;
 use verda_operator::cloud::model::loadbalancing::*;
 use verda_operator::cloud::model::network::{
@@ -270,11 +272,16 @@ impl Network for Wired<dyn Network> {
 impl Dns for Wired<dyn Dns> {
     wired! {
         create fn create_record_set<'a>(&'a self, zone: &'a DnsZoneId, request: &'a CreateRecordSet) -> CloudFuture<'a, RecordSet>;
+        create fn create_zone<'a>(&'a self, request: &'a CreateZone) -> CloudFuture<'a, DnsZone>;
     }
     wired! {
         fn find_zone<'a>(&'a self, name: &'a str) -> CloudFuture<'a, DnsZone>;
         fn list_zones(&self) -> CloudFuture<'_, Vec<DnsZone>>;
-        fn list_record_sets<'a>(&'a self, zone: &'a DnsZoneId, name: &'a str) -> CloudFuture<'a, Vec<RecordSet>>;
+        fn zones_named<'a>(&'a self, name: &'a str) -> CloudFuture<'a, Vec<DnsZone>>;
+        fn get_zone<'a>(&'a self, id: &'a DnsZoneId) -> CloudFuture<'a, DnsZone>;
+        fn update_zone<'a>(&'a self, id: &'a DnsZoneId, request: &'a UpdateZone) -> CloudFuture<'a, DnsZone>;
+        fn delete_zone<'a>(&'a self, id: &'a DnsZoneId) -> CloudFuture<'a, ()>;
+        fn zone_nameservers<'a>(&'a self, id: &'a DnsZoneId) -> CloudFuture<'a, Vec<String>>;
         fn list_zone_record_sets<'a>(&'a self, zone: &'a DnsZoneId) -> CloudFuture<'a, Vec<RecordSet>>;
         fn update_record_set<'a>(&'a self, zone: &'a DnsZoneId, id: &'a RecordSetId, request: &'a UpdateRecordSet) -> CloudFuture<'a, RecordSet>;
         fn delete_record_set<'a>(&'a self, zone: &'a DnsZoneId, id: &'a RecordSetId) -> CloudFuture<'a, ()>;
