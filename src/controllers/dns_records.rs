@@ -13,7 +13,7 @@ use std::time::Duration;
 use kube::runtime::events::EventType;
 use verda_api::v1alpha1::{DnsAddress, DnsName, DnsRecordStatus};
 
-use crate::caches::cloud_view::{ProjectView, RecordSetView};
+use crate::caches::cloud_view::{ProjectView, RecordSetView, Written};
 use crate::cloud::ids::{DnsZoneId, RecordSetId};
 use crate::cloud::model::dns::{CreateRecordSet, PENDING, RecordSet, UpdateRecordSet};
 use crate::cloud::{CloudError, Dns, ErrorKind};
@@ -338,10 +338,13 @@ pub async fn converge(
         // Without a row, the writes are the deletes of a name no longer wanted.
         let deleting = row.is_none() && !todo.is_empty();
         for write in todo.into_iter().filter(|_| writes) {
-            designate.view.forget(write.zone());
             match carry_out(designate.dns, &write).await {
-                Ok(event) => kept.events.push(event),
+                Ok((event, written)) => {
+                    designate.view.wrote(write.zone(), written).await;
+                    kept.events.push(event);
+                }
                 Err(e) => {
+                    designate.view.forget(write.zone());
                     kept.unsettled = true;
                     match row.as_mut() {
                         Some(r) => {
@@ -367,38 +370,44 @@ pub async fn converge(
     kept
 }
 
-async fn carry_out(
-    dns: &dyn Dns,
-    write: &Write,
-) -> Result<(EventType, &'static str, String), CloudError> {
+/// One write's event, and what it did to the zone's record sets.
+type Done = ((EventType, &'static str, String), Written);
+
+async fn carry_out(dns: &dyn Dns, write: &Write) -> Result<Done, CloudError> {
     match write {
         Write::Create(zone, request) => {
-            dns.create_record_set(zone, request).await?;
+            let set = dns.create_record_set(zone, request).await?;
             let note = format!(
                 "created DNS record set {} {} {}",
                 request.name,
                 request.type_,
                 request.records.join(", ")
             );
-            Ok((EventType::Normal, "DNSRecordCreated", note))
+            Ok((
+                (EventType::Normal, "DNSRecordCreated", note),
+                Written::Put(set),
+            ))
         }
         Write::Update(zone, id, what, request) => {
-            dns.update_record_set(zone, id, request).await?;
+            let set = dns.update_record_set(zone, id, request).await?;
             let note = format!(
                 "updated DNS record set {what} to hold {}",
                 request.records.join(", ")
             );
-            Ok((EventType::Normal, "DNSRecordUpdated", note))
+            Ok((
+                (EventType::Normal, "DNSRecordUpdated", note),
+                Written::Put(set),
+            ))
         }
         Write::Delete(zone, id, what) => {
             match dns.delete_record_set(zone, id).await {
                 Err(e) if !matches!(e.kind(), ErrorKind::NotFound { .. }) => return Err(e),
                 _ => {}
             }
+            let note = format!("deleted DNS record set {what}");
             Ok((
-                EventType::Normal,
-                "DNSRecordDeleted",
-                format!("deleted DNS record set {what}"),
+                (EventType::Normal, "DNSRecordDeleted", note),
+                Written::Deleted(id.clone()),
             ))
         }
     }

@@ -90,7 +90,12 @@ fn an_object_being_deleted_or_not_yet_observed_is_progressing() {
 #[test]
 fn the_argocd_cm_snippet_carries_the_check_for_each_kind() {
     let cm: Value = read_yaml(&Path::new(DIR).join("argocd-cm.yaml"));
-    for kind in ["VirtualMachine", "VirtualMachineGroup", "LoadBalancer", "DNSZone"] {
+    for kind in [
+        "VirtualMachine",
+        "VirtualMachineGroup",
+        "LoadBalancer",
+        "DNSZone",
+    ] {
         let key = format!("resource.customizations.health.verda.linecorp.com_{kind}");
         assert_eq!(
             cm["data"][&key].as_str(),

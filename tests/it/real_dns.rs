@@ -41,7 +41,7 @@ fn load_balancer(zone: &str, names: &[&str]) -> String {
     )
 }
 
-fn dns_zone(zone: &str) -> String {
+pub(crate) fn dns_zone(zone: &str) -> String {
     format!(
         "apiVersion: verda.linecorp.com/v1alpha1\nkind: DNSZone\nmetadata: {{name: zone}}\nspec:\n  name: {zone}\n  email: hostmaster@{}\n  ttl: 600\n",
         zone.trim_end_matches('.')
@@ -56,7 +56,7 @@ fn group(zone: &str, replicas: u32) -> String {
 
 /// What BIND answers for `name` (type A): the addresses, or the status word
 /// (`NXDOMAIN`, `REFUSED`) when it answers none.
-fn dig(name: &str) -> Result<Vec<String>, String> {
+pub(crate) fn dig(name: &str) -> Result<Vec<String>, String> {
     dig_as(name, "A")
 }
 

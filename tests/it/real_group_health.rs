@@ -7,7 +7,10 @@
 //! `runStrategy: Halted` stops every server and empties the pool, `Always` brings the
 //! same servers back; a template naming a flavor that does not exist stops at its
 //! progress deadline with the old servers serving, and reverting it leaves them
-//! untouched; `partition: 3` updates only index 3. Run by `hack/real-systems.sh`.
+//! untouched; `partition: 3` updates only index 3. The group is named in a DNSZone
+//! (`healthy`, and `healthy-<n>` per replica): the replaced replica's address leaves
+//! `healthy`, as the real BIND answers it, before its VirtualMachine goes, and the
+//! new one is answered once it serves. Run by `hack/real-systems.sh`.
 
 use crate::support;
 
@@ -17,7 +20,9 @@ use std::time::{Duration, Instant};
 
 use kube::Api;
 use verda_api::conditions::{READY, find_condition, is_true};
-use verda_api::v1alpha1::{LoadBalancer, VirtualMachineGroup, VirtualMachineGroupStatus};
+use verda_api::v1alpha1::{
+    LoadBalancer, VirtualMachine, VirtualMachineGroup, VirtualMachineGroupStatus,
+};
 
 use support::real::{Namespace, Operator, Real, context, nothing_left, project_inventory, until};
 
@@ -25,10 +30,16 @@ const LIMIT: Duration = Duration::from_secs(240);
 const CONFIG: &str = "resyncPeriod: 10s\n";
 const GROUP: &str = "healthy";
 
+/// The group, named `healthy` in the namespace's zone (`ZONE`, replaced by `apply`).
 fn group(extra: &str) -> String {
     format!(
-        "apiVersion: verda.linecorp.com/v1alpha1\nkind: VirtualMachineGroup\nmetadata: {{name: {GROUP}}}\nspec:\n  replicas: 4\n  haPolicy: soft\n  template: {{image: cirros, flavor: m1.tiny}}\n  progressDeadlineSeconds: 15\n  autoHealing: {{unhealthyAfter: 10s, maxUnhealthy: 1}}\n{extra}"
+        "apiVersion: verda.linecorp.com/v1alpha1\nkind: VirtualMachineGroup\nmetadata: {{name: {GROUP}}}\nspec:\n  replicas: 4\n  haPolicy: soft\n  template: {{image: cirros, flavor: m1.tiny}}\n  progressDeadlineSeconds: 15\n  autoHealing: {{unhealthyAfter: 10s, maxUnhealthy: 1}}\n  dns: [{{zone: ZONE, name: {GROUP}, ttl: 30, perReplica: true}}]\n{extra}"
     )
+}
+
+/// The namespace's DNS zone.
+fn zone(ns: &Namespace) -> String {
+    format!("{}.test.", ns.name)
 }
 
 /// One port without a health monitor: Octavia reports its members NO_MONITOR, until
@@ -36,7 +47,8 @@ fn group(extra: &str) -> String {
 const LB: &str = "apiVersion: verda.linecorp.com/v1alpha1\nkind: LoadBalancer\nmetadata: {name: front}\nspec:\n  region: tokyo1\n  zone: dev\n  vipType: private\n  serviceType: generic\n  ports:\n  - port: 80\n    protocol: tcp\n    realServers: {protocol: tcp, port: 80, virtualMachineGroupRef: healthy}\n";
 
 fn apply(real: &Real, ns: &Namespace, manifest: &str) {
-    real.kubectl_with_input(&["-n", &ns.name, "apply", "-f", "-"], Some(manifest));
+    let manifest = manifest.replace("zone: ZONE", &format!("zone: {}", zone(ns)));
+    real.kubectl_with_input(&["-n", &ns.name, "apply", "-f", "-"], Some(&manifest));
 }
 
 /// The group's servers in Nova: name → (ID, status).
@@ -126,6 +138,7 @@ async fn a_group_keeps_itself_healthy_on_the_real_cloud() {
     let lbs: Api<LoadBalancer> = ns.api(client.clone());
     let started = Instant::now();
 
+    apply(&real, &ns, &crate::real_dns::dns_zone(&zone(&ns)));
     apply(&real, &ns, &group(""));
     apply(&real, &ns, LB);
     status_where(&groups, &operator, "the group is Ready", ready).await;
@@ -197,11 +210,39 @@ async fn a_group_keeps_itself_healthy_on_the_real_cloud() {
     // unhealthyAfter, at index 1.
     set_member_status(&second, "NO_MONITOR");
     let t = Instant::now();
+    let vms: Api<VirtualMachine> = ns.api(client.clone());
+    let old_ip = vms
+        .get(&one)
+        .await
+        .expect("replica 1")
+        .status
+        .and_then(|s| s.primary_ip);
+    let old_ip = old_ip.expect("replica 1's address");
+    let name = format!("{GROUP}.{}", zone(&ns));
+    let left = std::cell::Cell::new(false);
     let replaced = until(
         "replica 1 is replaced",
         LIMIT,
         &context(&operator),
         || async {
+            let answered = crate::real_dns::dig(&name).unwrap_or_default();
+            let vm = vms.get_opt(&one).await.ok()?;
+            let status = vm.as_ref().and_then(|vm| vm.status.clone());
+            let on_old =
+                status.as_ref().and_then(|s| s.server_id.as_deref()) == Some(one_id.as_str());
+            let going = vm
+                .as_ref()
+                .is_none_or(|vm| vm.metadata.deletion_timestamp.is_some())
+                || !on_old;
+            let new_serving = !on_old
+                && status
+                    .as_ref()
+                    .is_some_and(|s| is_true(&s.conditions, READY));
+            assert!(
+                !(going && !new_serving && answered.contains(&old_ip)),
+                "replica 1 is being replaced while {name} still answers its address: {answered:?}"
+            );
+            left.set(left.get() || !answered.contains(&old_ip));
             let s = servers(&real);
             let (id, status) = s.get(&one)?;
             (*id != one_id && status == "ACTIVE").then(|| id.clone())
@@ -215,6 +256,30 @@ async fn a_group_keeps_itself_healthy_on_the_real_cloud() {
     eprintln!(
         "a replica whose member was ERROR replaced in {:.1} s",
         t.elapsed().as_secs_f64()
+    );
+    let mut want = Vec::new();
+    for i in 0..REPLICAS {
+        let vm = vms.get(&format!("{GROUP}-{i}")).await.expect("replica");
+        want.push(vm.status.and_then(|s| s.primary_ip).expect("an address"));
+    }
+    want.sort();
+    until(
+        "the new replica answered again",
+        LIMIT,
+        &context(&operator),
+        || async {
+            let mut answered = crate::real_dns::dig(&name).ok()?;
+            answered.sort();
+            (answered == want).then_some(())
+        },
+    )
+    .await;
+    assert!(
+        left.get(),
+        "{name} dropped replica 1's address while it was replaced"
+    );
+    eprintln!(
+        "{name} dropped replica 1's address before its VirtualMachine went and answers the new one: {want:?}"
     );
     let zero_id_after = servers(&real)[&zero].0.clone();
     assert_eq!(zero_id_after, zero_id, "the healthy replica is kept");
@@ -323,6 +388,15 @@ async fn a_group_keeps_itself_healthy_on_the_real_cloud() {
         GROUP,
         "--wait=true",
         "--timeout=240s",
+    ]);
+    real.kubectl(&[
+        "-n",
+        &ns.name,
+        "delete",
+        "dnszone",
+        "zone",
+        "--wait=true",
+        "--timeout=120s",
     ]);
     nothing_left(&real, &baseline);
     let metric = operator

@@ -40,7 +40,7 @@ use verda_api::v1alpha1::{DNSZone, LoadBalancer, VirtualMachine, VirtualMachineG
 pub use load_balancers::{Cached, LoadBalancerView, OctaviaTree, QUIET};
 pub use members::{MemberMemory, MemberSet};
 pub use port_records::PortView;
-pub use record_sets::RecordSetView;
+pub use record_sets::{RecordSetView, Written};
 pub use servers::ServerView;
 pub use surroundings::Surroundings;
 pub use volumes::{VolumeOwner, VolumeView};
