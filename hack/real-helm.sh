@@ -280,7 +280,8 @@ fi
 # --- 5. helm uninstall ----------------------------------------------------------------------
 helm uninstall verda-operator -n $NS >"$WORK/uninstall.log" || { cat "$WORK/uninstall.log" >&2; fail "helm uninstall"; }
 crds=$(kubectl get crd -o name | grep -c verda.linecorp.com || true)
-((crds == 3)) || fail "helm uninstall left $crds of the 3 CRDs; Helm keeps crds/"
+chart_crds=$(find "$CHART/crds" -name '*.yaml' | wc -l)
+((crds == chart_crds)) || fail "helm uninstall left $crds of the $chart_crds CRDs; Helm keeps crds/"
 kept=$(kubectl -n $TEAM get vmg,lb,vm -o name | wc -l)
 ((kept == 4)) || fail "after helm uninstall $TEAM holds $kept custom objects, not the group, its 2 VirtualMachines and the LoadBalancer"
 gone=(deploy/verda-operator serviceaccount/verda-operator configmap/verda-operator-config service/verda-operator-metrics
