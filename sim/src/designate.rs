@@ -426,10 +426,7 @@ async fn update_zone(
     }
     // The serial the name servers will serve: shown once they do.
     z.serial += 1;
-    z.version += 1;
-    z.action = "UPDATE";
-    z.updated = Some(wire::ts_micro_naive(Utc::now()));
-    z.ready_at = Instant::now() + delay;
+    z.change("UPDATE", Instant::now() + delay);
     let view = zone_view(&sim, &project, z);
     Ok(wire::respond(202, Some(JSON), &[], Some(&view)))
 }
@@ -462,10 +459,7 @@ async fn delete_zone(
         .zones
         .get_mut(&zone)
         .ok_or_else(zone_not_found)?;
-    z.action = "DELETE";
-    z.version += 1;
-    z.updated = Some(wire::ts_micro_naive(Utc::now()));
-    z.ready_at = ready_at;
+    z.change("DELETE", ready_at);
     let view = zone_view(&sim, &project, z);
     w.schedule(ready_at);
     Ok(wire::respond(202, Some(JSON), &[], Some(&view)))

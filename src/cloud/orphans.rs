@@ -140,8 +140,8 @@ pub fn classify(listing: &Listing, cluster: &ClusterId, live: &HashSet<String>) 
         .collect();
     orphans.extend(listing.floating_ips.iter().filter_map(|f| {
         // A VirtualMachine's records its owner and cluster as its ports do.
-        if let Some((uid, _, c)) = port_owner(&f.description) {
-            return (c == cluster.as_str() && !live.contains(uid)).then(|| Orphan {
+        if port_owner(&f.description).is_some() {
+            return gone_owner(&f.description, cluster, live).map(|uid| Orphan {
                 kind: ResourceKind::FloatingIp,
                 id: f.id.to_string(),
                 name: f.floating_ip_address.clone(),
@@ -161,6 +161,17 @@ pub fn classify(listing: &Listing, cluster: &ClusterId, live: &HashSet<String>) 
     orphans
 }
 
+/// The owner UID a description records (`owner::port_record`), when it is this
+/// cluster's and the owner is not live.
+fn gone_owner<'d>(
+    description: &'d str,
+    cluster: &ClusterId,
+    live: &HashSet<String>,
+) -> Option<&'d str> {
+    let (uid, _, c) = port_owner(description)?;
+    (c == cluster.as_str() && !live.contains(uid)).then_some(uid)
+}
+
 /// This cluster's record sets whose owner (a LoadBalancer, VirtualMachine or group, or
 /// for a replica's name its group) is not live. The ID is `<zone>/<record set>`, what
 /// a delete needs.
@@ -171,8 +182,8 @@ pub fn record_sets<'a>(
 ) -> Vec<Orphan> {
     sets.into_iter()
         .filter_map(|r| {
-            let (uid, _, c) = port_owner(r.description.as_deref()?)?;
-            (c == cluster.as_str() && !live.contains(uid)).then(|| Orphan {
+            let uid = gone_owner(r.description.as_deref()?, cluster, live)?;
+            Some(Orphan {
                 kind: ResourceKind::DnsRecordSet,
                 id: format!("{}/{}", r.zone_id, r.id),
                 name: format!("{} {} {}", r.name, r.type_, r.records.join(",")),
@@ -194,8 +205,8 @@ pub fn zones<'a>(
     zones
         .into_iter()
         .filter_map(|z| {
-            let (uid, _, c) = port_owner(z.description.as_deref()?)?;
-            (c == cluster.as_str() && !live.contains(uid)).then(|| Orphan {
+            let uid = gone_owner(z.description.as_deref()?, cluster, live)?;
+            Some(Orphan {
                 kind: ResourceKind::DnsZone,
                 id: z.id.to_string(),
                 name: z.name.clone(),
@@ -239,8 +250,8 @@ pub fn ports<'a>(
     ports
         .into_iter()
         .filter_map(|p| {
-            let (uid, _, c) = port_owner(&p.description)?;
-            (c == cluster.as_str() && !live.contains(uid)).then(|| Orphan {
+            let uid = gone_owner(&p.description, cluster, live)?;
+            Some(Orphan {
                 kind: ResourceKind::Port,
                 id: p.id.to_string(),
                 name: format!("{} ({})", p.name, p.addresses().join(", ")),

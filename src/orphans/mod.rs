@@ -8,7 +8,7 @@ pub mod command;
 
 use crate::cloud::CloudError;
 use crate::cloud::CloudServices;
-use crate::cloud::model::dns::{DnsZone, RecordSet};
+use crate::cloud::model::dns::{DnsZone, RecordSet, held_in_zone};
 use crate::cloud::model::key_manager::StoredSecret;
 use crate::cloud::model::loadbalancing::LbFilter;
 use crate::cloud::model::network::{FloatingIpFilter, PortFilter};
@@ -93,13 +93,7 @@ async fn designate(
 /// Designate would take any other (someone's data) with it.
 async fn delete_zone(dns: &dyn Dns, id: &str, name: &str) -> Result<(), CloudError> {
     let zone = id.into();
-    let held: Vec<String> = dns
-        .list_zone_record_sets(&zone)
-        .await?
-        .into_iter()
-        .filter(|s| !(s.name == name && matches!(s.type_.as_str(), "NS" | "SOA")))
-        .map(|s| format!("{} {}", s.name, s.type_))
-        .collect();
+    let held = held_in_zone(name, &dns.list_zone_record_sets(&zone).await?);
     if !held.is_empty() {
         let message = format!(
             "it still holds {}, which deleting it would delete too: delete those first",

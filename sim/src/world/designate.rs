@@ -44,6 +44,16 @@ pub(crate) struct RecordSet {
     pub seq: u64,
 }
 
+impl DnsZone {
+    /// A change Designate takes (`UPDATE`, `DELETE`): `PENDING` until `ready_at`.
+    pub fn change(&mut self, action: &'static str, ready_at: Instant) {
+        self.action = action;
+        self.version += 1;
+        self.updated = Some(crate::wire::ts_micro_naive(chrono::Utc::now()));
+        self.ready_at = ready_at;
+    }
+}
+
 /// A project's zones and record sets by ID.
 #[derive(Debug, Default)]
 pub(crate) struct Designate {

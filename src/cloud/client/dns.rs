@@ -56,8 +56,7 @@ impl Dns for OpenStackClient {
         Box::pin(async move {
             let req = designate("get_zone", Method::GET, format!("/zones/{id}"));
             let action = format!("show DNS zone {id}");
-            let reply = self.send(&req, &action).await?;
-            reply.json().map_err(|k| CloudError::new(action, k))
+            self.fetch_body(&req, &action).await
         })
     }
 
@@ -66,8 +65,7 @@ impl Dns for OpenStackClient {
             let req = designate("create_zone", Method::POST, "/zones")
                 .json(serde_json::to_value(request).unwrap_or_default());
             let action = format!("create DNS zone {}", request.name);
-            let reply = self.send(&req, &action).await?;
-            reply.json().map_err(|k| CloudError::new(action, k))
+            self.fetch_body(&req, &action).await
         })
     }
 
@@ -80,8 +78,7 @@ impl Dns for OpenStackClient {
             let req = designate("update_zone", Method::PATCH, format!("/zones/{id}"))
                 .json(serde_json::to_value(request).unwrap_or_default());
             let action = format!("update DNS zone {id}");
-            let reply = self.send(&req, &action).await?;
-            reply.json().map_err(|k| CloudError::new(action, k))
+            self.fetch_body(&req, &action).await
         })
     }
 
@@ -97,8 +94,7 @@ impl Dns for OpenStackClient {
             let path = format!("/zones/{id}/nameservers");
             let req = designate("list_nameservers", Method::GET, path);
             let action = format!("list the name servers of DNS zone {id}");
-            let reply = self.send(&req, &action).await?;
-            let listed: Nameservers = reply.json().map_err(|k| CloudError::new(action, k))?;
+            let listed: Nameservers = self.fetch_body(&req, &action).await?;
             Ok(listed.nameservers.into_iter().map(|n| n.hostname).collect())
         })
     }
@@ -127,8 +123,7 @@ impl Dns for OpenStackClient {
             )
             .json(serde_json::to_value(request).unwrap_or_default());
             let action = format!("create DNS record set {} {}", request.name, request.type_);
-            let reply = self.send(&req, &action).await?;
-            reply.json().map_err(|k| CloudError::new(action, k))
+            self.fetch_body(&req, &action).await
         })
     }
 
@@ -146,8 +141,7 @@ impl Dns for OpenStackClient {
             )
             .json(serde_json::to_value(request).unwrap_or_default());
             let action = format!("update DNS record set {id}");
-            let reply = self.send(&req, &action).await?;
-            reply.json().map_err(|k| CloudError::new(action, k))
+            self.fetch_body(&req, &action).await
         })
     }
 

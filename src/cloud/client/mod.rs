@@ -167,6 +167,16 @@ impl OpenStackClient {
         unwrap_key(&reply, key).map_err(|k| CloudError::new(action, k))
     }
 
+    /// Send, then read the whole body as T (Designate answers unwrapped objects).
+    pub(crate) async fn fetch_body<T: DeserializeOwned>(
+        &self,
+        req: &Request,
+        action: &str,
+    ) -> CloudResult<T> {
+        let reply = self.send(req, action).await?;
+        reply.json().map_err(|k| CloudError::new(action, k))
+    }
+
     /// Send and ignore the body (202/204 answers).
     pub(crate) async fn execute(&self, req: &Request, action: &str) -> CloudResult<()> {
         self.send(req, action).await.map(|_| ())

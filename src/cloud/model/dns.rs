@@ -40,6 +40,16 @@ impl DnsZone {
     }
 }
 
+/// The record sets of `sets` that are not zone `zone_name`'s own NS and SOA (which
+/// Designate makes and deletes with it), as `name type`: what deleting the zone would
+/// delete too.
+pub fn held_in_zone(zone_name: &str, sets: &[RecordSet]) -> Vec<String> {
+    sets.iter()
+        .filter(|s| !(s.name == zone_name && matches!(s.type_.as_str(), "NS" | "SOA")))
+        .map(|s| format!("{} {}", s.name, s.type_))
+        .collect()
+}
+
 /// `POST /v2/zones`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct CreateZone {

@@ -127,10 +127,7 @@ impl Reconciler for DNSZone {
     }
 
     fn while_paused(_: &Reconcile<Self>, observed: &Observed, step: &Step) -> Option<Outcome> {
-        let zone = match &observed.found {
-            Found::Zone(zone) => Some(zone.clone()),
-            Found::None => None,
-        };
+        let zone = observed.found.zone().cloned();
         let would = match step {
             Step::Create(_) => "create the DNS zone",
             Step::Update(..) => "update the DNS zone",
@@ -152,10 +149,7 @@ impl Reconciler for DNSZone {
         let dns = reconcile.services.dns.as_ref();
         match step {
             Step::Converged => Ok(Outcome {
-                zone: match &observed.found {
-                    Found::Zone(zone) => Some(zone.clone()),
-                    Found::None => None,
-                },
+                zone: observed.found.zone().cloned(),
                 wrote: None,
             }),
             Step::Create(create) => {

@@ -15,6 +15,15 @@ pub enum Found {
     Zone(DnsZone),
 }
 
+impl Found {
+    pub fn zone(&self) -> Option<&DnsZone> {
+        match self {
+            Found::Zone(zone) => Some(zone),
+            Found::None => None,
+        }
+    }
+}
+
 /// The one write of a round.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Step {

@@ -10,7 +10,7 @@ use verda_api::v1alpha1::annotations::RECONCILE_POLICY;
 
 use super::observe;
 use super::plan::Found;
-use crate::cloud::model::dns::{DnsZone, UpdateZone};
+use crate::cloud::model::dns::{DnsZone, UpdateZone, held_in_zone};
 use crate::cloud::owner::port_record;
 use crate::cloud::{Dns, ignore_not_found};
 use crate::runtime::events::publish;
@@ -119,11 +119,7 @@ async fn held_names(
             "list the DNS zone's record sets",
             key,
         ))?;
-    Ok(sets
-        .into_iter()
-        .filter(|s| !(s.name == zone.name && matches!(s.type_.as_str(), "NS" | "SOA")))
-        .map(|s| format!("{} {}", s.name, s.type_))
-        .collect())
+    Ok(held_in_zone(&zone.name, &sets))
 }
 
 async fn finished(ctx: &Context, obj: &DNSZone, reason: &str, note: String) {
