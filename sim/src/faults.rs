@@ -126,6 +126,18 @@ impl FaultTable {
         verdict
     }
 
+    /// Whether `service` is down: a fault refuses every request to it, always. Nova,
+    /// which calls it behind the API, fails the same way.
+    pub fn down(&self, service: &str) -> bool {
+        lock(&self.inner).0.iter().any(|f| {
+            f.operation.is_none()
+                && f.service == service
+                && f.rate >= 1.0
+                && f.count.is_none()
+                && matches!(f.kind, FaultKind::Status(code) if code >= 500)
+        })
+    }
+
     /// Whether a server created now should end in ERROR (consumes the fault's count).
     pub fn server_error(&self, service: &str, operation: &str) -> bool {
         let mut guard = lock(&self.inner);

@@ -408,6 +408,22 @@ impl Simulator {
         }
     }
 
+    /// Attaches a volume to `server_id` at once, as `openstack server add volume` would.
+    pub fn attach_volume_out_of_band(&self, volume_id: &str, server_id: &str) {
+        let mut w = self.sim.world();
+        let id = w.uuid();
+        if let Some(v) = w.cinder.volumes.get_mut(volume_id) {
+            v.attachment = Some(world::cinder::Attachment {
+                id,
+                server_id: server_id.to_owned(),
+                device: "/dev/vdz".into(),
+                at: chrono::Utc::now(),
+                delete_on_termination: false,
+            });
+            v.status = world::cinder::VolState::InUse;
+        }
+    }
+
     /// Deletes a volume at once (detached first), as an administrator could.
     pub fn delete_volume_out_of_band(&self, volume_id: &str) {
         self.sim.world().cinder.volumes.remove(volume_id);

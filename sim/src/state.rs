@@ -48,6 +48,7 @@ impl Shared {
             .or_else(|| self.worlds.get(&self.default_project))
             .expect("the default project's world exists");
         let mut w = lock(world);
+        w.reach = crate::world::Reach::now(&self.faults);
         w.settle(Instant::now());
         w
     }

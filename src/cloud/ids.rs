@@ -84,6 +84,8 @@ id_types! {
     LbFlavorId,
     /// A Cinder volume.
     VolumeId,
+    /// A Cinder attachment of a volume to a server (attachments API, 3.27+).
+    AttachmentId,
     /// A Designate zone.
     DnsZoneId,
     /// A Designate record set.

@@ -146,6 +146,9 @@ pub trait BlockStorage: Send + Sync {
         id: &'a VolumeId,
         metadata: &'a BTreeMap<String, String>,
     ) -> CloudFuture<'a, BTreeMap<String, String>>;
+    /// `DELETE /attachments/{id}` (3.27+): Cinder lets the volume go (`available` once
+    /// it has no other attachment). For an attachment to a server Nova no longer has.
+    fn delete_attachment<'a>(&'a self, id: &'a AttachmentId) -> CloudFuture<'a, ()>;
 }
 
 /// Neutron: network and subnet lookup, ports, floating IPs.

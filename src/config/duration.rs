@@ -25,6 +25,15 @@ pub const RESYNC_PERIOD: Bounds = Bounds {
     shown: "1s to 24h",
 };
 
+/// `errorReplaceDelay`: a server in ERROR is replaced after a second at the earliest
+/// (its fault read first), an hour at the latest (a group short of a replica that long).
+pub const ERROR_REPLACE_DELAY: Bounds = Bounds {
+    min: Duration::from_secs(1),
+    max: Duration::from_secs(3600),
+    whole_seconds: false,
+    shown: "1s to 1h",
+};
+
 /// `--lease-duration`: renewed every third of it, so under two seconds a replica would
 /// spend its time renewing; over ten minutes a failover would wait that long.
 pub const LEASE_DURATION: Bounds = Bounds {

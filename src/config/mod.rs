@@ -29,6 +29,10 @@ pub struct Config {
     pub cluster_name: Option<ClusterId>,
     /// How many requests per second each cloud project gets from the operator.
     pub request_budget: RequestBudget,
+    /// How long a server or load balancer in ERROR is left for someone to look at
+    /// before it is replaced (doubling with each replacement of the same object).
+    #[serde(deserialize_with = "error_replace_delay")]
+    pub error_replace_delay: Duration,
 }
 
 /// `requestBudget`: a token bucket per cloud project, shared by every controller.
@@ -91,6 +95,12 @@ fn burst<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
 
 fn resync_period<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
     duration::RESYNC_PERIOD
+        .parse(&duration::Written::deserialize(d)?.text())
+        .map_err(serde::de::Error::custom)
+}
+
+fn error_replace_delay<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    duration::ERROR_REPLACE_DELAY
         .parse(&duration::Written::deserialize(d)?.text())
         .map_err(serde::de::Error::custom)
 }
@@ -172,6 +182,7 @@ impl Default for Config {
             credentials: CredentialsConfig::default(),
             cluster_name: None,
             request_budget: RequestBudget::default(),
+            error_replace_delay: Duration::from_secs(30),
         }
     }
 }
@@ -301,6 +312,21 @@ mod tests {
         assert_eq!(lb.vip_subnet("RegionOne", "x", "private"), Some("fallback"));
         // Keys left out keep their defaults.
         assert_eq!(config.defaults.networks, vec!["private"]);
+        assert_eq!(config.error_replace_delay, Duration::from_secs(30));
+    }
+
+    #[test]
+    fn the_error_replace_delay_is_read_within_its_range() {
+        let set = Config::parse("errorReplaceDelay: 5s").expect("valid");
+        assert_eq!(set.error_replace_delay, Duration::from_secs(5));
+        assert_eq!(
+            crate::runtime::context::Timing::from_config(&set).error_replace,
+            Duration::from_secs(5)
+        );
+        for wrong in ["errorReplaceDelay: 0s", "errorReplaceDelay: 2h"] {
+            let refused = Config::parse(wrong).expect_err("out of range");
+            assert!(refused.to_string().contains("1s to 1h"), "{refused}");
+        }
     }
 
     #[test]

@@ -41,7 +41,7 @@ impl Timing {
             resync: config.resync_period,
             poll: Duration::from_secs(2),
             terminal_retry: Duration::from_secs(120),
-            error_replace: Duration::from_secs(30),
+            error_replace: config.error_replace_delay,
             drain_timeout: Duration::from_secs(120),
         }
     }

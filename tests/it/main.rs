@@ -40,6 +40,7 @@ mod e2e_rollout;
 mod e2e_scope;
 mod e2e_shards;
 mod e2e_shared_clusters;
+mod e2e_stale_holders;
 mod e2e_upgrade;
 mod e2e_virtual_machine;
 mod e2e_virtual_machine_group;

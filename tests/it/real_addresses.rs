@@ -3,7 +3,9 @@
 //! (Neutron's default policy lets a member choose addresses only there), a group of 3
 //! with `addresses: from 10.20.0.50` runs at .50/.51/.52, each with the same
 //! keepalived VIP as an allowed address pair; `openstack server delete` of replica 1
-//! and a template change bring servers back on the same ports (same IDs, IPs, MACs);
+//! and a template change bring servers back on the same ports (same IDs, IPs, MACs); a
+//! port left bound to a server Nova deleted has its binding cleared and replica 0 boots
+//! on it again;
 //! scale 3→2 keeps index 2's port and 2→3 boots on it again; a VirtualMachine asking
 //! for a taken address reports Neutron's words; one takes over a port made with the CLI
 //! (`portID`); one with a floating IP keeps it across a replacement; replica 2's server
@@ -120,7 +122,7 @@ async fn replicas_keep_their_ports_across_replacement_rollout_and_scaling_on_the
             NETWORK,
         ],
     );
-    let operator = real.operator("addresses", &[], Some(CONFIG));
+    let mut operator = real.operator("addresses", &[], Some(CONFIG));
     let vms: Api<VirtualMachine> = ns.api(client.clone());
     let groups: Api<VirtualMachineGroup> = ns.api(client.clone());
 
@@ -177,6 +179,56 @@ async fn replicas_keep_their_ports_across_replacement_rollout_and_scaling_on_the
     println!(
         "REAL replica 1's server deleted with the CLI: back on the same port in {:.1} s",
         deleted.elapsed().as_secs_f64()
+    );
+
+    // A port left bound to a server Nova no longer has (Nova logs "Unable to clear device
+    // ID for port" and deletes the server anyway when Neutron fails during the delete;
+    // made here with the CLI while the operator is stopped, so that nothing races it):
+    // the replica clears the binding and boots on its own port again.
+    let was = on_port(&vms, &operator, "keep-0").await;
+    operator.stop();
+    real.openstack_do("osh-demo", &["server", "delete", "--wait", &was.0]);
+    let bind = [
+        "port",
+        "set",
+        "--device",
+        &was.0,
+        "--device-owner",
+        "compute:az-1",
+        &was.1,
+    ];
+    real.openstack_do("osh-demo", &bind);
+    let restarted = Instant::now();
+    let operator = real.operator("addresses-again", &[], Some(CONFIG));
+    let back = until(
+        "keep-0 is back on its port",
+        LIMIT,
+        &context(&operator),
+        || async {
+            let s = vms.get("keep-0").await.ok()?.status?;
+            let server = s.server_id.clone().filter(|id| *id != was.0)?;
+            let port = s.ports.first()?;
+            (is_true(&s.conditions, READY) && port.id == was.1)
+                .then(|| (server, port.fixed_ips.clone()))
+        },
+    )
+    .await;
+    assert_eq!(back.1.first(), Some(&was.2), "the same address");
+    let events = real.kubectl(&[
+        "-n",
+        &ns.name,
+        "get",
+        "events",
+        "--field-selector",
+        "reason=StaleBindingCleared",
+    ]);
+    assert!(
+        events.contains(&was.1),
+        "the event names the port: {events}"
+    );
+    println!(
+        "REAL port left bound to a deleted server: keep-0 back on it {:.1} s after the operator started",
+        restarted.elapsed().as_secs_f64()
     );
 
     // A template change rolls all three in place; each keeps its port.

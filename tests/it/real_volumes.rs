@@ -2,8 +2,13 @@
 //! driver), driven with `kubectl` and checked with the `openstack` CLI: a
 //! VirtualMachine boots from a volume and has a data volume `in-use`; a group of 3 has
 //! a data volume per replica; `openstack server delete` of replica 1 brings a server
-//! with replica 1's volume (same ID); a template change rolls all three and every
-//! volume keeps its ID; scale 3→2 keeps `-2`'s volume and 2→3 attaches it again; a
+//! with replica 1's volume (same ID); cinder-api stopped while replicas 0 and 2 lose
+//! their servers to `openstack server delete --wait` leaves their volumes attached to
+//! servers that are gone, and both are Ready on their own volumes again once Cinder is
+//! back (the stale attachments deleted); a template change rolls all three and every
+//! volume keeps its ID; scale 3→2 keeps `-2`'s volume, which a live server made with
+//! the CLI then holds: 2→3 reports it and leaves it there, and attaches it once that
+//! server lets it go; a
 //! larger size extends the volume; the real kube-apiserver refuses a shrink and a
 //! duplicate name; deleting with `whenDeleted: Delete` leaves no volume. Run by
 //! `hack/real-systems.sh`.
@@ -18,7 +23,10 @@ use kube::Api;
 use verda_api::conditions::{READY, is_true};
 use verda_api::v1alpha1::{VirtualMachine, VirtualMachineGroup};
 
-use support::real::{Namespace, Operator, Real, context, nothing_left, project_inventory, until};
+use support::real::{
+    Namespace, Operator, Real, context, nothing_left, project_inventory, start_services,
+    stop_service, until,
+};
 
 const LIMIT: Duration = Duration::from_secs(240);
 const CONFIG: &str = "resyncPeriod: 10s\n";
@@ -203,6 +211,22 @@ async fn group_scenario(real: &Real, ns: &Namespace, client: &kube::Client, oper
             "apiVersion: verda.linecorp.com/v1alpha1\nkind: VirtualMachineGroup\nmetadata: {{name: store}}\nspec:\n  replicas: 3\n  haPolicy: soft\n  template:\n    image: cirros\n    flavor: {flavor}\n    volumes: [{{name: data, size: 1}}]\n  volumeRetention: {{whenScaled: Retain, whenDeleted: Delete}}\n"
         )
     };
+    // A server outside the group, booting meanwhile, for held_by_a_live_server.
+    let made = [
+        "server",
+        "create",
+        "--flavor",
+        "m1.tiny",
+        "--image",
+        "cirros",
+        "--network",
+        "private",
+        "outsider",
+    ];
+    let outsider = real.openstack("osh-demo", &made)["id"]
+        .as_str()
+        .expect("server ID")
+        .to_owned();
     let calls_before = real.operator_requests();
     let started = Instant::now();
     apply(real, ns, &group("m1.tiny"));
@@ -242,6 +266,8 @@ async fn group_scenario(real: &Real, ns: &Namespace, client: &kube::Client, oper
         "REAL replica 1's server deleted with the CLI: back with its volume in {:.1} s",
         deleted.elapsed().as_secs_f64()
     );
+
+    stale_attachments(real, ns, client, operator, &ids).await;
 
     // A template change rolls all three; each keeps its volume.
     let rolled = Instant::now();
@@ -285,7 +311,7 @@ async fn group_scenario(real: &Real, ns: &Namespace, client: &kube::Client, oper
     );
     let retained = real.kubectl(&["-n", &ns.name, "get", "vmg", "store"]);
     assert!(retained.contains("RETAINED"), "{retained}");
-    real.kubectl(&["-n", &ns.name, "scale", "vmg", "store", "--replicas=3"]);
+    held_by_a_live_server(real, ns, &vms, operator, (&outsider, &ids[2])).await;
     let (_, data) = ready(&vms, operator, "store-2", "1/1").await;
     assert_eq!(data[0], ids[2], "store-2 got its old volume back");
 
@@ -301,4 +327,109 @@ async fn group_scenario(real: &Real, ns: &Namespace, client: &kube::Client, oper
         },
     )
     .await;
+}
+
+/// Cinder stopped, replicas 0 and 2 deleted with `openstack server delete --wait` (Nova
+/// deletes them but cannot tell Cinder), Cinder started: both are Ready on their own
+/// volume again, no attachment left to a deleted server, no person involved. Then a
+/// live server made with the CLI takes replica 0's volume: it is reported, never
+/// detached, and comes back once that server lets it go.
+async fn stale_attachments(
+    real: &Real,
+    ns: &Namespace,
+    client: &kube::Client,
+    operator: &Operator,
+    ids: &[String],
+) {
+    let vms: Api<VirtualMachine> = ns.api(client.clone());
+    let mut gone = Vec::new();
+    for i in [0, 2] {
+        gone.push(ready(&vms, operator, &format!("store-{i}"), "1/1").await.0);
+    }
+    stop_service("cinder-api");
+    let delete = ["server", "delete", "--wait", &gone[0], &gone[1]];
+    real.openstack_do("osh-demo", &delete);
+    start_services();
+    let back = Instant::now();
+    for (i, server) in [0, 2].into_iter().zip(&gone) {
+        let name = format!("store-{i}");
+        let (now, data) = ready(&vms, operator, &name, "1/1").await;
+        assert_ne!(&now, server, "{name} has a new server");
+        assert_eq!(data[0], ids[i], "{name} has its own volume");
+    }
+    let took = back.elapsed();
+    let cinder = volumes(real);
+    for server in &gone {
+        assert!(
+            cinder
+                .values()
+                .all(|v| v.3.as_deref() != Some(server.as_str())),
+            "nothing attached to deleted server {server}: {cinder:?}"
+        );
+    }
+    let events = real.kubectl(&[
+        "-n",
+        &ns.name,
+        "get",
+        "events",
+        "--field-selector",
+        "reason=StaleAttachmentCleared",
+    ]);
+    assert_eq!(
+        events.matches("StaleAttachmentCleared").count(),
+        2,
+        "{events}"
+    );
+    println!(
+        "REAL Cinder down while 2 replicas' servers were deleted: both Ready on their own volumes {:.1} s after Cinder's return",
+        took.as_secs_f64()
+    );
+}
+
+/// Retained volume `id` of the scaled-down replica `store-2` attached with the CLI to a
+/// live server outside the group, then the group scaled back to 3: the replica reports
+/// the server holding it and leaves it there; it gets its volume once that server lets
+/// it go.
+async fn held_by_a_live_server(
+    real: &Real,
+    ns: &Namespace,
+    vms: &Api<VirtualMachine>,
+    operator: &Operator,
+    (outsider, id): (&str, &str),
+) {
+    until(
+        "the outsider is ACTIVE",
+        LIMIT,
+        &context(operator),
+        || async {
+            let shown = real.openstack("osh-demo", &["server", "show", outsider]);
+            (shown["status"] == "ACTIVE").then_some(())
+        },
+    )
+    .await;
+    real.openstack_do("osh-demo", &["server", "add", "volume", outsider, id]);
+    real.kubectl(&["-n", &ns.name, "scale", "vmg", "store", "--replicas=3"]);
+    until(
+        "store-2 names the server holding its volume",
+        LIMIT,
+        &context(operator),
+        || async {
+            let s = vms.get("store-2").await.ok()?.status?;
+            let ready = s.conditions.iter().find(|c| c.type_ == READY)?;
+            ready
+                .message
+                .contains(&format!("attached to server {outsider}"))
+                .then_some(())
+        },
+    )
+    .await;
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    let on = volumes(real).get(id).and_then(|v| v.3.clone());
+    assert_eq!(
+        on.as_deref(),
+        Some(outsider),
+        "never detached from a live server"
+    );
+    real.openstack_do("osh-demo", &["server", "remove", "volume", outsider, id]);
+    real.openstack_do("osh-demo", &["server", "delete", outsider]);
 }

@@ -26,7 +26,7 @@ use verda_operator::cloud::LoadBalancing;
 use verda_operator::cloud::ids::PoolId;
 
 const LIMIT: Duration = Duration::from_secs(240);
-const CONFIG: &str = "resyncPeriod: 10s\n";
+const CONFIG: &str = "resyncPeriod: 10s\nerrorReplaceDelay: 5s\n";
 const LOST: &str = "az-2";
 
 fn group(name: &str, replicas: u32, spread: &str, template: &str) -> String {
@@ -242,7 +242,7 @@ impl Drop for PoolFloor {
 
 /// az-3's compute service forced down while enabled: Nova still lists the zone, and
 /// the `Balanced` group's replicas set ERROR there are replaced there (by their
-/// VirtualMachines, after `error_replace`), fail with NoValidHost, and are moved to
+/// VirtualMachines, after `errorReplaceDelay`: 5 s here), fail with NoValidHost, and are moved to
 /// az-1 and az-2, the zone recorded as refusing.
 async fn nova_finds_no_valid_host(
     real: &Real,

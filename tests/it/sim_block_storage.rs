@@ -8,6 +8,7 @@ use crate::sim_support;
 use reqwest::Method;
 use serde_json::json;
 use sim_support::{Client, json_of};
+use verda_operator::sim::{Fault, FaultKind};
 
 const PROJECT: &str = "4fe49c509df94ac8bb7350b83b09a91e";
 
@@ -210,4 +211,90 @@ async fn availability_zones_answer_as_the_real_cinder() {
         .unwrap();
     assert_eq!(made.status(), 202);
     assert_eq!(json_of(made).await["volume"]["availability_zone"], "nova");
+}
+
+/// Recorded on the real systems: a server deleted while cinder-api was down is gone from
+/// Nova, but its volume keeps the attachment (`in-use`) until the owner deletes it
+/// through the attachments API (3.27+; a route Cinder does not have before).
+#[tokio::test]
+async fn a_server_deleted_while_cinder_is_down_leaves_its_attachment_for_the_owner_to_delete() {
+    let c = Client::fast().await;
+    let server = c.create_server("db", json!({})).await;
+    c.wait_server(&server).await;
+    let made = cinder(&c, Method::POST, "/volumes", 42)
+        .json(&json!({"volume": {"size": 1, "name": "data"}}))
+        .send()
+        .await
+        .unwrap();
+    let volume = json_of(made).await["volume"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let attach = json!({"volumeAttachment": {"volumeId": volume}});
+    let path = format!("/servers/{server}/os-volume_attachments");
+    while c
+        .nova(Method::POST, &path, 67)
+        .json(&attach)
+        .send()
+        .await
+        .unwrap()
+        .status()
+        != 200
+    {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    c.sim
+        .inject(Fault::new("block-storage", None, FaultKind::Status(503)));
+    let path = format!("/servers/{server}");
+    let deleted = c.nova(Method::DELETE, &path, 67).send().await.unwrap();
+    assert_eq!(deleted.status(), 204);
+    while c
+        .nova(Method::GET, &path, 67)
+        .send()
+        .await
+        .unwrap()
+        .status()
+        != 404
+    {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    c.sim.clear_faults();
+    let show = |minor| cinder(&c, Method::GET, &format!("/volumes/{volume}"), minor);
+    let held = json_of(show(42).send().await.unwrap()).await["volume"].clone();
+    assert_eq!(held["status"], "in-use");
+    assert_eq!(held["attachments"][0]["server_id"], json!(server));
+    let attachment = held["attachments"][0]["attachment_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let delete = |minor| {
+        cinder(
+            &c,
+            Method::DELETE,
+            &format!("/attachments/{attachment}"),
+            minor,
+        )
+    };
+    let too_old = delete(26).send().await.unwrap();
+    assert_eq!(too_old.status(), 404);
+    assert_eq!(
+        json_of(too_old).await,
+        json!({"itemNotFound": {"code": 404, "message": "The resource could not be found."}})
+    );
+    let gone = delete(42).send().await.unwrap();
+    assert_eq!(gone.status(), 200);
+    assert_eq!(json_of(gone).await, json!({"attachments": []}));
+    let free = json_of(show(42).send().await.unwrap()).await["volume"].clone();
+    assert_eq!(
+        (&free["status"], &free["attachments"]),
+        (&json!("available"), &json!([]))
+    );
+    let again = delete(42).send().await.unwrap();
+    assert_eq!(again.status(), 404);
+    let message =
+        format!("Volume attachment could not be found with filter: attachment_id = {attachment}.");
+    assert_eq!(
+        json_of(again).await,
+        json!({"itemNotFound": {"code": 404, "message": message}})
+    );
 }

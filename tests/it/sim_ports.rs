@@ -9,6 +9,7 @@ use crate::sim_support;
 use reqwest::{Method, Response};
 use serde_json::{Value, json};
 use sim_support::{Client, json_of};
+use verda_operator::sim::{Fault, FaultKind};
 
 /// The shared `private` network of the default project (the admin's).
 const PRIVATE: &str = "89908bff-e0fe-45be-b92d-5828f5ddc763";
@@ -462,6 +463,44 @@ async fn server_delete_keeps_the_users_port_unbound_and_deletes_novas_own() {
         (&json!(""), &json!(""), &json!("DOWN"))
     );
     assert_eq!(kept["fixed_ips"], p["fixed_ips"]);
+}
+
+/// Recorded on the real systems: Neutron frozen while Nova deletes a server leaves the
+/// user's port bound to a server that no longer exists; its owner clears the binding
+/// (`device_id` and `device_owner` set to "").
+#[tokio::test]
+async fn a_server_deleted_while_neutron_is_down_leaves_the_binding_for_the_owner_to_clear() {
+    let c = Client::fast().await;
+    let (net, _) = own_network(&c, "db-net").await;
+    let p = made(&c, json!({"network_id": net})).await;
+    let port_id = p["id"].as_str().unwrap();
+    let id = server_id(boot(&c, "db-0", json!([{"port": port_id}])).await).await;
+    c.wait_server(&id).await;
+    c.sim
+        .inject(Fault::new("network", None, FaultKind::Status(503)));
+    c.sim.delete_server_out_of_band(&id);
+    c.sim.clear_faults();
+    let path = format!("/network/v2.0/ports/{port_id}");
+    let left = get(&c, &path).await["port"].clone();
+    assert_eq!(
+        (&left["device_id"], &left["device_owner"]),
+        (&json!(id), &json!("compute:nova"))
+    );
+    let unbind = json!({"port": {"device_id": "", "device_owner": ""}});
+    let cleared = c
+        .req(Method::PUT, &path)
+        .json(&unbind)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cleared.status(), 200);
+    let port = json_of(cleared).await["port"].clone();
+    assert_eq!(
+        (&port["device_id"], &port["device_owner"], &port["status"]),
+        (&json!(""), &json!(""), &json!("DOWN"))
+    );
+    let again = server_id(boot(&c, "db-1", json!([{"port": port_id}])).await).await;
+    assert_eq!(get(&c, &path).await["port"]["device_id"], json!(again));
 }
 
 /// The operator's listing of its project's port records: `project_id` filters, and

@@ -9,7 +9,7 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 use serde_json::{Value, json};
 
-pub(crate) const SERVICE: &str = "block-storage";
+pub(crate) const SERVICE: &str = crate::world::BLOCK_STORAGE;
 pub(crate) const MAX_MINOR: u32 = 71;
 
 /// The request context of one Cinder call.

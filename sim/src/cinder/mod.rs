@@ -1,16 +1,18 @@
 //! Cinder (block storage API v3) as the real Cinder 29 answers it (`sim/cinder-wire.md`,
 //! recorded from `../shared/real-systems`): volumes and their states, metadata, extend
 //! (attached only from microversion 3.42), the `volumes` and `gigabytes` quotas, volume
-//! types by name or ID. Attach and detach go through Nova (`nova/attachments.rs`).
+//! types by name or ID. Attach and detach go through Nova (`nova/attachments.rs`); an
+//! attachment Nova could not remove is deleted through Cinder's (`attachments.rs`).
 //! Deliberately not here: snapshots, backups, transfers, multiattach, admin APIs.
 
+mod attachments;
 mod envelope;
 mod view;
 mod volumes;
 
 use axum::Router;
 use axum::response::Response;
-use axum::routing::{get, post, put};
+use axum::routing::{delete, get, post, put};
 pub(crate) use envelope::MAX_MINOR;
 use serde_json::json;
 
@@ -38,6 +40,10 @@ pub(crate) fn routes(r: Router<Sim>) -> Router<Sim> {
         )
         .route(&format!("{P}/types"), get(volumes::types))
         .route(&format!("{P}/os-availability-zone"), get(volumes::zones))
+        .route(
+            &format!("{P}/attachments/{{id}}"),
+            delete(attachments::delete),
+        )
 }
 
 /// The version document, with the link clients follow to the API (keystoneauth's

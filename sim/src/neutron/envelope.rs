@@ -10,7 +10,7 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 use serde_json::{Value, json};
 
-pub(crate) const SERVICE: &str = "network";
+pub(crate) const SERVICE: &str = crate::world::NETWORK;
 
 /// The request context of one Neutron call.
 pub(crate) struct Cx {

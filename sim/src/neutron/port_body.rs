@@ -2,7 +2,7 @@
 //! Neutron checks it before looking at the cloud: the attribute rules of
 //! `schema.rs`, then each value in the port attribute map's order (`name`,
 //! `network_id`, `admin_state_up`, `fixed_ips`, `security_groups`,
-//! `allowed_address_pairs`, `description`). The address-pair validator raises its own
+//! `allowed_address_pairs`, `description`, `device_id`, `device_owner`). The address-pair validator raises its own
 //! errors (their types and words are `neutron_lib.api.definitions.allowedaddresspairs`').
 //!
 //! Deliberately not here: whether the network, subnets, groups and addresses exist or
@@ -42,11 +42,11 @@ const SPEC: Spec = Spec {
         "security_groups",
         "tags",
         "admin_state_up",
+        "device_id",
+        "device_owner",
     ],
     other: &[
         "mac_address",
-        "device_id",
-        "device_owner",
         "tenant_id",
         "project_id",
         "port_security_enabled",
@@ -85,6 +85,9 @@ pub(super) struct PortBody {
     pub fixed_ips: Option<Vec<WantedIp>>,
     pub pairs: Option<Vec<WantedPair>>,
     pub security_groups: Option<Vec<String>>,
+    /// The server (or other device) it is bound to, and who binds it; `""` unbinds.
+    pub device_id: Option<String>,
+    pub device_owner: Option<String>,
     /// The keys of each `fixed_ips` and `allowed_address_pairs` item, for policy.
     pub fixed_ip_keys: Vec<String>,
     pub pair_keys: Vec<String>,
@@ -119,6 +122,8 @@ pub(super) fn check(cx: &Cx, req: &Map<String, Value>, create: bool) -> Result<P
         body.pair_keys = item_keys(v);
     }
     body.description = schema::text(cx, req, "description")?;
+    body.device_id = schema::text(cx, req, "device_id")?;
+    body.device_owner = schema::text(cx, req, "device_owner")?;
     schema::unknown(cx, req, &SPEC)?;
     Ok(body)
 }

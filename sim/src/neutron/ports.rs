@@ -169,6 +169,8 @@ async fn create(
     let mut port = w.new_port(&net.id, body.name.as_deref().unwrap_or_default());
     port.fixed_ips = fixed_ips;
     port.description = body.description.unwrap_or_default();
+    port.device_id = body.device_id.unwrap_or_default();
+    port.device_owner = body.device_owner.unwrap_or_default();
     port.security_groups = groups;
     port.allowed_address_pairs = pairs(&port.mac, body.pairs.unwrap_or_default());
     let answer = json!({"port": view(&cx.project, &port)});
@@ -208,6 +210,10 @@ async fn update(
     if let Some(wanted) = body.pairs {
         p.allowed_address_pairs = pairs(&p.mac, wanted);
     }
+    p.device_id = body.device_id.unwrap_or(std::mem::take(&mut p.device_id));
+    p.device_owner = body
+        .device_owner
+        .unwrap_or(std::mem::take(&mut p.device_owner));
     p.touch();
     Ok(cx.ok(200, &json!({"port": view(&cx.project, p)})))
 }

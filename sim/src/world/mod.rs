@@ -64,6 +64,40 @@ pub(crate) struct World {
     /// Servers whose service answers no health check (a test's fault): their members
     /// are ERROR wherever a health monitor watches them.
     pub unresponsive: HashSet<String>,
+    /// Which services Nova reaches behind its API now (a fault door's outage).
+    pub reach: Reach,
+}
+
+/// The services Nova calls when it deletes a server. One that is down is not told:
+/// the volume keeps its attachment (Cinder), the port its binding (Neutron), to a
+/// server that no longer exists, as on the real services.
+#[derive(Debug, Clone, Copy)]
+pub struct Reach {
+    pub block_storage: bool,
+    pub network: bool,
+}
+
+/// The fault door's names of the services Nova calls behind its API.
+pub(crate) const BLOCK_STORAGE: &str = "block-storage";
+pub(crate) const NETWORK: &str = "network";
+
+impl Reach {
+    /// What the fault door's outages leave Nova able to reach now.
+    pub(crate) fn now(faults: &crate::faults::FaultTable) -> Self {
+        Reach {
+            block_storage: !faults.down(BLOCK_STORAGE),
+            network: !faults.down(NETWORK),
+        }
+    }
+}
+
+impl Default for Reach {
+    fn default() -> Self {
+        Reach {
+            block_storage: true,
+            network: true,
+        }
+    }
 }
 
 impl World {
@@ -119,6 +153,7 @@ impl World {
             barbican: self::barbican::Barbican::default(),
             designate: self::designate::Designate::default(),
             unresponsive: HashSet::new(),
+            reach: Reach::default(),
         }
     }
 
@@ -155,8 +190,11 @@ impl World {
         let Some(server) = self.servers.remove(id) else {
             return;
         };
-        self.cinder.server_gone(id);
-        for nic in &server.nics {
+        let reach = self.reach;
+        if reach.block_storage {
+            self.cinder.server_gone(id);
+        }
+        for nic in server.nics.iter().filter(|_| reach.network) {
             self.release_port(&nic.port_id, id);
         }
         for g in self.groups.values_mut() {

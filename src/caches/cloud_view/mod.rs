@@ -17,6 +17,7 @@
 //! `changes-since` cannot report a deletion. The full tagged listing can, at one call
 //! per 1,000 servers.
 
+mod holders;
 mod load_balancers;
 mod members;
 mod orphans;
@@ -37,6 +38,7 @@ use kube::runtime::reflector::ObjectRef;
 use tokio::sync::mpsc;
 use verda_api::v1alpha1::{DNSZone, LoadBalancer, VirtualMachine, VirtualMachineGroup};
 
+pub use holders::Holders;
 pub use load_balancers::{Cached, LoadBalancerView, OctaviaTree, QUIET};
 pub use members::{MemberMemory, MemberSet};
 pub use port_records::PortView;
@@ -85,6 +87,8 @@ pub struct ProjectView {
     pub volume_zones: ZoneView,
     /// Designate's record sets per zone; listed only for objects with DNS names.
     pub record_sets: RecordSetView,
+    /// Servers that hold a volume or port a VirtualMachine waits for, seen alive.
+    pub holders: Holders,
     /// The credentials last used in the project, which a refresh lists with while a
     /// reconcile still holds them.
     services: Lock<Option<Weak<dyn CloudServices>>>,

@@ -138,6 +138,10 @@ impl NetworkService for OpenStackClient {
             if let Some(groups) = &request.security_groups {
                 body["security_groups"] = json!(groups);
             }
+            if request.unbind {
+                body["device_id"] = json!("");
+                body["device_owner"] = json!("");
+            }
             let req = neutron("update_port", Method::PUT, format!("/ports/{id}"))
                 .json(json!({"port": body}))
                 .idempotent();

@@ -11,7 +11,7 @@ use serde_json::json;
 use super::OpenStackClient;
 use crate::cloud::auth::Service;
 use crate::cloud::error::{CloudError, ErrorKind, Resource};
-use crate::cloud::ids::VolumeId;
+use crate::cloud::ids::{AttachmentId, VolumeId};
 use crate::cloud::model::compute::AvailabilityZone;
 use crate::cloud::model::volume::{CreateVolume, Volume};
 use crate::cloud::services::{BlockStorage, CloudFuture, CloudResult};
@@ -97,6 +97,15 @@ impl BlockStorage for OpenStackClient {
             .idempotent();
             let action = format!("set the metadata of volume {id}");
             self.fetch(&req, "metadata", &action).await
+        })
+    }
+
+    fn delete_attachment<'a>(&'a self, id: &'a AttachmentId) -> CloudFuture<'a, ()> {
+        Box::pin(async move {
+            let path = format!("/attachments/{id}");
+            let req = cinder("delete_attachment", Method::DELETE, path);
+            self.execute(&req, &format!("delete volume attachment {id}"))
+                .await
         })
     }
 }

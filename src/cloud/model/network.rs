@@ -106,6 +106,9 @@ pub struct UpdatePort {
     pub description: Option<String>,
     pub allowed_address_pairs: Option<Vec<AddressPair>>,
     pub security_groups: Option<Vec<String>>,
+    /// Clears `device_id` and `device_owner`: the binding Neutron kept to a server Nova
+    /// deleted while Neutron could not be told.
+    pub unbind: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Deserialize)]

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::cloud::ids::{ServerId, VolumeId};
+use crate::cloud::ids::{AttachmentId, ServerId, VolumeId};
 
 /// Cinder volume `status`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
@@ -82,6 +82,10 @@ impl VolumeState {
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
 pub struct Attachment {
     pub server_id: ServerId,
+    /// Cinder's own record of it (volume API 3.27+), by which it can be deleted when
+    /// Nova could not tell Cinder that the server went.
+    #[serde(default)]
+    pub attachment_id: Option<AttachmentId>,
     #[serde(default)]
     pub device: Option<String>,
 }

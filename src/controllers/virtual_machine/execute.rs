@@ -18,6 +18,8 @@ use crate::controllers::virtual_machine::network_ports;
 use crate::controllers::virtual_machine::observe::Observed;
 use crate::controllers::virtual_machine::plan::Step;
 use crate::controllers::virtual_machine::power::{self, PowerStep};
+use crate::controllers::virtual_machine::stale_holders;
+use crate::controllers::virtual_machine::volumes::plan::VolumeStep;
 use crate::runtime::object::object_key;
 use crate::runtime::{Context, ReconcileError};
 use crate::tenancy::Tenant;
@@ -77,7 +79,7 @@ pub async fn run(
             set_metadata(compute, vm, observed, id, metadata, mode, &key).await?
         }
         Step::RecordOwner(id, tags) => record_owner(compute, id, &tags, &key).await?,
-        Step::Volume(step) => volume_step(ctx, tenant, kept, &key, step).await?,
+        Step::Volume(step) => volume_step(ctx, tenant, observed, (kept, &key), step).await?,
         Step::Port(step) => port_step(ctx, tenant, observed, (kept, &key), step).await?,
         Step::Power(step) => power(compute, step, &key, poll).await?,
         Step::Converged => converged(vm, observed, kept, ctx.timing.resync),
@@ -120,14 +122,70 @@ async fn record_owner(
     ))
 }
 
+/// A data volume attached to another server: waited for, or let go of when Nova no
+/// longer has that server.
+async fn held_volume(
+    ctx: &Context,
+    (tenant, compute, kept): (&Tenant, &dyn Compute, Option<ServerId>),
+    observed: &Observed,
+    key: &str,
+    step: VolumeStep,
+) -> Result<Outcome, ReconcileError> {
+    let poll = ctx.timing.poll;
+    let (
+        VolumeStep::Held {
+            name,
+            id,
+            holder,
+            attachment,
+        },
+        Some(look),
+    ) = (step, &observed.volumes)
+    else {
+        return Ok(provisioning(kept, "looking at the volumes".into(), poll));
+    };
+    let held = stale_holders::HeldVolume {
+        name,
+        id,
+        holder,
+        attachment,
+        owner: look.owner.clone(),
+    };
+    let view = ctx.view.of(tenant);
+    let lookup = holder_lookup(ctx, compute, &view, key);
+    let cinder = tenant.services.block_storage();
+    stale_holders::volume(&lookup, cinder.as_ref(), held, (kept, poll)).await
+}
+
+/// How a VirtualMachine asks whether the server holding its volume or port exists.
+fn holder_lookup<'a>(
+    ctx: &Context,
+    compute: &'a dyn Compute,
+    view: &'a crate::caches::cloud_view::ProjectView,
+    key: &'a str,
+) -> stale_holders::Lookup<'a> {
+    stale_holders::Lookup {
+        compute,
+        view,
+        fresh: ctx.timing.resync,
+        retry: ctx.timing.terminal_retry,
+        key,
+    }
+}
+
 /// A data volume step, acting on the kept server.
 async fn volume_step(
     ctx: &Context,
     tenant: &Tenant,
-    server: Option<ServerId>,
-    key: &str,
-    step: crate::controllers::virtual_machine::volumes::plan::VolumeStep,
+    observed: &Observed,
+    (server, key): (Option<ServerId>, &str),
+    step: VolumeStep,
 ) -> Result<Outcome, ReconcileError> {
+    if let VolumeStep::Held { .. } = step {
+        let compute = tenant.services.compute();
+        let target = (tenant, compute.as_ref(), server);
+        return held_volume(ctx, target, observed, key, step).await;
+    }
     let (cinder, compute) = (tenant.services.block_storage(), tenant.services.compute());
     let view = ctx.view.of(tenant);
     let target = crate::controllers::virtual_machine::volumes::execute::Target {
@@ -152,17 +210,33 @@ async fn port_step(
     step: network_ports::plan::PortStep,
 ) -> Result<Outcome, ReconcileError> {
     use network_ports::plan::PortStep;
+    let neutron = tenant.services.network(None);
+    let view = ctx.view.of(tenant);
+    let record = observed.ports.as_ref().map_or("", |l| l.record.as_str());
+    let poll = ctx.timing.poll;
+    if let PortStep::Held { id, holder } = &step {
+        let compute = tenant.services.compute();
+        let lookup = holder_lookup(ctx, compute.as_ref(), &view, key);
+        let forget = || view.network_ports.forget(record);
+        let (message, cleared) =
+            stale_holders::port(&lookup, neutron.as_ref(), (id, holder), forget).await?;
+        let requeue = if cleared.is_some() {
+            Duration::ZERO
+        } else {
+            poll
+        };
+        return Ok(Outcome {
+            event: cleared.map(|n| (EventType::Warning, "StaleBindingCleared", n)),
+            ..provisioning(server, message, requeue)
+        });
+    }
     let message = match &step {
         PortStep::Wait(why) => why.clone(),
         other => other.describe(),
     };
     let writes = step.writes();
-    let neutron = tenant.services.network(None);
-    let view = ctx.view.of(tenant);
-    let record = observed.ports.as_ref().map_or("", |l| l.record.as_str());
     let memory = (&view.network_ports, record);
     let note = network_ports::execute::run(neutron.as_ref(), memory, step, key).await?;
-    let poll = ctx.timing.poll;
     Ok(Outcome {
         event: note.map(|n| (EventType::Normal, "PortReady", n)),
         ..provisioning(server, message, if writes { Duration::ZERO } else { poll })

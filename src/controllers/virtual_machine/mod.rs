@@ -15,6 +15,7 @@ pub mod plan;
 pub mod power;
 pub mod references;
 mod removal;
+mod stale_holders;
 pub mod status;
 pub mod volumes;
 
@@ -184,12 +185,17 @@ impl Reconciler for VirtualMachine {
         Ok(observed)
     }
 
-    /// A create (of the server, or of a volume) is decided on the cloud itself.
+    /// A create (of the server, or of a volume), an attach and the release of a volume
+    /// from a vanished server are decided on the cloud itself: the view may not have
+    /// seen the volume taken or let go since.
     fn needs_fresh_look(observed: &observe::Observed, step: &plan::Step) -> bool {
+        use volumes::plan::VolumeStep;
         let volumes_from_view = observed.volumes.as_ref().is_some_and(|v| v.from_view);
         match step {
             plan::Step::Create => observed.from_view,
-            plan::Step::Volume(volumes::plan::VolumeStep::Create { .. }) => volumes_from_view,
+            plan::Step::Volume(
+                VolumeStep::Create { .. } | VolumeStep::Attach { .. } | VolumeStep::Held { .. },
+            ) => volumes_from_view,
             _ => false,
         }
     }

@@ -240,6 +240,7 @@ impl BlockStorage for Wired<dyn BlockStorage> {
         fn delete_volume<'a>(&'a self, id: &'a VolumeId) -> CloudFuture<'a, ()>;
         fn extend_volume<'a>(&'a self, id: &'a VolumeId, size: i32) -> CloudFuture<'a, ()>;
         fn set_volume_metadata<'a>(&'a self, id: &'a VolumeId, metadata: &'a BTreeMap<String, String>) -> CloudFuture<'a, BTreeMap<String, String>>;
+        fn delete_attachment<'a>(&'a self, id: &'a AttachmentId) -> CloudFuture<'a, ()>;
     }
 }
 

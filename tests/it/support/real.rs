@@ -728,3 +728,51 @@ pub async fn no_duplicates(
     }
     Ok(())
 }
+
+/// The PID of the real OpenStack service `name`, from the start script's pid file
+/// (each service leads a process group of its own).
+fn service_pid(name: &str) -> String {
+    let dir = std::env::var_os("VERDA_REAL_OPENSTACK_PIDS")
+        .map(PathBuf::from)
+        .expect("VERDA_REAL_OPENSTACK_PIDS is set: run through hack/real-systems.sh");
+    std::fs::read_to_string(dir.join(format!("{name}.pid")))
+        .expect("the service's pid file")
+        .trim()
+        .to_owned()
+}
+
+/// Sends `signal` to the process group of the service `name`.
+pub fn signal_service(name: &str, signal: &str) {
+    let group = format!("-{}", service_pid(name));
+    let _ = Command::new("kill").args([signal, "--", &group]).status();
+}
+
+/// Stops the service `name` (TERM, then KILL whatever is left of its group).
+pub fn stop_service(name: &str) {
+    let pid = service_pid(name);
+    signal_service(name, "-TERM");
+    let proc = PathBuf::from("/proc").join(&pid);
+    for _ in 0..50 {
+        if !proc.exists() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    signal_service(name, "-KILL");
+}
+
+/// Starts what is not running, the way the real systems start (their start script
+/// leaves running services alone and waits until every one answers).
+pub fn start_services() {
+    let script = std::env::var_os("VERDA_REAL_OPENSTACK_START")
+        .expect("VERDA_REAL_OPENSTACK_START is set: run through hack/real-systems.sh");
+    let out = Command::new("bash")
+        .arg(&script)
+        .output()
+        .expect("the start script runs");
+    assert!(
+        out.status.success(),
+        "the OpenStack start script failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -52,7 +52,8 @@ pub async fn run(
                 .map_err(ReconcileError::cloud("update a port", key))?;
             done = Some(format!("port {id} updated as the spec now says"));
         }
-        PortStep::Wait(_) => {}
+        // Whether the holder exists is Nova's to say: `stale_holders` carries it out.
+        PortStep::Held { .. } | PortStep::Wait(_) => {}
         PortStep::Floating(step) => {
             done = Some(super::floating::run(neutron, step, key).await?);
         }

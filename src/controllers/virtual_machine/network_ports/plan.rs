@@ -5,7 +5,7 @@
 use kube::ResourceExt;
 use verda_api::v1alpha1::VirtualMachine;
 
-use crate::cloud::ids::{NetworkId, PortId};
+use crate::cloud::ids::{NetworkId, PortId, ServerId};
 use crate::cloud::model::network::{AddressPair, CreatePort, Port};
 use crate::controllers::virtual_machine::network_ports::Look;
 use crate::controllers::virtual_machine::network_ports::floating::{self, FloatingStep};
@@ -25,8 +25,10 @@ pub enum PortStep {
         pairs: Option<Vec<AddressPair>>,
         groups: Option<Vec<String>>,
     },
-    /// The port is still bound to a server being deleted: the new one boots on it once
-    /// Nova lets it go.
+    /// The port is still bound to another server: the new one boots on it once Nova
+    /// lets it go, or once the binding is cleared because Nova no longer has that server.
+    Held { id: PortId, holder: ServerId },
+    /// Nothing to do until something else changes.
     Wait(String),
     /// Something about the floating IP, once the ports are there.
     Floating(FloatingStep),
@@ -51,6 +53,9 @@ impl PortStep {
             Self::Adopt(adoption) => format!("take over port {}", adoption.id),
             Self::DeleteDuplicate(id) => format!("delete duplicate port {id}"),
             Self::Update { id, .. } => format!("update port {id}"),
+            Self::Held { id, holder } => {
+                format!("let port {id} go from server {holder} if Nova no longer has it")
+            }
             Self::Wait(_) => "change anything".to_owned(),
             Self::Floating(FloatingStep::Create(_)) => "allocate a floating IP".to_owned(),
             Self::Floating(FloatingStep::Associate(id, _)) => {
@@ -158,11 +163,10 @@ fn present<'a>(
         return Err(PortStep::DeleteDuplicate(extra.id.clone()));
     }
     match kept.device() {
-        Some(other) if server != Some(other) => Err(PortStep::Wait(format!(
-            "port {} ({}) is still bound to server {other}; the new server boots on it once Nova lets it go",
-            kept.id,
-            kept.addresses().join(", ")
-        ))),
+        Some(other) if server != Some(other) => Err(PortStep::Held {
+            id: kept.id.clone(),
+            holder: ServerId::new(other),
+        }),
         _ => Ok(kept),
     }
 }

@@ -66,11 +66,15 @@ fn a_missing_port_is_created_before_the_server_with_the_owner_record_and_address
 }
 
 #[test]
-fn a_port_still_bound_to_a_deleted_server_is_waited_for_then_booted_on() {
+fn a_port_still_bound_to_another_server_is_held_by_it_then_booted_on() {
     let vm = vm(vec![private(None)]);
     let bound = look(vec![port("p1", "old-server", "10.0.0.50")]);
-    assert!(
-        matches!(before_server(&vm, &bound, None), Some(PortStep::Wait(m)) if m.contains("old-server"))
+    assert_eq!(
+        before_server(&vm, &bound, None),
+        Some(PortStep::Held {
+            id: PortId::new("p1"),
+            holder: ServerId::new("old-server")
+        })
     );
     let free = look(vec![port("p1", "", "10.0.0.50")]);
     assert_eq!(before_server(&vm, &free, None), None);

@@ -70,6 +70,10 @@ pub async fn run(t: &Target<'_>, step: VolumeStep) -> Result<Outcome, ReconcileE
             server,
             reattach,
         } => attach(t, &name, &id, &server, reattach).await?,
+        // Whether the holder exists is Nova's to say: `stale_holders` carries it out.
+        VolumeStep::Held { name, .. } => {
+            busy(format!("volume {name} is held by another server"), None)
+        }
         VolumeStep::Wait(message) => busy(message, None),
         VolumeStep::Failed(message) => Outcome {
             server_id: t.server.clone(),

@@ -4,11 +4,12 @@
 //!
 //! Volumes are created before the server (they do not need it), attached once it is
 //! ACTIVE, one at a time in spec order so the devices follow it. A volume attached to
-//! another server is waited for (it is detached when that server goes), never taken.
+//! another server is waited for (it is detached when that server goes), never taken;
+//! unless Nova no longer has that server (`stale_holders`).
 
 use verda_api::v1alpha1::{DataVolume, VirtualMachine};
 
-use crate::cloud::ids::{ServerId, VolumeId};
+use crate::cloud::ids::{AttachmentId, ServerId, VolumeId};
 use crate::cloud::model::compute::{Server, ServerStatus};
 use crate::cloud::model::volume::{CreateVolume, Volume, VolumeState};
 use crate::cloud::owner::META_VOLUME;
@@ -38,6 +39,14 @@ pub enum VolumeStep {
         server: ServerId,
         reattach: bool,
     },
+    /// Attached to another server: waited for while that server exists, let go of
+    /// (its Cinder attachment deleted) once Nova no longer has it.
+    Held {
+        name: String,
+        id: VolumeId,
+        holder: ServerId,
+        attachment: Option<AttachmentId>,
+    },
     /// Cinder or Nova is busy with it: look again soon.
     Wait(String),
     /// It is in an error state: reported, not retried until it changes.
@@ -52,6 +61,9 @@ impl VolumeStep {
             Self::DeleteDuplicate { id, .. } => format!("delete duplicate volume {id}"),
             Self::Extend { name, to, .. } => format!("extend volume {name} to {to} GiB"),
             Self::Attach { name, .. } => format!("attach volume {name}"),
+            Self::Held { name, holder, .. } => {
+                format!("let volume {name} go from server {holder} if Nova no longer has it")
+            }
             Self::Wait(_) | Self::Failed(_) => "change anything".to_owned(),
         }
     }
@@ -183,10 +195,12 @@ fn settle(
     }
     match v.attached_to() {
         Some(on) if *on == server.id => None,
-        Some(other) => Some(VolumeStep::Wait(format!(
-            "volume {name} ({}) is attached to server {other}; it is attached here once that server lets it go",
-            v.id
-        ))),
+        Some(other) => Some(VolumeStep::Held {
+            name,
+            id: v.id.clone(),
+            holder: other.clone(),
+            attachment: v.attachments.first().and_then(|a| a.attachment_id.clone()),
+        }),
         None if server.status != ServerStatus::Active => Some(VolumeStep::Wait(format!(
             "volume {name} is attached once the server is ACTIVE"
         ))),

@@ -2,7 +2,7 @@ use verda_api::v1alpha1::{VirtualMachine, VolumeStatus};
 
 use super::*;
 use crate::caches::cloud_view::VolumeOwner;
-use crate::cloud::ids::ServerId;
+use crate::cloud::ids::{AttachmentId, ServerId};
 use crate::cloud::model::volume::Attachment;
 use crate::cloud::owner::Owner;
 
@@ -31,6 +31,7 @@ fn volume(id: &str, name: &str, size: i32, status: VolumeState, on: Option<&str>
         attachments: on
             .map(|s| Attachment {
                 server_id: ServerId::new(s),
+                attachment_id: Some(AttachmentId::new(format!("a-{id}"))),
                 device: Some("/dev/vdb".into()),
             })
             .into_iter()
@@ -127,7 +128,7 @@ fn volumes_attach_in_spec_order_once_the_server_is_active() {
 }
 
 #[test]
-fn a_volume_still_on_the_old_server_is_waited_for_never_taken_or_doubled() {
+fn a_volume_still_on_another_server_is_held_by_it_never_taken_or_doubled() {
     let vm = vm("[{name: data, size: 10}]");
     let elsewhere = look(vec![volume(
         "v1",
@@ -137,9 +138,14 @@ fn a_volume_still_on_the_old_server_is_waited_for_never_taken_or_doubled() {
         Some("old"),
     )]);
     let step = with_server(&vm, &elsewhere, &server(ServerStatus::Active));
-    assert!(
-        matches!(step, Some(VolumeStep::Wait(ref m)) if m.contains("attached to server old")),
-        "{step:?}"
+    assert_eq!(
+        step,
+        Some(VolumeStep::Held {
+            name: "data".into(),
+            id: VolumeId::new("v1"),
+            holder: ServerId::new("old"),
+            attachment: Some(AttachmentId::new("a-v1")),
+        })
     );
     assert_eq!(before_server(&vm, &elsewhere), None, "no second volume");
 }
