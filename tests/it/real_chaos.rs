@@ -1,12 +1,15 @@
 //! Chaos on the real systems, seeded and reproducible: two operator replicas with
 //! leader election run the published group and LoadBalancer while random faults hit
 //! them — SIGKILL of the leader or the standby, a real OpenStack API process (Nova,
-//! Octavia, Neutron, Keystone) killed and started again by the real systems' start
-//! script after a few seconds, or frozen (SIGSTOP) for a few seconds, a server
+//! Octavia, Neutron, Keystone, Cinder) killed and started again by the real systems'
+//! start script after a few seconds (with Cinder down, a stateful VirtualMachine's
+//! server is deleted meanwhile: Nova cannot tell Cinder, and the volume must come back
+//! to its replacement), or frozen (SIGSTOP) for a few seconds, a server
 //! or a pool member deleted with the `openstack` CLI, `kubectl scale` to a random
 //! size, the namespace's credentials Secret rotated between a password and an
 //! application credential. After every round the group must converge (its servers
-//! ACTIVE, both pools holding exactly their addresses in Octavia itself) with no
+//! ACTIVE, both pools holding exactly their addresses in Octavia itself, the stateful
+//! VirtualMachine Ready on the volume it first had) with no
 //! duplicate server, server group or load balancer; at the end, deleting everything
 //! must leave the project as it was. Run by `hack/real-systems.sh`.
 //!
@@ -22,7 +25,8 @@ use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use verda_api::v1alpha1::LoadBalancer;
+use verda_api::conditions::{READY, is_true};
+use verda_api::v1alpha1::{LoadBalancer, VirtualMachine};
 use verda_operator::cloud::ids::{PoolId, ServerId};
 use verda_operator::cloud::model::compute::ServerStatus;
 use verda_operator::cloud::owner::Owner;
@@ -31,7 +35,7 @@ use verda_operator::cloud::{Compute, LoadBalancing};
 use support::real::{
     Namespace, Operator, PUBLISHED_GROUP, PUBLISHED_LB, Real, all_deleted, converged,
     project_inventory, published, put_secret, signal_service, single_cloud, start_services,
-    stop_service,
+    stop_service, until,
 };
 
 const LEASE: &str = "verda-chaos-leader";
@@ -39,7 +43,13 @@ const IDENTITIES: [&str; 2] = ["chaos-a", "chaos-b"];
 const RECOVERY_LIMIT: Duration = Duration::from_secs(300);
 const CONFIG: &str = "resyncPeriod: 10s\n";
 /// The OpenStack API processes a round may stop (their pid files' names).
-const SERVICES: [&str; 4] = ["nova-api", "octavia-api", "neutron", "keystone"];
+const SERVICES: [&str; 5] = ["nova-api", "octavia-api", "neutron", "keystone", CINDER];
+/// Stopped, it takes the ledger's server with it: Nova deletes the server and cannot
+/// tell Cinder, so the volume stays attached to a server that is gone.
+const CINDER: &str = "cinder-api";
+/// A stateful VirtualMachine beside the published objects, whose volume must outlive
+/// every fault.
+const LEDGER: &str = "apiVersion: verda.linecorp.com/v1alpha1\nkind: VirtualMachine\nmetadata: {name: ledger}\nspec:\n  image: cirros\n  flavor: m1.tiny\n  volumes: [{name: data, size: 1}]\n  volumeRetention: {whenDeleted: Delete}\n";
 
 /// One fault a round injects.
 #[derive(Debug, Clone)]
@@ -158,6 +168,12 @@ struct Scene {
     size: u32,
     secrets: [String; 2],
     secret_in_use: usize,
+    /// The ledger's namespace (of its own: the published group's checks count their
+    /// namespace's servers) and its data volume, once first Ready.
+    ledger: Namespace,
+    ledger_volume: Option<String>,
+    /// The ledger's servers deleted so far: it must be on another one.
+    ledger_gone: Vec<String>,
 }
 
 impl Scene {
@@ -182,9 +198,16 @@ impl Scene {
             Fault::StopService(name, pause) => {
                 let stopped = Instant::now();
                 stop_service(name);
+                let gone = match *name {
+                    CINDER => self.delete_ledger_server().await,
+                    _ => String::new(),
+                };
                 tokio::time::sleep(*pause).await;
                 start_services();
-                format!("{name} down for {:.0} s", stopped.elapsed().as_secs_f64())
+                format!(
+                    "{name} down for {:.0} s{gone}",
+                    stopped.elapsed().as_secs_f64()
+                )
             }
             Fault::FreezeService(name, pause) => {
                 signal_service(name, "-STOP");
@@ -241,6 +264,46 @@ impl Scene {
         format!("openstack server delete {id}")
     }
 
+    /// Deletes the ledger's server with the CLI, waiting until Nova has.
+    async fn delete_ledger_server(&mut self) -> String {
+        let vms: Api<VirtualMachine> = self.ledger.api(self.client.clone());
+        let server = vms
+            .get("ledger")
+            .await
+            .ok()
+            .and_then(|v| v.status?.server_id);
+        let Some(server) = server else {
+            return ", the ledger had no server to delete".into();
+        };
+        self.real
+            .openstack_do("osh-demo", &["server", "delete", "--wait", &server]);
+        let note = format!(" while the ledger's server {server} was deleted");
+        self.ledger_gone.push(server);
+        note
+    }
+
+    /// The ledger Ready on its volume (the first one it had), or why not.
+    async fn ledger_kept(&self) -> Result<String, String> {
+        let vms: Api<VirtualMachine> = self.ledger.api(self.client.clone());
+        let vm = vms.get("ledger").await.map_err(|e| e.to_string())?;
+        let s = vm.status.ok_or("the ledger has no status")?;
+        if !is_true(&s.conditions, READY) || s.volumes_attached.as_deref() != Some("1/1") {
+            let ready = s.conditions.iter().find(|c| c.type_ == READY);
+            return Err(format!("ledger: {:?}", ready.map(|c| &c.message)));
+        }
+        let volume = s.volumes.first().map(|v| v.id.clone()).ok_or("no volume")?;
+        let server = s.server_id.unwrap_or_default();
+        if self.ledger_gone.contains(&server) {
+            return Err(format!("the ledger still reports deleted server {server}"));
+        }
+        match &self.ledger_volume {
+            Some(first) if *first != volume => Err(format!(
+                "the ledger's volume is {volume}, not its first {first}: its data is lost"
+            )),
+            _ => Ok(volume),
+        }
+    }
+
     async fn delete_member(&mut self) -> String {
         let lbs: Api<LoadBalancer> = self.ns.api(self.client.clone());
         let Some(status) = lbs.get(PUBLISHED_LB).await.ok().and_then(|l| l.status) else {
@@ -292,7 +355,11 @@ impl Scene {
     async fn recover(&self) -> Duration {
         let started = Instant::now();
         loop {
-            let Err(last) = converged(&self.real, &self.client, &self.ns, self.size).await else {
+            let state = match converged(&self.real, &self.client, &self.ns, self.size).await {
+                Ok(()) => self.ledger_kept().await.map(|_| ()),
+                Err(e) => Err(e),
+            };
+            let Err(last) = state else {
                 return started.elapsed();
             };
             assert!(
@@ -329,6 +396,10 @@ async fn random_faults_on_the_real_systems_lose_nothing_and_leak_nothing() {
     let secrets = [single_cloud(&real.clouds, "osh-demo"), appcred];
     put_secret(&real, &ns.name, &secrets[0]);
     let files = ["virtualmachinegroup.yaml", "loadbalancer.yaml"].map(published);
+    let ledger = Namespace::create(real.clone(), "chaos-ledger");
+    put_secret(&real, &ledger.name, &secrets[0]);
+    let in_ledger = ["-n", ledger.name.as_str(), "apply", "-f", "-"];
+    real.kubectl_with_input(&in_ledger, Some(LEDGER));
     let mut scene = Scene {
         replicas: Replicas::start(real.clone()),
         real: real.clone(),
@@ -338,11 +409,15 @@ async fn random_faults_on_the_real_systems_lose_nothing_and_leak_nothing() {
         size: 2,
         secrets,
         secret_in_use: 0,
+        ledger,
+        ledger_volume: None,
+        ledger_gone: Vec::new(),
     };
     for f in &files {
         real.kubectl(&["-n", &scene.ns.name, "apply", "-f", f]);
     }
     let first = scene.recover().await;
+    scene.ledger_volume = scene.ledger_kept().await.ok();
     println!(
         "REAL chaos: published group and LoadBalancer converged in {:.1} s",
         first.as_secs_f64()
@@ -376,13 +451,30 @@ async fn random_faults_on_the_real_systems_lose_nothing_and_leak_nothing() {
         replicas,
         ns,
         client,
+        ledger,
         ..
     } = scene;
+    real.kubectl(&["-n", &ledger.name, "delete", "vm", "ledger", "--wait=false"]);
     let leader_now = leader(&client).await.unwrap_or_default();
     let operator = &replicas.running[IDENTITIES
         .iter()
         .position(|i| *i == leader_now)
         .unwrap_or(0)];
+    let ledgers: Api<VirtualMachine> = ledger.api(client.clone());
+    until(
+        "the ledger is gone",
+        RECOVERY_LIMIT,
+        &support::real::context(operator),
+        || async {
+            ledgers
+                .get_opt("ledger")
+                .await
+                .ok()?
+                .is_none()
+                .then_some(())
+        },
+    )
+    .await;
     all_deleted(&real, &client, &ns, operator, &files, baseline).await;
     real.openstack_do(
         "osh-demo",

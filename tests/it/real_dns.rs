@@ -148,9 +148,6 @@ async fn load_balancer_names_on_the_real_designate() {
     let started = Instant::now();
     apply(dns_zone(&zone));
     apply(load_balancer(&zone, &["www"]));
-    // The group boots and gets its names while the LoadBalancer's are tried.
-    apply(group(&zone, 3));
-    let group_applied = Instant::now();
     let zones: Api<DNSZone> = ns.api(client.clone());
     let made = until(
         "the DNSZone is Ready",
@@ -262,7 +259,7 @@ async fn load_balancer_names_on_the_real_designate() {
     apply(load_balancer(&zone, &["www"]));
     dns_rows(&lbs, &operator, "only www reported", |rows| rows.len() == 1).await;
 
-    group_names(&real, &ns, (&client, &operator), &zone, group_applied).await;
+    group_names(&real, &ns, &client, &operator, &zone).await;
 
     // Deleted: every name of ours is NXDOMAIN, the hand-made name still answers.
     let objects = [("loadbalancer", "front"), ("virtualmachinegroup", "db")];
@@ -343,21 +340,22 @@ async fn zone_deleted(real: &Real, ns: &Namespace, op: &Operator, zone: &str, ta
     );
 }
 
-/// A group of 3 named `db` (and `db-<n>`), applied at `started`, scaled to 2: the
-/// leaving replica's address is gone from `db` as BIND answers it before its
-/// VirtualMachine is deleted.
+/// A group of 3 named `db` (and `db-<n>`), scaled to 2: the leaving replica's address
+/// is gone from `db` as BIND answers it before its VirtualMachine is deleted.
 async fn group_names(
     real: &Real,
     ns: &Namespace,
-    (client, op): (&kube::Client, &Operator),
+    client: &kube::Client,
+    op: &Operator,
     zone: &str,
-    started: Instant,
 ) {
     let apply = |manifest: String| {
         real.kubectl_with_input(&["-n", &ns.name, "apply", "-f", "-"], Some(&manifest));
     };
     let vms: Api<VirtualMachine> = ns.api(client.clone());
     let groups: Api<VirtualMachineGroup> = ns.api(client.clone());
+    apply(group(zone, 3));
+    let started = Instant::now();
     let ips = until(
         "the group's three replicas are Ready",
         LIMIT,
