@@ -64,6 +64,9 @@ LB_OPTIONS = os.environ.get("VERDA_BENCH_LB_OPTIONS") == "1"
 # "1": a DNSZone `fleet.test.` made first, every group named in it (`group-<i>` for its
 # serving replicas, `group-<i>-<n>` per replica) and every LoadBalancer (`lb-<i>`).
 DNS = os.environ.get("VERDA_BENCH_DNS") == "1"
+# Every group autoscaled on its LoadBalancer's port-80 listener (the simulator counts no
+# connections: each stays at minReplicas = the group size): the autoscaler's own cost.
+AUTOSCALE = os.environ.get("VERDA_BENCH_AUTOSCALE") == "1"
 DNS_ZONE = "fleet.test."
 CONFIRM_SECS = 5
 WRITE = re.compile(r"^(create|delete|update|replace|set|resize|confirm|add|remove)_")
@@ -128,6 +131,11 @@ def manifests(groups, namespace):
                 **({"zones": {"names": ["az-1", "az-2", "az-3"]}} if ZONES else {}),
                 **({"dns": [{"zone": DNS_ZONE, "name": f"group-{i}", "ttl": 30,
                              "perReplica": True}]} if DNS else {}),
+                **({"autoscaling": {
+                    "minReplicas": REPLICAS, "maxReplicas": REPLICAS + 10,
+                    "metrics": [{"loadBalancer": {
+                        "name": f"lb-{i}", "port": 80,
+                        "target": {"activeConnectionsPerReplica": 100}}}]}} if AUTOSCALE else {}),
                 "template": {"image": "centos79", "flavor": "n3-1vcpu-2gb",
                              "initScript": {"value": "ls"},
                              **({"ports": [{"network": "private"}]} if PORTS else {})},

@@ -302,10 +302,10 @@ if stage volumes; then
 fi
 
 if stage health; then
-  log "groups that keep themselves healthy; load balancer options, traffic split, TLS and DNS"
+  log "groups that keep themselves healthy and size themselves; load balancer options, traffic split, TLS and DNS"
   t7=$(date +%s)
   [[ -n ${sa_kubeconfig:-} ]] || fresh_cluster "$ROOT/dist/install.yaml"
-  real_tests real_group_health:: real_lb_options:: real_lb_tls:: real_dns::
+  real_tests real_group_health:: real_autoscaling:: real_lb_options:: real_lb_tls:: real_dns::
   log "group health and load balancer options, TLS and DNS passed in $(($(date +%s) - t7)) s"
   record "health" "$t7"
 fi

@@ -3,6 +3,7 @@
 //! Kubernetes cluster.
 #![forbid(unsafe_code)]
 
+pub mod autoscaler;
 pub mod caches;
 pub mod cloud;
 pub mod config;

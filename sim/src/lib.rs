@@ -354,6 +354,18 @@ impl Simulator {
         }
     }
 
+    /// Sets what a listener's amphorae count, as their statistics reports would;
+    /// `false` when there is no such listener.
+    pub fn set_listener_stats(&self, listener_id: &str, active: u64, total: u64) -> bool {
+        let mut w = self.sim.world();
+        let Some(l) = w.octavia.listeners.get_mut(listener_id) else {
+            return false;
+        };
+        l.active_connections = active;
+        l.total_connections = total;
+        true
+    }
+
     /// Deletes a server at once, as someone using the dashboard would.
     pub fn delete_server_out_of_band(&self, server_id: &str) {
         self.sim.world().remove_server(server_id);

@@ -227,6 +227,8 @@ pub trait LoadBalancing: Send + Sync {
     fn create_listener<'a>(&'a self, request: &'a CreateListener) -> CloudFuture<'a, Listener>;
     fn list_listeners<'a>(&'a self, filter: &'a LbFilter) -> CloudFuture<'a, Vec<Listener>>;
     fn get_listener<'a>(&'a self, id: &'a ListenerId) -> CloudFuture<'a, Listener>;
+    /// The listener's connection counts (the autoscaler's load-balancer metrics).
+    fn listener_stats<'a>(&'a self, id: &'a ListenerId) -> CloudFuture<'a, ListenerStats>;
     fn update_listener<'a>(
         &'a self,
         id: &'a ListenerId,

@@ -33,6 +33,37 @@ pub struct Config {
     /// before it is replaced (doubling with each replacement of the same object).
     #[serde(deserialize_with = "error_replace_delay")]
     pub error_replace_delay: Duration,
+    /// The Prometheus autoscaled groups' `prometheus` metrics are asked of.
+    #[serde(deserialize_with = "prometheus")]
+    pub prometheus: Option<PrometheusConfig>,
+}
+
+/// `prometheus`: where PromQL metrics are evaluated, and how the operator proves who it is.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PrometheusConfig {
+    /// `http://` or `https://` address of its HTTP API (without `/api/v1`).
+    pub url: String,
+    /// A file holding a bearer token sent with each query (a mounted Secret's key); read at
+    /// each query, never logged.
+    #[serde(default)]
+    pub bearer_token_file: Option<std::path::PathBuf>,
+}
+
+fn prometheus<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<PrometheusConfig>, D::Error> {
+    let config = PrometheusConfig::deserialize(d)?;
+    let url = url::Url::parse(&config.url).map_err(|e| {
+        serde::de::Error::custom(format!("prometheus.url {:?} is not a URL: {e}", config.url))
+    })?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(serde::de::Error::custom(format!(
+            "prometheus.url {:?} must be http:// or https://",
+            config.url
+        )));
+    }
+    Ok(Some(config))
 }
 
 /// `requestBudget`: a token bucket per cloud project, shared by every controller.
@@ -183,6 +214,7 @@ impl Default for Config {
             cluster_name: None,
             request_budget: RequestBudget::default(),
             error_replace_delay: Duration::from_secs(30),
+            prometheus: None,
         }
     }
 }
@@ -313,6 +345,25 @@ mod tests {
         // Keys left out keep their defaults.
         assert_eq!(config.defaults.networks, vec!["private"]);
         assert_eq!(config.error_replace_delay, Duration::from_secs(30));
+    }
+
+    #[test]
+    fn a_prometheus_is_an_http_url_with_an_optional_token_file() {
+        let set = Config::parse(
+            "prometheus:\n  url: http://prometheus:9090\n  bearerTokenFile: /run/token",
+        )
+        .expect("valid");
+        let prometheus = set.prometheus.expect("configured");
+        assert_eq!(prometheus.url, "http://prometheus:9090");
+        assert_eq!(prometheus.bearer_token_file, Some("/run/token".into()));
+        assert_eq!(Config::parse("{}").expect("valid").prometheus, None);
+        for wrong in [
+            "prometheus: {url: 'not a url'}",
+            "prometheus: {url: 'ftp://p'}",
+            "prometheus: {}",
+        ] {
+            assert!(Config::parse(wrong).is_err(), "{wrong} refused");
+        }
     }
 
     #[test]

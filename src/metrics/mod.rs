@@ -34,6 +34,8 @@ pub struct Metrics {
     pub reconcile_duration: Family<ControllerLabels, Histogram>,
     pub group_desired_replicas: Family<ObjectLabels, Gauge>,
     pub group_ready_replicas: Family<ObjectLabels, Gauge>,
+    /// The size each autoscaled group's autoscaler asks for.
+    pub group_autoscaling_desired_replicas: Family<ObjectLabels, Gauge>,
     /// Replicas a group replaced, by why (a health reason, or `TemplateChanged`).
     pub group_replacements: Family<ReasonLabels, Counter>,
     pub load_balancer_members: Family<ObjectLabels, Gauge>,
@@ -89,6 +91,7 @@ impl Metrics {
             }),
             group_desired_replicas: Family::default(),
             group_ready_replicas: Family::default(),
+            group_autoscaling_desired_replicas: Family::default(),
             group_replacements: Family::default(),
             load_balancer_members: Family::default(),
             load_balancer_ready_members: Family::default(),
@@ -143,6 +146,11 @@ impl Metrics {
             "group_ready_replicas",
             "Ready VirtualMachines of each VirtualMachineGroup",
             self.group_ready_replicas.clone(),
+        );
+        registry.register(
+            "group_autoscaling_desired_replicas",
+            "The size the autoscaler asks for, of each VirtualMachineGroup with spec.autoscaling",
+            self.group_autoscaling_desired_replicas.clone(),
         );
         registry.register(
             "group_replacements",
@@ -226,6 +234,7 @@ impl Metrics {
         for family in [
             &self.group_desired_replicas,
             &self.group_ready_replicas,
+            &self.group_autoscaling_desired_replicas,
             &self.load_balancer_members,
             &self.load_balancer_ready_members,
         ] {

@@ -7,6 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::autoscaler::Autoscaler;
 use crate::caches::Reach;
 use crate::caches::cloud_view::{CloudView, Surroundings};
 use crate::caches::watch::CacheSlot;
@@ -68,6 +69,8 @@ pub struct Context {
     pub cluster: ClusterId,
     /// The namespaces this replica watches and reconciles.
     pub reach: Reach,
+    /// Autoscaled groups' Prometheus answers and recent proposals.
+    pub autoscaler: Autoscaler,
 }
 
 impl Context {
@@ -93,6 +96,7 @@ impl Context {
                 metrics.clone(),
             ),
             reach: Reach::everywhere(client.clone()),
+            autoscaler: Autoscaler::new(config.prometheus.as_ref()),
             client,
             config,
             metrics,

@@ -22,7 +22,9 @@ use kube::Api;
 use verda_api::conditions::{READY, is_true};
 use verda_api::v1alpha1::{VirtualMachine, VirtualMachineGroup};
 
-use support::real::{Namespace, Operator, Real, context, nothing_left, project_inventory, until};
+use support::real::{
+    Namespace, Operator, Real, context, event_notes, nothing_left, project_inventory, until,
+};
 
 const LIMIT: Duration = Duration::from_secs(240);
 const CONFIG: &str = "resyncPeriod: 10s\n";
@@ -214,17 +216,10 @@ async fn replicas_keep_their_ports_across_replacement_rollout_and_scaling_on_the
     )
     .await;
     assert_eq!(back.1.first(), Some(&was.2), "the same address");
-    let events = real.kubectl(&[
-        "-n",
-        &ns.name,
-        "get",
-        "events",
-        "--field-selector",
-        "reason=StaleBindingCleared",
-    ]);
+    let events = event_notes(&real, &ns, "StaleBindingCleared", None);
     assert!(
-        events.contains(&was.1),
-        "the event names the port: {events}"
+        events.iter().any(|e| e.contains(&was.1)),
+        "the event names the port: {events:?}"
     );
     println!(
         "REAL port left bound to a deleted server: keep-0 back on it {:.1} s after the operator started",

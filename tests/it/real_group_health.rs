@@ -24,7 +24,9 @@ use verda_api::v1alpha1::{
     LoadBalancer, VirtualMachine, VirtualMachineGroup, VirtualMachineGroupStatus,
 };
 
-use support::real::{Namespace, Operator, Real, context, nothing_left, project_inventory, until};
+use support::real::{
+    Namespace, Operator, Real, context, nothing_left, octavia_sql, project_inventory, until,
+};
 
 const LIMIT: Duration = Duration::from_secs(240);
 const CONFIG: &str = "resyncPeriod: 10s\n";
@@ -86,23 +88,7 @@ fn members(real: &Real, pool: &str) -> BTreeMap<String, (String, String)> {
 /// database.
 fn set_member_status(member: &str, status: &str) {
     let sql = format!("UPDATE member SET operating_status='{status}' WHERE id='{member}'");
-    let out = std::process::Command::new("mysql")
-        .args([
-            "--protocol=socket",
-            "-S",
-            "/opt/osharness/run/mysqld.sock",
-            "-uroot",
-            "octavia",
-            "-e",
-            &sql,
-        ])
-        .output()
-        .expect("mysql runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    octavia_sql(&sql);
 }
 
 async fn status_where<T>(

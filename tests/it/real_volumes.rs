@@ -24,8 +24,8 @@ use verda_api::conditions::{READY, is_true};
 use verda_api::v1alpha1::{VirtualMachine, VirtualMachineGroup};
 
 use support::real::{
-    Namespace, Operator, Real, context, nothing_left, project_inventory, start_services,
-    stop_service, until,
+    Namespace, Operator, Real, context, event_notes, nothing_left, project_inventory,
+    start_services, stop_service, until,
 };
 
 const LIMIT: Duration = Duration::from_secs(240);
@@ -367,19 +367,8 @@ async fn stale_attachments(
             "nothing attached to deleted server {server}: {cinder:?}"
         );
     }
-    let events = real.kubectl(&[
-        "-n",
-        &ns.name,
-        "get",
-        "events",
-        "--field-selector",
-        "reason=StaleAttachmentCleared",
-    ]);
-    assert_eq!(
-        events.matches("StaleAttachmentCleared").count(),
-        2,
-        "{events}"
-    );
+    let events = event_notes(real, ns, "StaleAttachmentCleared", None);
+    assert_eq!(events.len(), 2, "{events:?}");
     println!(
         "REAL Cinder down while 2 replicas' servers were deleted: both Ready on their own volumes {:.1} s after Cinder's return",
         took.as_secs_f64()

@@ -21,7 +21,7 @@ use kube::Api;
 use verda_api::conditions::{READY, is_true};
 use verda_api::v1alpha1::{LoadBalancer, VirtualMachine, VirtualMachineGroup};
 
-use support::real::{Namespace, Real, context, delete_all, project_inventory, until};
+use support::real::{Namespace, Real, context, delete_all, event_notes, project_inventory, until};
 use verda_operator::cloud::LoadBalancing;
 use verda_operator::cloud::ids::PoolId;
 
@@ -158,18 +158,6 @@ fn fail_servers(real: &Real, group: &str, zone: &str) {
     }
 }
 
-/// The notes of the namespace's events with `reason` about `object`.
-fn notes(real: &Real, ns: &Namespace, reason: &str, object: &str) -> Vec<String> {
-    let events = real.kubectl(&["-n", &ns.name, "get", "events", "-o", "json"]);
-    let events: serde_json::Value = serde_json::from_str(&events).expect("events JSON");
-    let items = events["items"].as_array().cloned().unwrap_or_default();
-    items
-        .iter()
-        .filter(|e| e["reason"] == reason && e["involvedObject"]["name"] == object)
-        .filter_map(|e| e["message"].as_str().map(str::to_owned))
-        .collect()
-}
-
 /// Samples the LoadBalancer's pool in Octavia every 500 ms (with the operator's own
 /// client: the CLI is too slow for it): each change of its members since the last
 /// `reset`, with when it was seen (for the message of a failed check).
@@ -271,7 +259,7 @@ async fn nova_finds_no_valid_host(
         az3.no_valid_host_at.is_some() && az3.zone_available,
         "{zones:?}"
     );
-    let told = notes(real, ns, "ZoneUnavailable", "spread");
+    let told = event_notes(real, ns, "ZoneUnavailable", Some("spread"));
     assert!(told.iter().any(|n| n.contains("NoValidHost")), "{told:?}");
     drop(down);
     eprintln!("REAL az-3 forced down: NoValidHost there, the group at 3/3/0 in {moved:.1} s");
@@ -397,7 +385,7 @@ async fn groups_spread_over_zones_survive_the_loss_of_one_on_the_real_cloud() {
         LIMIT,
         &context(&op),
         || async {
-            let told = notes(&real, &ns, "ZoneUnavailable", "even");
+            let told = event_notes(&real, &ns, "ZoneUnavailable", Some("even"));
             told.into_iter().find(|n| n.contains(LOST))
         },
     )
@@ -441,7 +429,7 @@ async fn groups_spread_over_zones_survive_the_loss_of_one_on_the_real_cloud() {
         "REAL az-2 back: 2/2/2 again in {back:.1} s, one surge at a time, the pool never below {}",
         floor.fewest()
     );
-    assert!(!notes(&real, &ns, "Rebalanced", "spread").is_empty());
+    assert!(!event_notes(&real, &ns, "Rebalanced", Some("spread")).is_empty());
     until_spread(&real, &op, "even", &[("az-1", 1), ("az-2", 1), ("az-3", 1)]).await;
     until_spread(
         &real,

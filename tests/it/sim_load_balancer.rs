@@ -465,3 +465,38 @@ async fn a_load_balancers_availability_zone_answers_as_the_real_octavia() {
         serde_json::Value::Null
     );
 }
+
+#[tokio::test]
+async fn listener_statistics_answer_in_octavias_shape_and_404_for_no_listener() {
+    let c = Client::fast().await;
+    let lb = create_lb(&c, "counted").await;
+    wait_active(&c, &lb).await;
+    let l = json_of(
+        post(
+            &c,
+            "/listeners",
+            json!({"listener": {"loadbalancer_id": lb, "protocol": "TCP", "protocol_port": 80}}),
+        )
+        .await,
+    )
+    .await;
+    let id = l["listener"]["id"].as_str().unwrap().to_owned();
+    // As the real Octavia answers a listener no amphora has reported on: every count 0.
+    let fresh = get(&c, &format!("/listeners/{id}/stats")).await;
+    assert_eq!(
+        fresh,
+        json!({"stats": {"active_connections": 0, "total_connections": 0, "bytes_in": 0,
+                         "bytes_out": 0, "request_errors": 0}})
+    );
+    assert!(c.sim.set_listener_stats(&id, 7, 42));
+    let set = get(&c, &format!("/listeners/{id}/stats")).await;
+    assert_eq!(set["stats"]["active_connections"], 7);
+    assert_eq!(set["stats"]["total_connections"], 42);
+    let missing = c
+        .req(Method::GET, &format!("{LB}/listeners/no-such/stats"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(missing.status(), 404);
+    assert!(!c.sim.set_listener_stats("no-such", 1, 1));
+}

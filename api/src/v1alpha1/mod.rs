@@ -1,5 +1,6 @@
 //! Version `v1alpha1`: VirtualMachine, VirtualMachineGroup, LoadBalancer and DNSZone.
 
+mod autoscaling;
 mod credentials;
 mod dns;
 mod dns_zone;
@@ -15,6 +16,11 @@ mod virtual_machine_group;
 mod volumes;
 mod zones;
 
+pub use autoscaling::{
+    AUTOSCALER_FIELD_MANAGER, Autoscaling, AutoscalingMetric, AutoscalingStatus, ConnectionTarget,
+    LoadBalancerMetric, MetricStatus, PrometheusMetric, ScalingBehavior, ScalingRules,
+    ScalingSchedule,
+};
 pub use credentials::CloudCredentialsRef;
 pub use dns::{DnsAddress, DnsName, DnsRecordStatus, GroupDnsName};
 pub use dns_zone::{DNSZone, DnsZoneSpec, DnsZoneStatus};

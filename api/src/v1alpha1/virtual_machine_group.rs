@@ -5,6 +5,7 @@ use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::autoscaling::MAX_REPLICAS;
 use super::credentials::CloudCredentialsRef;
 use super::network_ports::{GroupAddresses, GroupNetworkRetention};
 use super::rollout::{AutoHealing, ReplicaHealth, RollingUpdate, RunStrategy};
@@ -12,10 +13,6 @@ use super::rules::immutable_spec_field;
 use super::virtual_machine::VirtualMachineSpec;
 use super::volumes::GroupVolumeRetention;
 use super::zones::{GroupZones, ZoneStatus};
-
-/// Most replicas one group may ask for: a guard against a typo that would exhaust the
-/// project's quota, not a technical limit of Nova.
-pub const MAX_REPLICAS: i32 = 100;
 
 /// The desired state of a set of identical servers spread by an HA policy.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, KubeSchema)]
@@ -54,7 +51,9 @@ pub const MAX_REPLICAS: i32 = 100;
 )]
 #[serde(rename_all = "camelCase")]
 pub struct VirtualMachineGroupSpec {
-    /// Number of VirtualMachines to run (0 to 100). `kubectl scale` changes it.
+    /// Number of VirtualMachines to run (0 to 100; default 1, as a Deployment's).
+    /// `kubectl scale` changes it; with `autoscaling`, the operator does.
+    #[serde(default = "one_replica")]
     #[schemars(range(min = 0, max = MAX_REPLICAS))]
     pub replicas: i32,
     /// How the servers are spread over hypervisors: `soft` (soft-anti-affinity: spread
@@ -147,6 +146,16 @@ pub struct VirtualMachineGroupSpec {
     #[schemars(length(max = 8))]
     #[x_kube(validation = kube::core::Rule::new("self.all(d, self.exists_one(e, e.zone == d.zone && e.name == d.name))").message("each DNS name (zone and name) may appear only once in spec.dns"))]
     pub dns: Vec<super::dns::GroupDnsName>,
+    /// Size the group from its load (a listener of a LoadBalancer drawing on it, or
+    /// PromQL) and on schedules, between `minReplicas` and `maxReplicas`: the operator
+    /// then writes `spec.replicas` (field manager `verda-autoscaler`), and a
+    /// `kubectl scale` is undone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autoscaling: Option<super::autoscaling::Autoscaling>,
+}
+
+fn one_replica() -> i32 {
+    1
 }
 
 /// HA policy of the group's Nova server group.
@@ -243,4 +252,7 @@ pub struct VirtualMachineGroupStatus {
     /// its own), and of entries removed from it until they are deleted.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dns: Vec<super::dns::DnsRecordStatus>,
+    /// What the autoscaler last decided (with `spec.autoscaling`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autoscaling: Option<super::autoscaling::AutoscalingStatus>,
 }

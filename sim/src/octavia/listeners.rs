@@ -1,4 +1,4 @@
-//! Listeners: create (one per protocol/port on a load balancer), show, list, update
+//! Listeners: create (one per protocol/port on a load balancer), show, statistics, list, update
 //! (including `default_pool_id`), delete. Every write locks the load balancer's tree.
 
 use axum::Router;
@@ -23,6 +23,7 @@ pub(super) fn routes(r: Router<Sim>, p: &str) -> Router<Sim> {
             &format!("{p}/listeners/{{id}}"),
             get(get_one).put(update).delete(delete),
         )
+        .route(&format!("{p}/listeners/{{id}}/stats"), get(stats))
 }
 
 fn not_found(cx: &Cx, id: &str) -> Response {
@@ -42,6 +43,8 @@ pub(super) fn build(w: &mut World, lb_id: &str, req: &Map<String, Value>) -> Lis
             .unwrap_or(-1),
         default_pool_id: str_field(req, "default_pool_id"),
         options: super::options::listener_options(req, ListenerOptions::default()),
+        active_connections: 0,
+        total_connections: 0,
     }
 }
 
@@ -110,6 +113,30 @@ async fn get_one(
         .get(&id)
         .ok_or_else(|| not_found(&cx, &id))?;
     Ok(cx.ok(200, &json!({"listener": views::listener(&w, l)})))
+}
+
+/// Octavia's `listener_stats`: the counts a test set (`Simulator::set_listener_stats`);
+/// bytes and request errors are not modelled (0).
+async fn stats(
+    State(sim): State<Sim>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, Response> {
+    let cx = enter(&sim, "listener_stats", &headers).await?;
+    let w = sim.world_of(&cx.project);
+    let l = w
+        .octavia
+        .listeners
+        .get(&id)
+        .ok_or_else(|| not_found(&cx, &id))?;
+    let stats = json!({
+        "active_connections": l.active_connections,
+        "total_connections": l.total_connections,
+        "bytes_in": 0,
+        "bytes_out": 0,
+        "request_errors": 0,
+    });
+    Ok(cx.ok(200, &json!({"stats": stats})))
 }
 
 async fn list(

@@ -72,6 +72,9 @@ pub(crate) struct Listener {
     pub connection_limit: i64,
     pub default_pool_id: Option<String>,
     pub options: ListenerOptions,
+    /// What its amphorae count: open connections, and connections since they started.
+    pub active_connections: u64,
+    pub total_connections: u64,
 }
 
 /// A listener's timeouts (ms), allowed sources and inserted headers.

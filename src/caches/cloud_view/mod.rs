@@ -18,6 +18,7 @@
 //! per 1,000 servers.
 
 mod holders;
+mod listener_stats;
 mod load_balancers;
 mod members;
 mod orphans;
@@ -39,6 +40,7 @@ use tokio::sync::mpsc;
 use verda_api::v1alpha1::{DNSZone, LoadBalancer, VirtualMachine, VirtualMachineGroup};
 
 pub use holders::Holders;
+pub use listener_stats::{ListenerStatsView, Readings};
 pub use load_balancers::{Cached, LoadBalancerView, OctaviaTree, QUIET};
 pub use members::{MemberMemory, MemberSet};
 pub use port_records::PortView;
@@ -89,6 +91,8 @@ pub struct ProjectView {
     pub record_sets: RecordSetView,
     /// Servers that hold a volume or port a VirtualMachine waits for, seen alive.
     pub holders: Holders,
+    /// Statistics of the listeners autoscaled groups read.
+    pub listener_stats: ListenerStatsView,
     /// The credentials last used in the project, which a refresh lists with while a
     /// reconcile still holds them.
     services: Lock<Option<Weak<dyn CloudServices>>>,

@@ -6,6 +6,7 @@ use std::fmt::Debug;
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, ManagedFieldsEntry};
 use kube::api::Api;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{WatchStreamExt, watcher};
@@ -27,8 +28,9 @@ impl Listed {
     }
 }
 
-/// A kind's watch over `api`, retrying with backoff; managedFields are never read here
-/// and are often the bulk of an object.
+/// A kind's watch over `api`, retrying with backoff. managedFields are often the bulk
+/// of an object: only who wrote `spec.replicas` is kept (a group's autoscaler sets back a
+/// size someone else wrote), every other entry and field dropped.
 pub(super) fn watch<K>(
     api: Api<K>,
 ) -> impl futures::Stream<Item = Result<watcher::Event<K>, watcher::Error>>
@@ -37,7 +39,24 @@ where
 {
     watcher(api, watcher::Config::default().any_semantic())
         .default_backoff()
-        .modify(|obj| obj.managed_fields_mut().clear())
+        .modify(|obj| keep_replicas_owner(obj.managed_fields_mut()))
+}
+
+/// Keeps, of `entries`, those that own `spec.replicas`, with nothing else in them.
+fn keep_replicas_owner(entries: &mut Vec<ManagedFieldsEntry>) {
+    entries.retain(|e| {
+        e.fields_v1.as_ref().is_some_and(|f| {
+            f.0.get("f:spec")
+                .and_then(|s| s.get("f:replicas"))
+                .is_some()
+        })
+    });
+    for entry in entries.iter_mut() {
+        entry.fields_v1 = Some(FieldsV1(serde_json::json!({"f:spec": {"f:replicas": {}}})));
+        entry.api_version = None;
+        entry.fields_type = None;
+    }
+    entries.shrink_to_fit();
 }
 
 /// One namespace's watch, its events tagged with the namespace; failures are logged and

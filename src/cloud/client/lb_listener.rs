@@ -1,4 +1,4 @@
-//! Octavia listeners: create, list, get, update, delete.
+//! Octavia listeners: create, list, get, statistics, update, delete.
 
 use http::Method;
 use serde_json::json;
@@ -6,7 +6,9 @@ use serde_json::json;
 use super::OpenStackClient;
 use super::octavia::{filtered, octavia};
 use crate::cloud::ids::ListenerId;
-use crate::cloud::model::loadbalancing::{CreateListener, LbFilter, Listener, UpdateListener};
+use crate::cloud::model::loadbalancing::{
+    CreateListener, LbFilter, Listener, ListenerStats, UpdateListener,
+};
 use crate::cloud::services::CloudResult;
 
 pub(super) async fn create(
@@ -34,6 +36,22 @@ pub(super) async fn get(client: &OpenStackClient, id: &ListenerId) -> CloudResul
     let req = octavia("get_listener", Method::GET, format!("/listeners/{id}"));
     client
         .fetch(&req, "listener", &format!("get listener {id}"))
+        .await
+}
+
+/// The listener's connection counts, as its amphorae last reported them.
+pub(super) async fn stats(client: &OpenStackClient, id: &ListenerId) -> CloudResult<ListenerStats> {
+    let req = octavia(
+        "listener_stats",
+        Method::GET,
+        format!("/listeners/{id}/stats"),
+    );
+    client
+        .fetch(
+            &req,
+            "stats",
+            &format!("read the statistics of listener {id}"),
+        )
         .await
 }
 

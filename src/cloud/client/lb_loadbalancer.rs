@@ -157,6 +157,10 @@ impl LoadBalancing for OpenStackClient {
         Box::pin(lb_listener::get(self, id))
     }
 
+    fn listener_stats<'a>(&'a self, id: &'a ListenerId) -> CloudFuture<'a, ListenerStats> {
+        Box::pin(lb_listener::stats(self, id))
+    }
+
     fn update_listener<'a>(
         &'a self,
         id: &'a ListenerId,

@@ -199,6 +199,16 @@ pub struct LbFilter {
     pub loadbalancer_id: Option<LoadBalancerId>,
 }
 
+/// What Octavia counted on a listener (`GET /listeners/{id}/stats`), summed over its
+/// amphorae since they started: `total_connections` only grows, until a failover.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+pub struct ListenerStats {
+    #[serde(default)]
+    pub active_connections: u64,
+    #[serde(default)]
+    pub total_connections: u64,
+}
+
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 pub struct Listener {
     pub id: ListenerId,

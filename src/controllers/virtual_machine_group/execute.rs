@@ -72,6 +72,20 @@ pub fn new_vm(
     })
 }
 
+/// What the VirtualMachines must carry of the group (credentials, policy, run strategy,
+/// index labels, DNS), aligned; how many writes that took.
+pub async fn align_all(
+    client: &kube::Client,
+    group: &VirtualMachineGroup,
+    vms: &[VirtualMachine],
+) -> Result<usize, ReconcileError> {
+    Ok(align_credentials(client, group, vms).await?
+        + align_policy(client, group, vms).await?
+        + align_run_strategy(client, group, vms).await?
+        + align_index_labels(client, group, vms).await?
+        + align_dns(client, group, vms).await?)
+}
+
 /// Gives the group's VirtualMachines the group's credentials reference when it changed
 /// (in place: the same project keeps its servers, another is refused by each
 /// VirtualMachine as ProjectChanged). Returns how many it updated.

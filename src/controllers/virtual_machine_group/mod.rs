@@ -7,6 +7,7 @@
 //! the VirtualMachine controller owns the servers) → `status`.
 
 pub mod addresses;
+pub mod autoscale;
 pub mod execute;
 pub mod health;
 pub mod names;
@@ -115,6 +116,8 @@ pub struct Observed {
     /// The record sets of `spec.dns` (and of names removed from it); none read when
     /// there are none.
     dns: Result<Vec<dns_records::Seen>, CloudError>,
+    /// What the autoscaler decided (with `spec.autoscaling`).
+    sizing: Option<autoscale::Sizing>,
 }
 
 /// What a round did.
@@ -127,6 +130,8 @@ pub struct Outcome {
     events: Vec<(&'static str, String)>,
     /// The record sets of `spec.dns` after this round; `None`: as the status reports.
     dns: Option<dns_records::Kept>,
+    /// When a schedule of `spec.autoscaling` starts or ends within the resync period.
+    next_look: Option<Duration>,
 }
 
 impl Reconciler for VirtualMachineGroup {
@@ -166,6 +171,7 @@ impl Reconciler for VirtualMachineGroup {
         let caches = ctx.caches.current();
         let vms = observe::owned_vms(&caches, group).await;
         let lbs = observe::referencing_lbs(&caches, group).await;
+        let sizing = autoscale::size(reconcile, &lbs, &vms).await;
         let name = group.name_any();
         let live = vms
             .iter()
@@ -174,17 +180,7 @@ impl Reconciler for VirtualMachineGroup {
         let retained_volumes = services.view.volumes.retained(&owner.uid, &live);
         let template_hash =
             plan::template_hash(&serde_json::to_string(&group.spec.template).unwrap_or_default());
-        let strategy = group.spec.run_strategy.unwrap_or_default();
-        // Members' health counts only where the group heals on it.
-        let pools = group.spec.auto_healing.is_some().then_some(lbs.as_slice());
-        let before = group.status.as_ref().map(|s| s.replica_health.as_slice());
-        let judged: Vec<ReplicaHealth> = vms
-            .iter()
-            .map(|vm| {
-                let was = before.and_then(|b| b.iter().find(|h| h.name == vm.name_any()));
-                health::judge(vm, strategy, pools, was, reconcile.now)
-            })
-            .collect();
+        let judged = judge_all(group, &vms, &lbs, reconcile.now);
         let mut members = observe::members(group, &vms, &lbs, &judged);
         let designate = dns_records::Designate::new(services.dns.as_ref(), &services.view, ctx);
         let dns = names::observe(designate, ctx, group, &mut members, &vms).await;
@@ -201,6 +197,7 @@ impl Reconciler for VirtualMachineGroup {
         policy.stalled = !new_revision
             && rollout::stalled(progressed, rollout::deadline(group), rolling, reconcile.now);
         Ok(Observed {
+            sizing,
             dns,
             zoning,
             placed,
@@ -227,7 +224,11 @@ impl Reconciler for VirtualMachineGroup {
                 group.spec.ha_policy,
                 observed.server_group.as_ref(),
             ),
-            scale: plan::plan(&observed.policy, &observed.members, reconcile.now),
+            // A new size is written first; the next round (its watch event) acts on it.
+            scale: match &observed.sizing {
+                Some(sizing) if sizing.changes() => plan::Plan::default(),
+                _ => plan::plan(&observed.policy, &observed.members, reconcile.now),
+            },
         }
     }
 
@@ -259,8 +260,15 @@ impl Reconciler for VirtualMachineGroup {
             writes: 0,
             events: Vec::new(),
             dns: None,
+            next_look: observed.sizing.as_ref().and_then(|s| s.next_look),
         };
         if policy.writes() {
+            if let Some(sizing) = observed.sizing.as_ref().filter(|s| s.changes()) {
+                outcome
+                    .events
+                    .push(autoscale::write(&ctx.client, group, sizing).await?);
+                outcome.writes += 1;
+            }
             if let Some(wanted) = step.server_group {
                 let created =
                     execute::create_server_group(services.compute.as_ref(), owner, wanted);
@@ -274,8 +282,8 @@ impl Reconciler for VirtualMachineGroup {
             let written = (done.drain.as_slice(), done.delete.as_slice());
             let caches = ctx.caches.current();
             observe::until_seen(&caches, group, written, SEEN_WITHIN).await;
-            outcome.writes = applied.writes;
-            outcome.events = round_events(group, observed, &done);
+            outcome.writes += applied.writes;
+            outcome.events.extend(round_events(group, observed, &done));
             count_replacements(ctx, observed, &done);
             let dns = dns_records::Designate::new(services.dns.as_ref(), &services.view, ctx);
             outcome.dns = names::converge(dns, ctx, group, &observed.dns, (vms, &done)).await;
@@ -289,11 +297,7 @@ impl Reconciler for VirtualMachineGroup {
                 outcome.events.push(plan::scaled_away_event(&scaled_away));
             }
         }
-        outcome.writes += execute::align_credentials(&ctx.client, group, &observed.vms).await?
-            + execute::align_policy(&ctx.client, group, &observed.vms).await?
-            + execute::align_run_strategy(&ctx.client, group, &observed.vms).await?
-            + execute::align_index_labels(&ctx.client, group, &observed.vms).await?
-            + execute::align_dns(&ctx.client, group, &observed.vms).await?;
+        outcome.writes += execute::align_all(&ctx.client, group, &observed.vms).await?;
         Ok(outcome)
     }
 
@@ -331,6 +335,13 @@ impl Reconciler for VirtualMachineGroup {
         if let Some(kept) = &outcome.dns {
             status.dns = kept.statuses.clone();
         }
+        let generation = reconcile.obj.metadata.generation;
+        autoscale::report(
+            &mut status,
+            observed.sizing.as_ref(),
+            generation,
+            reconcile.now,
+        );
         status
     }
 
@@ -344,7 +355,7 @@ impl Reconciler for VirtualMachineGroup {
             .iter()
             .map(|(reason, note)| {
                 let kind = match *reason {
-                    "ZoneUnavailable" | "DNSRecordFailed" => EventType::Warning,
+                    "ZoneUnavailable" | "DNSRecordFailed" | "ScaleReverted" => EventType::Warning,
                     _ => EventType::Normal,
                 };
                 event(kind, reason, note.clone(), "Scale")
@@ -364,6 +375,17 @@ impl Reconciler for VirtualMachineGroup {
             .group_ready_replicas
             .get_or_create(&labels)
             .set(status.ready_replicas.into());
+        let autoscaled = &ctx.metrics.group_autoscaling_desired_replicas;
+        match &status.autoscaling {
+            Some(a) => {
+                autoscaled
+                    .get_or_create(&labels)
+                    .set(a.desired_replicas.into());
+            }
+            None => {
+                autoscaled.remove(&labels);
+            }
+        }
     }
 
     fn requeue(
@@ -375,11 +397,14 @@ impl Reconciler for VirtualMachineGroup {
             return dns_records::POLL.min(reconcile.ctx.timing.resync);
         }
         let converged = outcome.writes == 0 && is_true(&status.conditions, READY);
-        if converged || !reconcile.policy.writes() {
+        let period = if converged || !reconcile.policy.writes() {
             reconcile.ctx.timing.resync
         } else {
             reconcile.ctx.timing.poll
-        }
+        };
+        // A schedule that starts or ends sooner is acted on at its time.
+        let schedule = outcome.next_look.unwrap_or(period);
+        period.min(schedule + Duration::from_secs(1))
     }
 
     async fn cleanup(
@@ -389,6 +414,25 @@ impl Reconciler for VirtualMachineGroup {
     ) -> Result<Cleanup, ReconcileError> {
         cleanup(group, ctx, removal).await
     }
+}
+
+/// Each replica's health now.
+fn judge_all(
+    group: &VirtualMachineGroup,
+    vms: &[VirtualMachine],
+    lbs: &[verda_api::v1alpha1::LoadBalancer],
+    now: k8s_openapi::jiff::Timestamp,
+) -> Vec<ReplicaHealth> {
+    let strategy = group.spec.run_strategy.unwrap_or_default();
+    // Members' health counts only where the group heals on it.
+    let pools = group.spec.auto_healing.is_some().then_some(lbs);
+    let before = group.status.as_ref().map(|s| s.replica_health.as_slice());
+    vms.iter()
+        .map(|vm| {
+            let was = before.and_then(|b| b.iter().find(|h| h.name == vm.name_any()));
+            health::judge(vm, strategy, pools, was, now)
+        })
+        .collect()
 }
 
 /// What a round tells: its scaling, its healing, its volumes, its zones.
@@ -600,10 +644,18 @@ async fn cleanup(
                 .map_err(ReconcileError::cloud("delete the server group", &key))?;
         }
     }
-    let labels = object_labels(&*group);
+    forget(&ctx, &group);
+    Ok(Cleanup::Done)
+}
+
+/// The group is gone: its series and its autoscaler's proposals go too.
+fn forget(ctx: &Context, group: &VirtualMachineGroup) {
+    let labels = object_labels(group);
     ctx.metrics.group_desired_replicas.remove(&labels);
     ctx.metrics.group_ready_replicas.remove(&labels);
+    let autoscaled = &ctx.metrics.group_autoscaling_desired_replicas;
+    autoscaled.remove(&labels);
+    ctx.autoscaler.forget(&group.uid().unwrap_or_default());
     ctx.metrics
         .set_object_conditions(VirtualMachineGroup::CONTROLLER, &labels, None);
-    Ok(Cleanup::Done)
 }

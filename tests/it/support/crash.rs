@@ -309,6 +309,7 @@ impl LoadBalancing for Wired<dyn LoadBalancing> {
         fn get_status_tree<'a>(&'a self, id: &'a LoadBalancerId) -> CloudFuture<'a, StatusTree>;
         fn list_listeners<'a>(&'a self, filter: &'a LbFilter) -> CloudFuture<'a, Vec<Listener>>;
         fn get_listener<'a>(&'a self, id: &'a ListenerId) -> CloudFuture<'a, Listener>;
+        fn listener_stats<'a>(&'a self, id: &'a ListenerId) -> CloudFuture<'a, ListenerStats>;
         fn update_listener<'a>(&'a self, id: &'a ListenerId, request: &'a UpdateListener) -> CloudFuture<'a, Listener>;
         fn delete_listener<'a>(&'a self, id: &'a ListenerId) -> CloudFuture<'a, ()>;
         fn list_pools<'a>(&'a self, filter: &'a LbFilter) -> CloudFuture<'a, Vec<Pool>>;

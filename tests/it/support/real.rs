@@ -319,6 +319,42 @@ impl Drop for Operator {
     }
 }
 
+/// Runs `sql` in Octavia's database (as root, through the harness's MariaDB socket): what
+/// a health manager or an amphora would write, in a harness that runs neither.
+pub fn octavia_sql(sql: &str) {
+    let out = Command::new("mysql")
+        .args([
+            "--protocol=socket",
+            "-S",
+            "/opt/osharness/run/mysqld.sock",
+            "-uroot",
+            "octavia",
+            "-e",
+            sql,
+        ])
+        .output()
+        .expect("mysql runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The messages of the namespace's events with `reason`, about `object` (any object when
+/// `None`), as `kubectl get events -o json` lists them.
+pub fn event_notes(real: &Real, ns: &Namespace, reason: &str, object: Option<&str>) -> Vec<String> {
+    let events = real.kubectl(&["-n", &ns.name, "get", "events", "-o", "json"]);
+    let events: Value = serde_json::from_str(&events).expect("events JSON");
+    let items = events["items"].as_array().cloned().unwrap_or_default();
+    items
+        .iter()
+        .filter(|e| e["reason"] == reason)
+        .filter(|e| object.is_none_or(|o| e["involvedObject"]["name"] == o))
+        .filter_map(|e| e["message"].as_str().map(str::to_owned))
+        .collect()
+}
+
 /// A port on 127.0.0.1 nothing listens on now.
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
