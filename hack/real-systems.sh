@@ -66,6 +66,7 @@ cleanup() {
   # (its group, or itself if it has not made the group yet)
   [[ -z ${simcli_pid:-} ]] || kill -- -"$simcli_pid" 2>/dev/null || kill "$simcli_pid" 2>/dev/null || true
   [[ -z ${previous_pid:-} ]] || kill -- -"$previous_pid" 2>/dev/null || kill "$previous_pid" 2>/dev/null || true
+  [[ -z ${autoscale_pid:-} ]] || kill -- -"$autoscale_pid" 2>/dev/null || kill "$autoscale_pid" 2>/dev/null || true
   if [[ ${VERDA_KEEP_REAL_SYSTEMS:-0} != 1 ]]; then
     for s in "${started[@]}"; do bash "$RS/$s/stop.sh" >"$WORK/stop-$s.log" 2>&1 || true; done
   fi
@@ -239,27 +240,49 @@ fresh_cluster() {
   bash "$ROOT/hack/sa-kubeconfig.sh" "$ADMIN_KUBECONFIG" verda-system "$sa_kubeconfig" 2h
 }
 
+# The command running the ignored real-cloud tests named after $1, as the ServiceAccount
+# of the kubeconfig $1, in the array real_command.
+real_test_command() {
+  local kubeconfig=$1
+  shift
+  real_command=(env
+    VERDA_REAL_OPERATOR_KUBECONFIG="$kubeconfig"
+    VERDA_REAL_ADMIN_KUBECONFIG="$ADMIN_KUBECONFIG"
+    VERDA_REAL_CLOUDS="$CLOUDS"
+    VERDA_REAL_OPENSTACK_CLI="$OSC"
+    VERDA_REAL_OPENSTACK_LOGS=/opt/osharness/run/logs
+    VERDA_REAL_OPENSTACK_PIDS=/opt/osharness/run/pids
+    VERDA_REAL_OPENSTACK_START="$RS/openstack/start.sh"
+    VERDA_REAL_COMPUTE_HOSTS="$COMPUTE_HOSTS"
+    VERDA_REAL_TENANT_CLOUDS="$TENANT_CLOUDS"
+    VERDA_REAL_PROMETHEUS="$PROMETHEUS"
+    VERDA_REAL_PREVIOUS_OPERATOR="${PREVIOUS_BIN:-}"
+    VERDA_REAL_PREVIOUS_VERSION="${PREVIOUS_VERSION:-}"
+    cargo test --locked --test it -- --ignored --test-threads=1 --nocapture "$@")
+}
+
 # The ignored real-cloud tests named in "$@", as the operator's ServiceAccount.
 real_tests() {
-  VERDA_REAL_OPERATOR_KUBECONFIG=$sa_kubeconfig \
-  VERDA_REAL_ADMIN_KUBECONFIG=$ADMIN_KUBECONFIG \
-  VERDA_REAL_CLOUDS=$CLOUDS \
-  VERDA_REAL_OPENSTACK_CLI=$OSC \
-  VERDA_REAL_OPENSTACK_LOGS=/opt/osharness/run/logs \
-  VERDA_REAL_OPENSTACK_PIDS=/opt/osharness/run/pids \
-  VERDA_REAL_OPENSTACK_START="$RS/openstack/start.sh" \
-  VERDA_REAL_COMPUTE_HOSTS=$COMPUTE_HOSTS \
-  VERDA_REAL_TENANT_CLOUDS=$TENANT_CLOUDS \
-  VERDA_REAL_PROMETHEUS=$PROMETHEUS \
-  VERDA_REAL_PREVIOUS_OPERATOR=${PREVIOUS_BIN:-} \
-  VERDA_REAL_PREVIOUS_VERSION=${PREVIOUS_VERSION:-} \
-    cargo test --locked --test it -- --ignored --test-threads=1 --nocapture "$@"
+  real_test_command "$sa_kubeconfig" "$@"
+  "${real_command[@]}"
 }
 
 cd "$ROOT"
 
 if stage e2e; then
   install_operator
+  # Groups that size themselves on the real cloud (tests/it/real_autoscaling.rs), beside
+  # the suite: the suite needs only the kube-apiserver, the test mostly waits (for
+  # Octavia, Prometheus, a schedule's minute), and its operator watches only its own
+  # namespace. As the operator's ServiceAccount, whose kubeconfig is kept apart from
+  # the later stages' (they start from a fresh cluster).
+  autoscale_kubeconfig="$WORK/operator-autoscale.kubeconfig"
+  bash "$ROOT/hack/sa-kubeconfig.sh" "$ADMIN_KUBECONFIG" verda-system "$autoscale_kubeconfig" 2h
+  t_auto=$(date +%s)
+  real_test_command "$autoscale_kubeconfig" real_autoscaling::
+  setsid bash -c 'end=$1; shift; "$@"; rc=$?; date +%s >"$end"; exit $rc' _ \
+    "$WORK/autoscale.end" "${real_command[@]}" >"$WORK/autoscale.log" 2>&1 &
+  autoscale_pid=$!
   log "end-to-end suite against the real kube-apiserver"
   t1=$(date +%s)
   # Six at once on two cores: the suite waits on the API server far more than it
@@ -267,6 +290,16 @@ if stage e2e; then
   VERDA_E2E_REAL_CLUSTER=1 cargo test --locked --test it -- --test-threads=6 e2e_ leader_election::
   log "end-to-end suite passed in $(($(date +%s) - t1)) s"
   record "e2e: end-to-end suite" "$t1"
+  pid=$autoscale_pid
+  autoscale_pid=
+  if ! wait "$pid"; then
+    cat "$WORK/autoscale.log" >&2
+    log "autoscaling on the real cloud failed (above)"
+    exit 1
+  fi
+  cat "$WORK/autoscale.log"
+  printf '%s\t%s\n' "e2e: autoscaling on the real cloud (beside the suite)" \
+    $(($(cat "$WORK/autoscale.end") - t_auto)) >>"$WORK/stage-times"
   log "the openstack CLI against verda-operator simulate (the embedded cloud), run while OpenStack started:"
   if ! wait "$simcli_pid"; then
     simcli_pid=
@@ -302,10 +335,10 @@ if stage volumes; then
 fi
 
 if stage health; then
-  log "groups that keep themselves healthy and size themselves; load balancer options, traffic split, TLS and DNS"
+  log "groups that keep themselves healthy; load balancer options, traffic split, TLS and DNS"
   t7=$(date +%s)
   [[ -n ${sa_kubeconfig:-} ]] || fresh_cluster "$ROOT/dist/install.yaml"
-  real_tests real_group_health:: real_autoscaling:: real_lb_options:: real_lb_tls:: real_dns::
+  real_tests real_group_health:: real_lb_options:: real_lb_tls:: real_dns::
   log "group health and load balancer options, TLS and DNS passed in $(($(date +%s) - t7)) s"
   record "health" "$t7"
 fi

@@ -5,7 +5,9 @@
 //! after its window; `promql` (1 to 3) follows a gauge a real Prometheus scrapes from
 //! the test, undoes a `kubectl scale`, and holds its size with `ScalingActive=False`
 //! once Prometheus is stopped; `timed` (0 to 1) is raised by a schedule starting at the
-//! next minute and lowered when it ends. Run by `hack/real-systems.sh`.
+//! next minute and lowered when it ends. Run by `hack/real-systems.sh` (stage `e2e`, beside
+//! the end-to-end suite, which needs only the kube-apiserver: its operator watches only
+//! its own namespace).
 
 use crate::support;
 
@@ -152,7 +154,9 @@ async fn groups_size_themselves_on_the_real_cloud() {
         "resyncPeriod: 10s\nprometheus: {{url: '{}'}}\n",
         prometheus.url
     );
-    let operator = real.operator("autoscale", &[], Some(&config));
+    // Its own namespace only: the stage runs it beside the e2e suite, whose namespaces
+    // are not for a real cloud.
+    let operator = real.operator("autoscale", &["--namespace", &ns.name], Some(&config));
     prometheus.wait_for_target().await;
     let groups: Api<VirtualMachineGroup> = ns.api(client.clone());
     let lbs: Api<LoadBalancer> = ns.api(client.clone());
@@ -273,6 +277,26 @@ async fn groups_size_themselves_on_the_real_cloud() {
         shrink.elapsed().as_secs_f64()
     );
 
+    // The others go while `timed` waits for its schedule to end.
+    real.kubectl(&[
+        "-n",
+        &ns.name,
+        "delete",
+        "loadbalancer",
+        "front",
+        "--wait=true",
+    ]);
+    real.kubectl(&[
+        "-n",
+        &ns.name,
+        "delete",
+        "virtualmachinegroup",
+        "web",
+        "promql",
+        "--wait=true",
+        "--timeout=240s",
+    ]);
+
     // The schedule raised `timed` at its minute and lowered it a minute later.
     until(
         "timed raised and lowered",
@@ -308,16 +332,8 @@ async fn groups_size_themselves_on_the_real_cloud() {
         "-n",
         &ns.name,
         "delete",
-        "loadbalancer",
-        "front",
-        "--wait=true",
-    ]);
-    real.kubectl(&[
-        "-n",
-        &ns.name,
-        "delete",
         "virtualmachinegroup",
-        "--all",
+        "timed",
         "--wait=true",
         "--timeout=240s",
     ]);
