@@ -131,7 +131,9 @@ async fn a_group_grows_with_its_listeners_connections_and_shrinks_one_drained_re
 #[tokio::test]
 async fn a_noisy_metric_changes_the_size_once_per_window() {
     let env = Env::start(SimConfig::fast(), test_timing()).await;
-    let spec = "minReplicas: 1\nmaxReplicas: 6\nmetrics:\n  - loadBalancer:\n      name: loadbalancer-sample\n      port: 80\n      target: {activeConnectionsPerReplica: 100}\nbehavior:\n  scaleDown: {stabilizationWindow: 30s}\n";
+    // The floor at 3: before the test writes any count the listener reads 0, and a slow
+    // start must not shrink the group then; 250 still proposes 3, below 350's 4.
+    let spec = "minReplicas: 3\nmaxReplicas: 6\nmetrics:\n  - loadBalancer:\n      name: loadbalancer-sample\n      port: 80\n      target: {activeConnectionsPerReplica: 100}\nbehavior:\n  scaleDown: {stabilizationWindow: 30s}\n";
     let _: VirtualMachineGroup = env.create_from_yaml(&autoscaled(3, spec)).await;
     let _: LoadBalancer = env.create_from_yaml(&sample("loadbalancer.yaml")).await;
     env.load_balancer_ready("loadbalancer-sample", "6/6").await;
