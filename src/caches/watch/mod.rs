@@ -21,6 +21,8 @@ pub mod index;
 pub mod namespaced;
 mod stream;
 
+pub use stream::owns_spec_replicas;
+
 use std::fmt::Debug;
 use std::sync::{Arc, PoisonError, RwLock};
 

@@ -42,15 +42,18 @@ where
         .modify(|obj| keep_replicas_owner(obj.managed_fields_mut()))
 }
 
+/// Whether the managedFields entry owns `spec.replicas`.
+pub fn owns_spec_replicas(entry: &ManagedFieldsEntry) -> bool {
+    entry.fields_v1.as_ref().is_some_and(|f| {
+        f.0.get("f:spec")
+            .and_then(|s| s.get("f:replicas"))
+            .is_some()
+    })
+}
+
 /// Keeps, of `entries`, those that own `spec.replicas`, with nothing else in them.
 fn keep_replicas_owner(entries: &mut Vec<ManagedFieldsEntry>) {
-    entries.retain(|e| {
-        e.fields_v1.as_ref().is_some_and(|f| {
-            f.0.get("f:spec")
-                .and_then(|s| s.get("f:replicas"))
-                .is_some()
-        })
-    });
+    entries.retain(owns_spec_replicas);
     for entry in entries.iter_mut() {
         entry.fields_v1 = Some(FieldsV1(serde_json::json!({"f:spec": {"f:replicas": {}}})));
         entry.api_version = None;

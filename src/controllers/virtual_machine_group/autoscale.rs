@@ -22,6 +22,7 @@ use crate::autoscaler::recommend::{Behavior, Bounds, Limit, Rules, proposal};
 use crate::autoscaler::schedule::Schedule;
 use crate::autoscaler::{Round, Settled};
 use crate::caches::cloud_view::Readings;
+use crate::caches::watch::owns_spec_replicas;
 use crate::cloud::ids::ListenerId;
 use crate::config::duration;
 use crate::runtime::ReconcileError;
@@ -60,8 +61,6 @@ struct Unread {
 
 /// What the autoscaler decided this round.
 pub struct Sizing {
-    /// What `spec.replicas` should be.
-    pub replicas: i32,
     /// `spec.replicas` as the group has it now.
     current: i32,
     /// The manager that set `spec.replicas` outside the autoscaler; it is set back.
@@ -75,14 +74,19 @@ pub struct Sizing {
 }
 
 impl Sizing {
+    /// What `spec.replicas` should be.
+    fn replicas(&self) -> i32 {
+        self.status.desired_replicas
+    }
+
     /// Whether this round writes `spec.replicas`.
     pub fn changes(&self) -> bool {
-        self.replicas != self.current
+        self.replicas() != self.current
     }
 
     /// The event the write tells.
     fn event(&self) -> (&'static str, String) {
-        let (from, to) = (self.current, self.replicas);
+        let (from, to) = (self.current, self.replicas());
         match &self.overridden_by {
             Some(manager) => (
                 "ScaleReverted",
@@ -108,8 +112,12 @@ pub async fn size(
 ) -> Option<Sizing> {
     let group = &r.obj;
     let uid = group.uid().unwrap_or_default();
+    let before = group.status.as_ref().and_then(|s| s.autoscaling.as_ref());
     let Some(spec) = group.spec.autoscaling.as_ref() else {
-        r.ctx.autoscaler.forget(&uid);
+        // No longer autoscaled (a deleted group's proposals go in its cleanup).
+        if before.is_some() {
+            r.ctx.autoscaler.forget(&uid);
+        }
         return None;
     };
     let current = group.spec.replicas;
@@ -129,11 +137,7 @@ pub async fn size(
         now: r.now,
     };
     let mut decision = r.ctx.autoscaler.decide(&uid, proposed, round);
-    let before = group.status.as_ref().and_then(|s| s.autoscaling.as_ref());
-    // Someone else wrote a size other than the last decided: set back.
-    let overridden_by = before
-        .filter(|last| last.desired_replicas != current)
-        .and_then(|_| overridden(group));
+    let overridden_by = overridden(group, before);
     if let (Some(_), Some(last)) = (&overridden_by, before) {
         decision.replicas = last.desired_replicas.clamp(bounds.floor, bounds.ceiling);
     }
@@ -152,7 +156,6 @@ pub async fn size(
         _ => why,
     };
     Some(Sizing {
-        replicas: decision.replicas,
         current,
         overridden_by,
         status,
@@ -174,6 +177,12 @@ fn last_scale_time(
     }
 }
 
+/// How long a reading (a listener's statistics, a query's answer) serves every group
+/// that reads it: half a resync, so that each resync of a group reads anew.
+fn fresh(r: &Reconcile<VirtualMachineGroup>) -> Duration {
+    r.ctx.timing.resync / 2
+}
+
 /// Each metric of `spec`, read.
 async fn read_metrics(
     r: &Reconcile<VirtualMachineGroup>,
@@ -190,7 +199,7 @@ async fn read_metrics(
                 value: r
                     .ctx
                     .autoscaler
-                    .query(&p.query, r.ctx.timing.resync / 2)
+                    .query(&p.query, fresh(r))
                     .await
                     .map_err(|e| Unread {
                         reason: "FailedGetPrometheusMetric",
@@ -328,7 +337,7 @@ async fn readings(
     metric: &LoadBalancerMetric,
 ) -> Result<Readings, Unread> {
     let view = &r.services.view.listener_stats;
-    if let Some(seen) = view.fresh(listener, r.ctx.timing.resync / 2) {
+    if let Some(seen) = view.fresh(listener, fresh(r)) {
         return Ok(seen);
     }
     let octavia = r.tenant.services.load_balancing(lb.spec.region.as_deref());
@@ -427,20 +436,16 @@ fn behavior(spec: &Autoscaling) -> Behavior {
     }
 }
 
-/// The manager that last wrote `spec.replicas`, when it is not the autoscaler.
-fn overridden(group: &VirtualMachineGroup) -> Option<String> {
+/// The manager that last wrote `spec.replicas`, when it is not the autoscaler and wrote
+/// a size other than the last decided (`before`): that size is set back.
+fn overridden(group: &VirtualMachineGroup, before: Option<&AutoscalingStatus>) -> Option<String> {
+    before.filter(|last| last.desired_replicas != group.spec.replicas)?;
     let owner = group
         .metadata
         .managed_fields
         .iter()
         .flatten()
-        .filter(|e| {
-            e.fields_v1.as_ref().is_some_and(|f| {
-                f.0.get("f:spec")
-                    .and_then(|s| s.get("f:replicas"))
-                    .is_some()
-            })
-        })
+        .filter(|e| owns_spec_replicas(e))
         .max_by_key(|e| e.time.as_ref().map(|t| t.0))?;
     let manager = owner.manager.clone().unwrap_or_default();
     (manager != AUTOSCALER_FIELD_MANAGER).then_some(manager)
@@ -566,7 +571,7 @@ pub async fn write(
         field_manager: Some(AUTOSCALER_FIELD_MANAGER.to_owned()),
         ..PatchParams::default()
     };
-    let patch = json!({"spec": {"replicas": sizing.replicas}});
+    let patch = json!({"spec": {"replicas": sizing.replicas()}});
     api.patch_scale(&group.name_any(), &params, &Patch::Merge(&patch))
         .await
         .map(|_| sizing.event())
