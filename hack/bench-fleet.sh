@@ -11,7 +11,8 @@
 # VERDA_BENCH_ZONES=1 (every group spread over the simulator's three availability zones),
 # VERDA_BENCH_LB_OPTIONS=1 (every LoadBalancer with every listener, pool and monitor option),
 # VERDA_BENCH_DNS=1 (a DNSZone, every group and LoadBalancer named in it),
-# VERDA_BENCH_AUTOSCALE=1 (every group autoscaled on its LoadBalancer's listener).
+# VERDA_BENCH_AUTOSCALE=1 (every group autoscaled on its LoadBalancer's listener),
+# VERDA_BENCH_SG=1 (every replica in a SecurityGroup fed by another group, one per ten groups).
 # VERDA_BENCH_OPERATOR_WRAP (a command the operator runs under; hack/bench-memory.sh uses it).
 set -euo pipefail
 cd "$(dirname "$0")/.."

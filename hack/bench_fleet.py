@@ -67,6 +67,12 @@ DNS = os.environ.get("VERDA_BENCH_DNS") == "1"
 # Every group autoscaled on its LoadBalancer's port-80 listener (the simulator counts no
 # connections: each stays at minReplicas = the group size): the autoscaler's own cost.
 AUTOSCALE = os.environ.get("VERDA_BENCH_AUTOSCALE") == "1"
+# "1": every replica in a SecurityGroup fed by another group: SecurityGroup `tier-<j>`
+# takes 5432 from the replicas of group `group-<10j>` (an address group kept in step
+# with them) and is what the groups `group-<10j+1..10j+10>` boot in (one tier per ten
+# groups, as a fleet of tiers would have).
+SECURITY_GROUPS = os.environ.get("VERDA_BENCH_SG") == "1"
+TIER = 10
 DNS_ZONE = "fleet.test."
 CONFIRM_SECS = 5
 WRITE = re.compile(r"^(create|delete|update|replace|set|resize|confirm|add|remove)_")
@@ -118,8 +124,19 @@ class Processes:
                     os.killpg(proc.pid, signal.SIGKILL)
 
 
+def tiers(groups, namespace):
+    """The fleet's SecurityGroups (VERDA_BENCH_SG=1)."""
+    return [{
+        "apiVersion": "verda.linecorp.com/v1alpha1",
+        "kind": "SecurityGroup",
+        "metadata": {"name": f"tier-{j}", "namespace": namespace},
+        "spec": {"rules": [{"direction": "ingress", "protocol": "tcp", "ports": "5432",
+                            "from": {"virtualMachineGroup": f"group-{(j * TIER) % groups}"}}]},
+    } for j in range((groups + TIER - 1) // TIER)]
+
+
 def manifests(groups, namespace):
-    docs = []
+    docs = tiers(groups, namespace) if SECURITY_GROUPS else []
     for i in range(groups):
         docs.append({
             "apiVersion": "verda.linecorp.com/v1alpha1",
@@ -138,7 +155,9 @@ def manifests(groups, namespace):
                         "target": {"activeConnectionsPerReplica": 100}}}]}} if AUTOSCALE else {}),
                 "template": {"image": "centos79", "flavor": "n3-1vcpu-2gb",
                              "initScript": {"value": "ls"},
-                             **({"ports": [{"network": "private"}]} if PORTS else {})},
+                             **({"ports": [{"network": "private"}]} if PORTS else {}),
+                             **({"securityGroups": [f"tier-{max(i - 1, 0) // TIER}"]}
+                                if SECURITY_GROUPS else {})},
             },
         })
         ports = []

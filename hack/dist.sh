@@ -40,7 +40,7 @@ metadata:
     app.kubernetes.io/part-of: argocd
 data:
 HEAD
-  for kind in VirtualMachine VirtualMachineGroup LoadBalancer DNSZone; do
+  for kind in VirtualMachine VirtualMachineGroup LoadBalancer DNSZone SecurityGroup; do
     echo "  resource.customizations.health.verda.linecorp.com_$kind: |"
     sed 's/^\(.\)/    \1/' config/argocd/health.lua
   done

@@ -150,6 +150,8 @@ install_operator() {
   crds="crd/virtualmachines.verda.linecorp.com crd/virtualmachinegroups.verda.linecorp.com crd/loadbalancers.verda.linecorp.com"
   # DNSZone came with 0.8.0: an earlier release's file has no such CRD.
   grep -q 'name: dnszones.verda.linecorp.com' "$file" && crds="$crds crd/dnszones.verda.linecorp.com"
+  # SecurityGroup came with 0.10.0.
+  grep -q 'name: securitygroups.verda.linecorp.com' "$file" && crds="$crds crd/securitygroups.verda.linecorp.com"
   # shellcheck disable=SC2086
   kubectl wait --for condition=Established --timeout=60s $crds >/dev/null
 }
@@ -258,7 +260,7 @@ real_test_command() {
     VERDA_REAL_PROMETHEUS="$PROMETHEUS"
     VERDA_REAL_PREVIOUS_OPERATOR="${PREVIOUS_BIN:-}"
     VERDA_REAL_PREVIOUS_VERSION="${PREVIOUS_VERSION:-}"
-    cargo test --locked --test it -- --ignored --test-threads=1 --nocapture "$@")
+    cargo test --locked --test it -- --ignored --test-threads="${REAL_THREADS:-1}" --nocapture "$@")
 }
 
 # The ignored real-cloud tests named in "$@", as the operator's ServiceAccount.
@@ -271,15 +273,17 @@ cd "$ROOT"
 
 if stage e2e; then
   install_operator
-  # Groups that size themselves on the real cloud (tests/it/real_autoscaling.rs), beside
-  # the suite: the suite needs only the kube-apiserver, the test mostly waits (for
-  # Octavia, Prometheus, a schedule's minute), and its operator watches only its own
-  # namespace. As the operator's ServiceAccount, whose kubeconfig is kept apart from
-  # the later stages' (they start from a fresh cluster).
+  # Groups that size themselves (tests/it/real_autoscaling.rs, project demo) and
+  # security groups that follow them (tests/it/real_security_groups.rs, project team-b),
+  # side by side and beside the suite: the suite needs only the kube-apiserver, the
+  # tests mostly wait (for Nova, Octavia, Prometheus, a schedule's minute), and each
+  # test's operator watches only its own namespace. As the operator's ServiceAccount,
+  # whose kubeconfig is kept apart from the later stages' (they start from a fresh
+  # cluster).
   autoscale_kubeconfig="$WORK/operator-autoscale.kubeconfig"
   bash "$ROOT/hack/sa-kubeconfig.sh" "$ADMIN_KUBECONFIG" verda-system "$autoscale_kubeconfig" 2h
   t_auto=$(date +%s)
-  real_test_command "$autoscale_kubeconfig" real_autoscaling::
+  REAL_THREADS=2 real_test_command "$autoscale_kubeconfig" real_autoscaling:: real_security_groups::
   setsid bash -c 'end=$1; shift; "$@"; rc=$?; date +%s >"$end"; exit $rc' _ \
     "$WORK/autoscale.end" "${real_command[@]}" >"$WORK/autoscale.log" 2>&1 &
   autoscale_pid=$!
@@ -294,11 +298,11 @@ if stage e2e; then
   autoscale_pid=
   if ! wait "$pid"; then
     cat "$WORK/autoscale.log" >&2
-    log "autoscaling on the real cloud failed (above)"
+    log "autoscaling or security groups on the real cloud failed (above)"
     exit 1
   fi
   cat "$WORK/autoscale.log"
-  printf '%s\t%s\n' "e2e: autoscaling on the real cloud (beside the suite)" \
+  printf '%s\t%s\n' "e2e: autoscaling and security groups on the real cloud (beside the suite)" \
     $(($(cat "$WORK/autoscale.end") - t_auto)) >>"$WORK/stage-times"
   log "the openstack CLI against verda-operator simulate (the embedded cloud), run while OpenStack started:"
   if ! wait "$simcli_pid"; then

@@ -100,6 +100,21 @@ def purge_addresses_network(demo, admin):
         admin.network.delete_network(external, ignore_missing=True)
 
 
+def purge_security_groups(demo):
+    """The SecurityGroup tests' groups (all but `default`), then their address groups
+    (Neutron refuses an address group a rule still names)."""
+    groups = [g for g in demo.network.security_groups() if g.name != "default"]
+    for group in groups:
+        try:
+            demo.network.delete_security_group(group, ignore_missing=True)
+        except exceptions.HttpException as e:
+            print(f"[real-systems] security group {group.id} not deleted: {e}", file=sys.stderr)
+    address_groups = list(demo.network.address_groups())
+    for group in address_groups:
+        demo.network.delete_address_group(group, ignore_missing=True)
+    return len(groups), len(address_groups)
+
+
 def main():
     until = time.monotonic() + DEADLINE
     demo = openstack.connect(cloud="osh-demo")
@@ -111,8 +126,10 @@ def main():
         demo.network.delete_ip(fip, ignore_missing=True)
     volumes = purge_volumes(demo)
     purge_addresses_network(demo, admin)
+    security_groups, address_groups = purge_security_groups(demo)
     print(f"[real-systems] purged the demo project: {lbs} load balancers, {servers} servers, "
-          f"{groups} server groups, {len(fips)} floating IPs, {volumes} volumes",
+          f"{groups} server groups, {len(fips)} floating IPs, {volumes} volumes, "
+          f"{security_groups} security groups, {address_groups} address groups",
           file=sys.stderr)
 
 

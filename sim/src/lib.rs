@@ -48,8 +48,8 @@ use tokio::task::JoinHandle;
 pub use config::{SimConfig, SimCredentials};
 pub use faults::{Fault, FaultKind};
 pub use snapshot::{
-    SimFloatingIp, SimHealthMonitor, SimListener, SimLoadBalancer, SimMember, SimPool, SimPort,
-    SimServer, SimServerGroup, SimVolume,
+    SimAddressGroup, SimFloatingIp, SimHealthMonitor, SimListener, SimLoadBalancer, SimMember,
+    SimPool, SimPort, SimSecurityGroup, SimSecurityGroupRule, SimServer, SimServerGroup, SimVolume,
 };
 
 use faults::{Counters, FaultTable, lock};
@@ -202,6 +202,22 @@ impl Simulator {
     /// and `web` already.
     pub fn add_security_group(&self, project: &str, name: &str) -> String {
         self.sim.world_of(project).add_security_group(name, "")
+    }
+
+    /// The security groups of `project` (an ID) with their rules: `default`, `web`,
+    /// then those created, oldest first.
+    pub fn security_groups_in(&self, project: &str) -> Vec<SimSecurityGroup> {
+        snapshot::security_groups(&self.sim.world_of(project))
+    }
+
+    /// Every security group rule of `project` (an ID), group by group.
+    pub fn security_group_rules_in(&self, project: &str) -> Vec<SimSecurityGroupRule> {
+        snapshot::security_group_rules(&self.sim.world_of(project))
+    }
+
+    /// The address groups of `project` (an ID), oldest first.
+    pub fn address_groups_in(&self, project: &str) -> Vec<SimAddressGroup> {
+        snapshot::address_groups(&self.sim.world_of(project))
     }
 
     pub fn config(&self) -> &SimConfig {

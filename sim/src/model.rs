@@ -196,13 +196,64 @@ impl Port {
     }
 }
 
-/// A Neutron security group (no rules are modelled).
+/// A Neutron security group and its rules (`world/security_groups.rs`).
 #[derive(Debug, Clone)]
 pub(crate) struct SecurityGroup {
     pub id: String,
     pub name: String,
     pub description: String,
+    pub stateful: bool,
+    /// As the last `PUT …/tags` gave them; views sort them.
+    pub tags: Vec<String>,
+    /// In creation order.
+    pub rules: Vec<SecurityGroupRule>,
+    /// Moves with every change of the group, its tags or its rules.
+    pub revision: u64,
     pub created: DateTime<Utc>,
+    pub updated: DateTime<Utc>,
+}
+
+/// One rule of a security group, as Neutron stores it (its converters applied: the
+/// protocol lower-cased, a bare prefix made `/32`, ports 1-65535 of TCP dropped).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SecurityGroupRule {
+    pub id: String,
+    /// `standard_attr_id`.
+    pub seq: u64,
+    pub security_group_id: String,
+    /// `ingress` or `egress`.
+    pub direction: String,
+    /// `IPv4` or `IPv6`.
+    pub ethertype: String,
+    /// A name (`tcp`) or a number (`"6"`), as given; `None` is any protocol.
+    pub protocol: Option<String>,
+    pub port_range_min: Option<u32>,
+    pub port_range_max: Option<u32>,
+    /// As given (host bits kept); `normalized_cidr` clears them.
+    pub remote_ip_prefix: Option<String>,
+    pub normalized_cidr: Option<String>,
+    pub remote_group_id: Option<String>,
+    pub remote_address_group_id: Option<String>,
+    /// `None` on the rules Neutron makes itself, `""` on a created rule without one.
+    pub description: Option<String>,
+    pub belongs_to_default_sg: bool,
+    pub created: DateTime<Utc>,
+}
+
+/// A Neutron address group: CIDRs a rule names as its remote.
+#[derive(Debug, Clone)]
+pub(crate) struct AddressGroup {
+    pub id: String,
+    /// `standard_attr_id`.
+    pub seq: u64,
+    pub name: String,
+    pub description: String,
+    /// Canonical CIDRs (host bits cleared), each once, sorted as strings.
+    pub addresses: Vec<String>,
+    /// One more per address added or removed and per update.
+    pub revision: u64,
+    pub created: DateTime<Utc>,
+    pub updated: DateTime<Utc>,
 }
 
 #[derive(Debug, Clone)]

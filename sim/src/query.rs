@@ -46,7 +46,8 @@ const PAGING: &[&str] = &[
     "sort_dir",
     "sort",
 ];
-const TAGS: &[&str] = &["tags", "tags-any", "not-tags", "not-tags-any"];
+/// The tag filters (a resource without tags refuses them).
+pub(crate) const TAGS: &[&str] = &["tags", "tags-any", "not-tags", "not-tags-any"];
 
 fn as_text(v: &Value) -> String {
     match v {

@@ -299,17 +299,23 @@ fn subnets(created: chrono::DateTime<Utc>) -> Vec<Subnet> {
     ]
 }
 
-/// Every project's `default` group (Neutron makes it with the project), and `web`.
+/// Every project's `default` group (Neutron makes it with the project, with its four
+/// rules), and `web` (with the two egress rules of any new group).
 fn security_groups(project: &str) -> Vec<SecurityGroup> {
     let created = Utc
         .with_ymd_and_hms(2026, 11, 21, 6, 10, 3)
         .single()
         .unwrap_or_default();
-    let group = |tweak: &str, name: &str, description: &str| SecurityGroup {
-        id: project_uuid(project, tweak),
-        name: name.into(),
-        description: description.into(),
-        created,
+    let rule_tweaks = ["e0", "e1", "e2", "e3", "e4", "e5"];
+    let mut rule_ids = rule_tweaks.iter().zip(1..);
+    let mut group = |tweak: &str, name: &str, description: &str| {
+        let mut g = SecurityGroup::new(project_uuid(project, tweak), name, description, true);
+        (g.created, g.updated) = (created, created);
+        g.rules = g.initial_rules();
+        for (rule, (tweak, seq)) in g.rules.iter_mut().zip(rule_ids.by_ref()) {
+            (rule.id, rule.seq) = (project_uuid(project, tweak), seq);
+        }
+        g
     };
     vec![
         group("d0", "default", "Default security group"),

@@ -202,3 +202,92 @@ pub(crate) fn volumes(w: &World) -> Vec<SimVolume> {
         })
         .collect()
 }
+
+/// A Neutron security group as the simulated cloud holds it, with its rules.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimSecurityGroup {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    pub stateful: bool,
+    /// Sorted.
+    pub tags: Vec<String>,
+    /// In creation order (the two egress rules Neutron made first).
+    pub rules: Vec<SimSecurityGroupRule>,
+}
+
+/// One rule of a security group.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimSecurityGroupRule {
+    pub id: String,
+    pub security_group_id: String,
+    /// `ingress` or `egress`.
+    pub direction: String,
+    /// `IPv4` or `IPv6`.
+    pub ethertype: String,
+    /// As stored (`tcp`, `"17"`); `None` is any protocol.
+    pub protocol: Option<String>,
+    pub port_range_min: Option<u32>,
+    pub port_range_max: Option<u32>,
+    pub remote_ip_prefix: Option<String>,
+    pub remote_group_id: Option<String>,
+    pub remote_address_group_id: Option<String>,
+    /// `None` on the rules Neutron made itself.
+    pub description: Option<String>,
+}
+
+/// A Neutron address group.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimAddressGroup {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    /// Canonical CIDRs, sorted as strings.
+    pub addresses: Vec<String>,
+}
+
+fn security_group_rule(r: &crate::model::SecurityGroupRule) -> SimSecurityGroupRule {
+    SimSecurityGroupRule {
+        id: r.id.clone(),
+        security_group_id: r.security_group_id.clone(),
+        direction: r.direction.clone(),
+        ethertype: r.ethertype.clone(),
+        protocol: r.protocol.clone(),
+        port_range_min: r.port_range_min,
+        port_range_max: r.port_range_max,
+        remote_ip_prefix: r.remote_ip_prefix.clone(),
+        remote_group_id: r.remote_group_id.clone(),
+        remote_address_group_id: r.remote_address_group_id.clone(),
+        description: r.description.clone(),
+    }
+}
+
+pub(crate) fn security_groups(w: &World) -> Vec<SimSecurityGroup> {
+    let group = |g: &crate::model::SecurityGroup| {
+        let mut tags = g.tags.clone();
+        tags.sort();
+        SimSecurityGroup {
+            id: g.id.clone(),
+            name: g.name.clone(),
+            description: g.description.clone(),
+            stateful: g.stateful,
+            tags,
+            rules: g.rules.iter().map(security_group_rule).collect(),
+        }
+    };
+    w.security_groups.iter().map(group).collect()
+}
+
+pub(crate) fn security_group_rules(w: &World) -> Vec<SimSecurityGroupRule> {
+    w.security_group_rules().map(security_group_rule).collect()
+}
+
+pub(crate) fn address_groups(w: &World) -> Vec<SimAddressGroup> {
+    let group = |a: &crate::model::AddressGroup| SimAddressGroup {
+        id: a.id.clone(),
+        name: a.name.clone(),
+        description: a.description.clone(),
+        addresses: a.addresses.clone(),
+    };
+    w.address_groups.iter().map(group).collect()
+}

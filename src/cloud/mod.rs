@@ -44,6 +44,7 @@ pub use proxy::Proxies;
 pub use regions::CloudServices;
 pub use retry::RetryPolicy;
 pub use services::{
-    BlockStorage, CloudFuture, CloudResult, Compute, Dns, LoadBalancing, MetadataMode, Network,
+    BlockStorage, CloudFuture, CloudResult, Compute, Dns, Firewalls, LoadBalancing, MetadataMode,
+    Network,
 };
 pub use transport::ClientOptions;

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::client::OpenStackClient;
-use super::services::{BlockStorage, CloudFuture, Compute, Dns, LoadBalancing, Network};
+use super::services::{BlockStorage, CloudFuture, Compute, Dns, Firewalls, LoadBalancing, Network};
 
 /// The cloud, per region. VirtualMachines use the cloud's own region; a LoadBalancer
 /// may name another.
@@ -12,6 +12,8 @@ pub trait CloudServices: Send + Sync {
     fn compute(&self) -> Arc<dyn Compute>;
     fn network(&self, region: Option<&str>) -> Arc<dyn Network>;
     fn load_balancing(&self, region: Option<&str>) -> Arc<dyn LoadBalancing>;
+    /// Neutron's security groups, in the region of the SecurityGroup.
+    fn firewalls(&self, region: Option<&str>) -> Arc<dyn Firewalls>;
     /// Designate, in the region of the object its record sets are for.
     fn dns(&self, region: Option<&str>) -> Arc<dyn Dns>;
     /// Cinder, in the cloud's own region (where the VirtualMachines are).
@@ -30,6 +32,10 @@ impl CloudServices for OpenStackClient {
     }
 
     fn load_balancing(&self, region: Option<&str>) -> Arc<dyn LoadBalancing> {
+        Arc::new(in_region(self, region))
+    }
+
+    fn firewalls(&self, region: Option<&str>) -> Arc<dyn Firewalls> {
         Arc::new(in_region(self, region))
     }
 

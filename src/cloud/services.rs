@@ -25,6 +25,9 @@ use super::model::compute::{
 use super::model::dns::{
     CreateRecordSet, CreateZone, DnsZone, RecordSet, UpdateRecordSet, UpdateZone,
 };
+use super::model::firewall::{
+    AddressGroup, CreateAddressGroup, CreateFirewall, CreateRule, Firewall, Rule,
+};
 use super::model::key_manager::StoredSecret;
 use super::model::loadbalancing::*;
 use super::model::network::{
@@ -198,6 +201,46 @@ pub trait Network: Send + Sync {
         description: &'a str,
     ) -> CloudFuture<'a, FloatingIp>;
     fn delete_floating_ip<'a>(&'a self, id: &'a FloatingIpId) -> CloudFuture<'a, ()>;
+}
+
+/// Neutron's security groups, their rules and address groups: what a SecurityGroup
+/// is made of. Security groups and rules are referred to by ID strings, as ports name
+/// them.
+pub trait Firewalls: Send + Sync {
+    fn security_groups_named<'a>(&'a self, name: &'a str) -> CloudFuture<'a, Vec<Firewall>>;
+    /// Every group of the project with its rules, across all pages.
+    fn all_security_groups(&self) -> CloudFuture<'_, Vec<Firewall>>;
+    /// The group with its rules.
+    fn get_security_group<'a>(&'a self, id: &'a str) -> CloudFuture<'a, Firewall>;
+    fn create_security_group<'a>(
+        &'a self,
+        request: &'a CreateFirewall,
+    ) -> CloudFuture<'a, Firewall>;
+    fn set_security_group_description<'a>(
+        &'a self,
+        id: &'a str,
+        description: &'a str,
+    ) -> CloudFuture<'a, Firewall>;
+    /// Refused `Conflict` while a port uses the group.
+    fn delete_security_group<'a>(&'a self, id: &'a str) -> CloudFuture<'a, ()>;
+    fn create_rule<'a>(&'a self, request: &'a CreateRule) -> CloudFuture<'a, Rule>;
+    fn delete_rule<'a>(&'a self, id: &'a str) -> CloudFuture<'a, ()>;
+    fn address_groups_named<'a>(&'a self, name: &'a str) -> CloudFuture<'a, Vec<AddressGroup>>;
+    fn create_address_group<'a>(
+        &'a self,
+        request: &'a CreateAddressGroup,
+    ) -> CloudFuture<'a, AddressGroup>;
+    /// `add_addresses` (`add`) or `remove_addresses`: the group after the change.
+    fn change_addresses<'a>(
+        &'a self,
+        id: &'a str,
+        add: bool,
+        addresses: &'a [String],
+    ) -> CloudFuture<'a, AddressGroup>;
+    /// Refused `Conflict` while a rule names the address group.
+    fn delete_address_group<'a>(&'a self, id: &'a str) -> CloudFuture<'a, ()>;
+    /// The IDs of the ports in the security group.
+    fn ports_using<'a>(&'a self, id: &'a str) -> CloudFuture<'a, Vec<String>>;
 }
 
 /// Octavia. Every write may answer `Conflict` (immutable) while the load balancer is

@@ -9,6 +9,7 @@ pub mod dns_records;
 pub mod dns_zone;
 pub mod load_balancer;
 mod ring_follower;
+pub mod security_group;
 pub mod virtual_machine;
 pub mod virtual_machine_group;
 
@@ -43,11 +44,13 @@ pub async fn run_all(ctx: Arc<Context>) {
     let groups = virtual_machine_group::run(ctx.clone(), &mut feeds, wake_ups.groups);
     let lbs = load_balancer::run(ctx.clone(), &mut feeds, wake_ups.load_balancers);
     let zones = dns_zone::run(ctx.clone(), &mut feeds, wake_ups.dns_zones);
+    let security_groups = security_group::run(ctx.clone(), &mut feeds, wake_ups.security_groups);
     tokio::join!(
         vms,
         groups,
         lbs,
         zones,
+        security_groups,
         feeds.run(&ctx.reach, writers),
         cloud_view::refresh_forever(
             &ctx.view,
@@ -111,6 +114,7 @@ async fn wake_on_secret_changes(
         wake_namespace(&caches.groups, ns, &wakers.groups).await;
         wake_namespace(&caches.load_balancers, ns, &wakers.load_balancers).await;
         wake_namespace(&caches.dns_zones, ns, &wakers.dns_zones).await;
+        wake_namespace(&caches.security_groups, ns, &wakers.security_groups).await;
     }
 }
 

@@ -12,7 +12,7 @@ use verda_api::v1alpha1::{VirtualMachine, finalizers};
 use super::reconcile;
 use crate::cloud::CloudServices;
 use crate::cloud::owner::ClusterId;
-use crate::cloud::{BlockStorage, CloudFuture, Compute, Dns, LoadBalancing, Network};
+use crate::cloud::{BlockStorage, CloudFuture, Compute, Dns, Firewalls, LoadBalancing, Network};
 use crate::config::Config;
 use crate::metrics::Metrics;
 use crate::runtime::scripted_api::ApiServer;
@@ -33,6 +33,9 @@ impl CloudServices for NoCloud {
     }
     fn dns(&self, _: Option<&str>) -> Arc<dyn Dns> {
         panic!("the driver called Designate")
+    }
+    fn firewalls(&self, _: Option<&str>) -> Arc<dyn Firewalls> {
+        panic!("the driver called Neutron's security groups")
     }
     fn block_storage(&self) -> Arc<dyn BlockStorage> {
         panic!("the driver called Cinder")

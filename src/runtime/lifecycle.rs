@@ -80,6 +80,19 @@ pub fn paused_ready(not_done: &str) -> (verda_api::conditions::Status, &'static 
     (status, PAUSED_READY, paused_message(not_done))
 }
 
+/// A removal is over: the object's condition series go, and a Normal event with
+/// `reason` tells what became of its cloud resources.
+pub async fn removal_finished<K>(ctx: &crate::runtime::Context, obj: &K, reason: &str, note: String)
+where
+    K: crate::runtime::object::Managed + Resource<DynamicType = ()>,
+{
+    let labels = crate::runtime::object::object_labels(obj);
+    ctx.metrics
+        .set_object_conditions(K::CONTROLLER, &labels, None);
+    let normal = kube::runtime::events::EventType::Normal;
+    crate::runtime::events::publish(&ctx.recorder, obj, normal, reason, note, "Delete").await;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -35,6 +35,9 @@ problems! {
     ImportMismatch,
     /// A group's template names a resource to import.
     TemplateImportNotAllowed,
+    /// A SecurityGroup of the namespace the VirtualMachine names is not Ready yet; it
+    /// clears itself once it is.
+    SecurityGroupNotReady,
     /// The ConfigMap or Secret `spec.initScript` names, or its key, does not exist.
     InitScriptNotFound,
     /// The init script is not UTF-8 text.

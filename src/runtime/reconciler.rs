@@ -13,8 +13,8 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::Event;
 use serde::Serialize;
 use verda_api::v1alpha1::{
-    DnsZoneStatus, LoadBalancerStatus, ReconcilePolicy, VirtualMachineGroupStatus,
-    VirtualMachineStatus,
+    DnsZoneStatus, LoadBalancerStatus, ReconcilePolicy, SecurityGroupStatus,
+    VirtualMachineGroupStatus, VirtualMachineStatus,
 };
 
 use crate::cloud::owner::Owner;
@@ -76,7 +76,8 @@ object_status!(
     VirtualMachineStatus,
     VirtualMachineGroupStatus,
     LoadBalancerStatus,
-    DnsZoneStatus
+    DnsZoneStatus,
+    SecurityGroupStatus
 );
 
 /// A controller, as the driver runs it.

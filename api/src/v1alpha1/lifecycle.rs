@@ -12,8 +12,8 @@ use super::names::annotations::RECONCILE_POLICY;
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Import {
-    /// ID (UUID) of the Nova server, Octavia load balancer or Designate zone to take
-    /// over. It must exist
+    /// ID (UUID) of the Nova server, Octavia load balancer, Designate zone or Neutron
+    /// security group to take over. It must exist
     /// in the object's project and belong to no other object.
     #[schemars(regex(
         pattern = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"

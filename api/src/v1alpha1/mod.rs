@@ -1,4 +1,5 @@
-//! Version `v1alpha1`: VirtualMachine, VirtualMachineGroup, LoadBalancer and DNSZone.
+//! Version `v1alpha1`: VirtualMachine, VirtualMachineGroup, LoadBalancer, DNSZone and
+//! SecurityGroup.
 
 mod autoscaling;
 mod credentials;
@@ -11,6 +12,7 @@ pub mod names;
 mod network_ports;
 mod rollout;
 mod rules;
+mod security_group;
 mod virtual_machine;
 mod virtual_machine_group;
 mod volumes;
@@ -37,6 +39,10 @@ pub use network_ports::{
     PortStatus as NetworkPortStatus,
 };
 pub use rollout::{AutoHealing, ReplicaHealth, RollingUpdate, RunStrategy, scaled};
+pub use security_group::{
+    AddressGroupStatus, EtherType, MAX_RULES, RuleDirection, RulePeer, RuleStatus, SecurityGroup,
+    SecurityGroupRule, SecurityGroupSpec, SecurityGroupStatus,
+};
 pub use virtual_machine::{
     Resolution, ResolvedReferences, ServerFailure, VirtualMachine, VirtualMachineAddress,
     VirtualMachineSpec, VirtualMachineStatus,

@@ -7,6 +7,7 @@ pub mod finalizers {
     pub const VIRTUAL_MACHINE_GROUP: &str = "virtualmachinegroup.verda.linecorp.com/finalizer";
     pub const LOAD_BALANCER: &str = "loadbalancer.verda.linecorp.com/finalizer";
     pub const DNS_ZONE: &str = "dnszone.verda.linecorp.com/finalizer";
+    pub const SECURITY_GROUP: &str = "securitygroup.verda.linecorp.com/finalizer";
 }
 
 /// Annotations the operator sets on objects it manages.

@@ -124,3 +124,21 @@ pub(crate) fn list_answer(
     }
     Ok(cx.ok(200, &body))
 }
+
+/// 400 on a tag filter for a resource that has no tags (rules, address groups), as
+/// on any other unknown filter.
+pub(crate) fn no_tag_filters(cx: &Cx, q: &query::Params) -> Result<(), Response> {
+    match q.iter().find(|(k, _)| query::TAGS.contains(&k.as_str())) {
+        Some((k, _)) => {
+            let msg = format!("['{k}'] is invalid attribute for filtering");
+            Err(cx.err(400, "HTTPBadRequest", &msg))
+        }
+        None => Ok(()),
+    }
+}
+
+/// Answers a show: `{"<key>": item}`, only the `fields` asked if any.
+pub(crate) fn show(cx: &Cx, key: &str, item: Value, q: &query::Params) -> Response {
+    let shown = query::project(vec![item], q).pop().unwrap_or_default();
+    cx.ok(200, &json!({ key: shown }))
+}

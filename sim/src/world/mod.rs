@@ -1,6 +1,7 @@
 //! A project's world: every resource it holds, the seeded generator its IDs come
 //! from, and the transitions due by time. Each service's records are here (`barbican`,
-//! `cinder`, `neutron`'s addresses and ports, `octavia` and Octavia's state machine,
+//! `cinder`, `neutron`'s addresses and ports, `security_groups` (Neutron's groups, their
+//! rules and address groups), `octavia` and Octavia's state machine,
 //! `octavia_lifecycle`); the services' handlers read and write them, never the reverse.
 
 pub(crate) mod barbican;
@@ -9,6 +10,7 @@ pub(crate) mod designate;
 pub(crate) mod neutron;
 pub(crate) mod octavia;
 pub(crate) mod octavia_lifecycle;
+pub(crate) mod security_groups;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::net::Ipv4Addr;
@@ -22,7 +24,8 @@ use self::cinder::Cinder;
 use self::octavia::Octavia;
 use super::config::SimConfig;
 use super::model::{
-    Flavor, FloatingIp, Image, Network, Port, SecurityGroup, Server, ServerGroup, Status, Subnet,
+    AddressGroup, Flavor, FloatingIp, Image, Network, Port, SecurityGroup, Server, ServerGroup,
+    Status, Subnet,
 };
 
 /// All resources.
@@ -43,6 +46,7 @@ pub(crate) struct World {
     pub images: Vec<Image>,
     pub keypairs: Vec<String>,
     pub security_groups: Vec<SecurityGroup>,
+    pub address_groups: Vec<AddressGroup>,
     pub zones: Vec<String>,
     /// Zones whose compute services an admin disabled: listed as not available, and a
     /// create that names one is refused.
@@ -138,6 +142,7 @@ impl World {
             images: Vec::new(),
             keypairs: Vec::new(),
             security_groups: Vec::new(),
+            address_groups: Vec::new(),
             zones: config.zones.clone(),
             disabled_zones: BTreeSet::new(),
             down_zones: BTreeSet::new(),

@@ -1,6 +1,7 @@
 //! Neutron's records in a world: the addresses in use on each subnet, ports (made by
-//! Nova, by Octavia or by the user) and their binding to servers, and the project's
-//! security groups. Validation, policy and error bodies are the Neutron handlers'.
+//! Nova, by Octavia or by the user) and their binding to servers, and how ports and Nova
+//! find the project's security groups (the groups themselves: `security_groups.rs`).
+//! Validation, policy and error bodies are the Neutron handlers'.
 
 use std::net::Ipv4Addr;
 
@@ -150,18 +151,6 @@ impl World {
         let groups = &self.security_groups;
         let by_id = groups.iter().find(|g| g.id == key);
         by_id.or_else(|| groups.iter().find(|g| g.name == key))
-    }
-
-    /// Adds a security group; its ID.
-    pub fn add_security_group(&mut self, name: &str, description: &str) -> String {
-        let id = self.uuid();
-        self.security_groups.push(SecurityGroup {
-            id: id.clone(),
-            name: name.to_string(),
-            description: description.to_string(),
-            created: Utc::now(),
-        });
-        id
     }
 
     /// The names of the groups of a server's ports, each once, in port order.

@@ -17,6 +17,7 @@
 //! `changes-since` cannot report a deletion. The full tagged listing can, at one call
 //! per 1,000 servers.
 
+mod firewalls;
 mod holders;
 mod listener_stats;
 mod load_balancers;
@@ -37,8 +38,11 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 use kube::runtime::reflector::ObjectRef;
 use tokio::sync::mpsc;
-use verda_api::v1alpha1::{DNSZone, LoadBalancer, VirtualMachine, VirtualMachineGroup};
+use verda_api::v1alpha1::{
+    DNSZone, LoadBalancer, SecurityGroup, VirtualMachine, VirtualMachineGroup,
+};
 
+pub use firewalls::FirewallView;
 pub use holders::Holders;
 pub use listener_stats::{ListenerStatsView, Readings};
 pub use load_balancers::{Cached, LoadBalancerView, OctaviaTree, QUIET};
@@ -93,6 +97,8 @@ pub struct ProjectView {
     pub holders: Holders,
     /// Statistics of the listeners autoscaled groups read.
     pub listener_stats: ListenerStatsView,
+    /// Security groups with their rules; listed only for SecurityGroups.
+    pub firewalls: FirewallView,
     /// The credentials last used in the project, which a refresh lists with while a
     /// reconcile still holds them.
     services: Lock<Option<Weak<dyn CloudServices>>>,
@@ -295,6 +301,8 @@ pub struct Wakers {
     pub load_balancers: mpsc::UnboundedSender<ObjectRef<LoadBalancer>>,
     /// A changed credentials Secret only: a refresh has nothing to tell a DNSZone.
     pub dns_zones: mpsc::UnboundedSender<ObjectRef<DNSZone>>,
+    /// A changed credentials Secret, or a VirtualMachine that may use the group.
+    pub security_groups: mpsc::UnboundedSender<ObjectRef<SecurityGroup>>,
 }
 
 /// The streams the controllers take those wake-ups from.
@@ -303,6 +311,7 @@ pub struct WakeUps {
     pub groups: BoxStream<'static, ObjectRef<VirtualMachineGroup>>,
     pub load_balancers: BoxStream<'static, ObjectRef<LoadBalancer>>,
     pub dns_zones: BoxStream<'static, ObjectRef<DNSZone>>,
+    pub security_groups: BoxStream<'static, ObjectRef<SecurityGroup>>,
 }
 
 pub fn wake_channels() -> (Wakers, WakeUps) {
@@ -310,18 +319,21 @@ pub fn wake_channels() -> (Wakers, WakeUps) {
     let (group_tx, group_rx) = mpsc::unbounded_channel();
     let (lb_tx, lb_rx) = mpsc::unbounded_channel();
     let (zone_tx, zone_rx) = mpsc::unbounded_channel();
+    let (sg_tx, sg_rx) = mpsc::unbounded_channel();
     (
         Wakers {
             virtual_machines: vm_tx,
             groups: group_tx,
             load_balancers: lb_tx,
             dns_zones: zone_tx,
+            security_groups: sg_tx,
         },
         WakeUps {
             virtual_machines: receive(vm_rx),
             groups: receive(group_rx),
             load_balancers: receive(lb_rx),
             dns_zones: receive(zone_rx),
+            security_groups: receive(sg_rx),
         },
     )
 }
@@ -416,6 +428,28 @@ impl Project<'_> {
         for (region, with_fips) in self.view.load_balancers.regions() {
             self.refresh_load_balancers(wakers, region.as_deref(), with_fips)
                 .await;
+        }
+        for region in self.view.firewalls.regions() {
+            self.refresh_firewalls(wakers, region.as_deref()).await;
+        }
+    }
+
+    /// The project's security groups: the SecurityGroups whose group changed or went
+    /// are woken.
+    async fn refresh_firewalls(&self, wakers: &Wakers, region: Option<&str>) {
+        let neutron = self.services.firewalls(region);
+        let list = neutron.all_security_groups();
+        match self.view.firewalls.refresh(region, list).await {
+            Ok(woken) => {
+                for owner in woken {
+                    let _ = wakers.security_groups.send(owner);
+                }
+            }
+            Err(e) => tracing::warn!(
+                project = self.id,
+                error = %e,
+                "could not list the project's security groups; drift is found at the SecurityGroups' next look"
+            ),
         }
     }
 

@@ -18,11 +18,32 @@ pub trait Keyed {
     fn keys(&self) -> Vec<String>;
 }
 
-/// A VirtualMachine relates to itself and to its group.
+/// A VirtualMachine relates to itself, to its group and to the security groups its
+/// server and ports are in (a SecurityGroup of that name may be what it waits for).
 impl Keyed for VirtualMachine {
     fn keys(&self) -> Vec<String> {
         let mut keys = vec![vm_key(&self.name_any())];
         keys.extend(self.labels().get(labels::GROUP).map(|g| group_key(g)));
+        let ports = self.spec.ports.iter().flatten();
+        let named = self.spec.security_groups.iter().flatten();
+        let named = named.chain(ports.flat_map(|p| p.security_groups.iter().flatten()));
+        keys.extend(named.map(|g| security_group_key(g)));
+        keys.sort();
+        keys.dedup();
+        keys
+    }
+}
+
+/// A SecurityGroup relates to the groups its rules take addresses from.
+impl Keyed for verda_api::v1alpha1::SecurityGroup {
+    fn keys(&self) -> Vec<String> {
+        let peers = self.spec.rules.iter().filter_map(|r| r.from.as_ref());
+        let mut keys: Vec<String> = peers
+            .filter_map(|p| p.virtual_machine_group.as_deref())
+            .map(group_key)
+            .collect();
+        keys.sort();
+        keys.dedup();
         keys
     }
 }
@@ -59,6 +80,11 @@ impl Keyed for LoadBalancer {
 /// The key of a group name.
 pub fn group_key(name: &str) -> String {
     format!("group/{name}")
+}
+
+/// The key of a security group name.
+pub fn security_group_key(name: &str) -> String {
+    format!("securitygroup/{name}")
 }
 
 /// The key of a VirtualMachine name.

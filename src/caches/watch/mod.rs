@@ -34,7 +34,9 @@ use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use tokio::sync::{mpsc, watch};
-use verda_api::v1alpha1::{DNSZone, LoadBalancer, VirtualMachine, VirtualMachineGroup};
+use verda_api::v1alpha1::{
+    DNSZone, LoadBalancer, SecurityGroup, VirtualMachine, VirtualMachineGroup,
+};
 
 use self::index::{KeyIndex, Keyed};
 use self::namespaced::{Namespaced, Watches};
@@ -142,6 +144,7 @@ pub struct WatchCaches {
     pub groups: Cache<VirtualMachineGroup>,
     pub load_balancers: Cache<LoadBalancer>,
     pub dns_zones: Cache<DNSZone>,
+    pub security_groups: Cache<SecurityGroup>,
 }
 
 /// The write ends of [`WatchCaches`], taken by the watches that fill them.
@@ -150,6 +153,7 @@ pub struct Writers {
     groups: CacheWriter<VirtualMachineGroup>,
     load_balancers: CacheWriter<LoadBalancer>,
     dns_zones: CacheWriter<DNSZone>,
+    security_groups: CacheWriter<SecurityGroup>,
 }
 
 impl WatchCaches {
@@ -158,18 +162,21 @@ impl WatchCaches {
         let (groups, group_writer) = cache();
         let (load_balancers, lb_writer) = cache();
         let (dns_zones, zone_writer) = cache();
+        let (security_groups, sg_writer) = cache();
         (
             Self {
                 virtual_machines,
                 groups,
                 load_balancers,
                 dns_zones,
+                security_groups,
             },
             Writers {
                 virtual_machines: vm_writer,
                 groups: group_writer,
                 load_balancers: lb_writer,
                 dns_zones: zone_writer,
+                security_groups: sg_writer,
             },
         )
     }
@@ -345,6 +352,7 @@ pub struct Feeds {
     pub groups: Feed<VirtualMachineGroup>,
     pub load_balancers: Feed<LoadBalancer>,
     pub dns_zones: Feed<DNSZone>,
+    pub security_groups: Feed<SecurityGroup>,
 }
 
 impl Feeds {
@@ -371,6 +379,11 @@ impl Feeds {
                     .run_namespaced(client.clone(), writers.load_balancers, only()),
                 self.dns_zones
                     .run_namespaced(client.clone(), writers.dns_zones, only()),
+                self.security_groups.run_namespaced(
+                    client.clone(),
+                    writers.security_groups,
+                    only()
+                ),
             );
             return;
         }
@@ -381,6 +394,8 @@ impl Feeds {
             self.load_balancers
                 .run(reach.watched(), writers.load_balancers),
             self.dns_zones.run(reach.watched(), writers.dns_zones),
+            self.security_groups
+                .run(reach.watched(), writers.security_groups),
         );
     }
 }
@@ -424,6 +439,15 @@ where
 {
     cache.filled(namespace).await;
     cache.with_key_now(namespace, key)
+}
+
+/// The object `name` of `namespace`, once the cache has been filled.
+pub async fn named<K>(cache: &Cache<K>, namespace: &str, name: &str) -> Option<Arc<K>>
+where
+    K: Resource<DynamicType = ()> + Clone + 'static,
+{
+    cache.filled(namespace).await;
+    cache.store.get(&ObjectRef::new(name).within(namespace))
 }
 
 /// Whether `name` exists in `namespace`, once the cache has been filled.

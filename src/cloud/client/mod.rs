@@ -24,6 +24,7 @@ use crate::metrics::Metrics;
 
 mod compute;
 mod dns;
+mod firewalls;
 mod image;
 mod key_manager;
 mod lb_listener;

@@ -2,6 +2,7 @@
 
 pub mod compute;
 pub mod dns;
+pub mod firewall;
 pub mod key_manager;
 pub mod loadbalancing;
 pub mod network;

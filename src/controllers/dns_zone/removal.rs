@@ -14,8 +14,8 @@ use crate::cloud::model::dns::{DnsZone, UpdateZone, held_in_zone};
 use crate::cloud::owner::port_record;
 use crate::cloud::{Dns, ignore_not_found};
 use crate::runtime::events::publish;
-use crate::runtime::lifecycle::Removal;
-use crate::runtime::object::{Managed, object_key, object_labels};
+use crate::runtime::lifecycle::{Removal, removal_finished};
+use crate::runtime::object::object_key;
 use crate::runtime::reconciler::Cleanup;
 use crate::runtime::{Context, ReconcileError};
 
@@ -123,16 +123,5 @@ async fn held_names(
 }
 
 async fn finished(ctx: &Context, obj: &DNSZone, reason: &str, note: String) {
-    let labels = object_labels(obj);
-    ctx.metrics
-        .set_object_conditions(DNSZone::CONTROLLER, &labels, None);
-    publish(
-        &ctx.recorder,
-        obj,
-        EventType::Normal,
-        reason,
-        note,
-        "Delete",
-    )
-    .await;
+    removal_finished(ctx, obj, reason, note).await;
 }

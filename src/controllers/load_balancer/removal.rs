@@ -5,7 +5,6 @@
 
 use std::sync::Arc;
 
-use kube::runtime::events::EventType;
 use verda_api::v1alpha1::LoadBalancer;
 use verda_api::v1alpha1::annotations::RECONCILE_POLICY;
 
@@ -14,9 +13,8 @@ use crate::cloud::model::network::FloatingIpFilter;
 use crate::cloud::owner::{Owner, port_record, without_ownership};
 use crate::cloud::{LoadBalancing, Network, ignore_not_found};
 use crate::controllers::dns_records;
-use crate::runtime::events::publish;
 use crate::runtime::lifecycle::Removal;
-use crate::runtime::object::{Managed, object_key, object_labels};
+use crate::runtime::object::{object_key, object_labels};
 use crate::runtime::reconciler::Cleanup;
 use crate::runtime::{Context, ReconcileError};
 use crate::tenancy::Tenant;
@@ -195,7 +193,5 @@ async fn finished(ctx: &Context, lb: &LoadBalancer, reason: &str, note: String) 
     let labels = object_labels(lb);
     ctx.metrics.load_balancer_members.remove(&labels);
     ctx.metrics.load_balancer_ready_members.remove(&labels);
-    ctx.metrics
-        .set_object_conditions(LoadBalancer::CONTROLLER, &labels, None);
-    publish(&ctx.recorder, lb, EventType::Normal, reason, note, "Delete").await;
+    crate::runtime::lifecycle::removal_finished(ctx, lb, reason, note).await;
 }

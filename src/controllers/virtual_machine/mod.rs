@@ -15,6 +15,7 @@ pub mod plan;
 pub mod power;
 pub mod references;
 mod removal;
+pub mod security_groups;
 mod stale_holders;
 pub mod status;
 pub mod volumes;
@@ -56,13 +57,16 @@ pub fn run(
     feeds: &mut Feeds,
     refreshed: BoxStream<'static, ObjectRef<VirtualMachine>>,
 ) -> impl Future<Output = ()> + use<> {
-    Controller::for_shared_stream(
-        feeds.virtual_machines.subscribe(),
-        ctx.caches.current().virtual_machines.store,
-    )
-    .reconcile_on(refreshed)
-    .run(reconcile_in_task::<VirtualMachine>, error_policy, ctx)
-    .for_each(|_| futures::future::ready(()))
+    let vms = ctx.caches.current().virtual_machines;
+    let seen = std::sync::Mutex::new(std::collections::HashMap::new());
+    let naming = vms.clone();
+    Controller::for_shared_stream(feeds.virtual_machines.subscribe(), vms.store)
+        .watches_shared_stream(feeds.security_groups.subscribe(), move |group| {
+            security_groups::waiting_on(&seen, &naming, &group)
+        })
+        .reconcile_on(refreshed)
+        .run(reconcile_in_task::<VirtualMachine>, error_policy, ctx)
+        .for_each(|_| futures::future::ready(()))
 }
 
 /// The declared ports (their networks as recorded, else resolved); a create about to
@@ -94,7 +98,7 @@ async fn observe_ports(
         false => None,
     };
     let view = &reconcile.services.view.network_ports;
-    let look = network_ports::observe(neutron, view, vm, (record, known), ids, &key).await?;
+    let look = network_ports::observe(ctx, neutron, view, vm, (record, known), ids, &key).await?;
     if let Some(create) = observed.create.as_mut() {
         let count = vm.spec.ports.as_ref().map_or(0, Vec::len);
         create.ports = look.boot_ports(count).unwrap_or_default();

@@ -18,7 +18,7 @@ use crate::cloud::model::volume::BootVolumeRequest;
 use crate::cloud::owner::Owner;
 use crate::cloud::{Compute, Network};
 use crate::controllers::virtual_machine::plan::{FlavorCheck, keeper};
-use crate::controllers::virtual_machine::references;
+use crate::controllers::virtual_machine::{references, security_groups};
 use crate::runtime::object::{first_create, group_replica, object_key};
 use crate::runtime::problem::Problem;
 use crate::runtime::{Context, ReconcileError};
@@ -107,7 +107,10 @@ pub async fn servers(from: &Sources<'_>, use_view: bool) -> Result<Observed, Rec
             let refs = references::all(from.ctx, compute, from.network, vm, &key).await?;
             boot_volume_fits(compute, vm, &refs, &key).await?;
             let user_data = user_data(from.ctx, vm).await?;
-            observed.create = Some(create_request(vm, owner, &refs, user_data));
+            let mut create = create_request(vm, owner, &refs, user_data);
+            create.security_groups =
+                security_groups::declared(from.ctx, vm, &create.security_groups, &key).await?;
+            observed.create = Some(create);
             observed.resolved = (Some(&refs) != references::written(vm)).then_some(refs);
         }
     }

@@ -4,7 +4,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube::runtime::events::EventType;
 use verda_api::v1alpha1::VirtualMachine;
 use verda_api::v1alpha1::annotations::RECONCILE_POLICY;
 
@@ -15,9 +14,8 @@ use crate::cloud::{Compute, MetadataMode};
 use crate::controllers::dns_records;
 use crate::controllers::virtual_machine::network_ports;
 use crate::controllers::virtual_machine::volumes::removal::Left;
-use crate::runtime::events::publish;
 use crate::runtime::lifecycle::Removal;
-use crate::runtime::object::{Managed, object_key, object_labels};
+use crate::runtime::object::object_key;
 use crate::runtime::reconciler::Cleanup;
 use crate::runtime::{Context, ReconcileError};
 use crate::tenancy::Tenant;
@@ -184,7 +182,5 @@ async fn detach_server(
 /// The last word on a VirtualMachine leaving: its gauges go, an event says what became
 /// of its server.
 async fn finished(ctx: &Context, vm: &VirtualMachine, reason: &str, note: String) {
-    ctx.metrics
-        .set_object_conditions(VirtualMachine::CONTROLLER, &object_labels(vm), None);
-    publish(&ctx.recorder, vm, EventType::Normal, reason, note, "Delete").await;
+    crate::runtime::lifecycle::removal_finished(ctx, vm, reason, note).await;
 }

@@ -19,6 +19,9 @@ use verda_operator::cloud::model::compute::{
 use verda_operator::cloud::model::dns::{
     CreateRecordSet, CreateZone, DnsZone, RecordSet, UpdateRecordSet, UpdateZone,
 };
+use verda_operator::cloud::model::firewall::{
+    AddressGroup, CreateAddressGroup, CreateFirewall, CreateRule, Firewall, Rule,
+};
 use verda_operator::cloud::model::key_manager::StoredSecret;
 use verda_operator::cloud::model::loadbalancing::*;
 use verda_operator::cloud::model::network::{
@@ -27,7 +30,8 @@ use verda_operator::cloud::model::network::{
 };
 use verda_operator::cloud::model::volume::{CreateVolume, Volume, VolumeAttachment};
 use verda_operator::cloud::{
-    BlockStorage, CloudFuture, Compute, Dns, LoadBalancing, MetadataMode, Network, OpenStackClient,
+    BlockStorage, CloudFuture, Compute, Dns, Firewalls, LoadBalancing, MetadataMode, Network,
+    OpenStackClient,
 };
 
 /// Counts create calls and trips on the armed one.
@@ -162,6 +166,13 @@ impl CloudServices for CrashingCloud {
         })
     }
 
+    fn firewalls(&self, region: Option<&str>) -> Arc<dyn Firewalls> {
+        Arc::new(Wired {
+            inner: self.client.firewalls(region),
+            wire: self.wire.clone(),
+        })
+    }
+
     fn block_storage(&self) -> Arc<dyn BlockStorage> {
         Arc::new(Wired {
             inner: self.client.block_storage(),
@@ -286,6 +297,26 @@ impl Dns for Wired<dyn Dns> {
         fn list_zone_record_sets<'a>(&'a self, zone: &'a DnsZoneId) -> CloudFuture<'a, Vec<RecordSet>>;
         fn update_record_set<'a>(&'a self, zone: &'a DnsZoneId, id: &'a RecordSetId, request: &'a UpdateRecordSet) -> CloudFuture<'a, RecordSet>;
         fn delete_record_set<'a>(&'a self, zone: &'a DnsZoneId, id: &'a RecordSetId) -> CloudFuture<'a, ()>;
+    }
+}
+
+impl Firewalls for Wired<dyn Firewalls> {
+    wired! {
+        create fn create_security_group<'a>(&'a self, request: &'a CreateFirewall) -> CloudFuture<'a, Firewall>;
+        create fn create_rule<'a>(&'a self, request: &'a CreateRule) -> CloudFuture<'a, Rule>;
+        create fn create_address_group<'a>(&'a self, request: &'a CreateAddressGroup) -> CloudFuture<'a, AddressGroup>;
+    }
+    wired! {
+        fn security_groups_named<'a>(&'a self, name: &'a str) -> CloudFuture<'a, Vec<Firewall>>;
+        fn all_security_groups(&self) -> CloudFuture<'_, Vec<Firewall>>;
+        fn get_security_group<'a>(&'a self, id: &'a str) -> CloudFuture<'a, Firewall>;
+        fn set_security_group_description<'a>(&'a self, id: &'a str, description: &'a str) -> CloudFuture<'a, Firewall>;
+        fn delete_security_group<'a>(&'a self, id: &'a str) -> CloudFuture<'a, ()>;
+        fn delete_rule<'a>(&'a self, id: &'a str) -> CloudFuture<'a, ()>;
+        fn address_groups_named<'a>(&'a self, name: &'a str) -> CloudFuture<'a, Vec<AddressGroup>>;
+        fn change_addresses<'a>(&'a self, id: &'a str, add: bool, addresses: &'a [String]) -> CloudFuture<'a, AddressGroup>;
+        fn delete_address_group<'a>(&'a self, id: &'a str) -> CloudFuture<'a, ()>;
+        fn ports_using<'a>(&'a self, id: &'a str) -> CloudFuture<'a, Vec<String>>;
     }
 }
 

@@ -98,6 +98,11 @@ impl Real {
         self.openstack_run(cloud, args);
     }
 
+    /// The same as `cloud` of the clouds.yaml `clouds`.
+    pub fn openstack_do_in(&self, clouds: &std::path::Path, cloud: &str, args: &[&str]) {
+        self.openstack_run_in(clouds, cloud, args);
+    }
+
     fn openstack_run(&self, cloud: &str, args: &[&str]) -> String {
         self.openstack_run_in(&self.clouds, cloud, args)
     }
@@ -131,14 +136,19 @@ impl Real {
 
     /// Our own OpenStack client on the demo project, for sampling faster than the CLI can.
     pub fn cloud(&self) -> OpenStackClient {
+        self.cloud_in(&self.clouds, "osh-demo")
+    }
+
+    /// Our own OpenStack client as `cloud` of the clouds.yaml `clouds`.
+    pub fn cloud_in(&self, clouds: &Path, cloud: &str) -> OpenStackClient {
         let selection = CloudSelection {
-            cloud: Some("osh-demo".into()),
-            config_file: Some(self.clouds.clone()),
+            cloud: Some(cloud.into()),
+            config_file: Some(clouds.to_path_buf()),
         };
         let CloudSource::Configured(config) =
             resolve(&selection, &Environment::from_process()).expect("clouds.yaml")
         else {
-            panic!("osh-demo is not in {}", self.clouds.display());
+            panic!("{cloud} is not in {}", clouds.display());
         };
         OpenStackClient::new(config, Metrics::new(), ClientOptions::default()).expect("client")
     }

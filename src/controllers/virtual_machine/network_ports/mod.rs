@@ -22,6 +22,7 @@ use crate::cloud::ids::{NetworkId, PortId};
 use crate::cloud::model::compute::Server;
 use crate::cloud::model::network::{Port, PortFilter};
 use crate::cloud::owner::{Owner, port_record};
+use crate::controllers::virtual_machine::security_groups;
 use crate::controllers::virtual_machine::volumes::volume_owner;
 use crate::runtime::object::first_create;
 use crate::runtime::reconciler::Reconcile;
@@ -145,9 +146,11 @@ pub async fn known(
 }
 
 /// The ports carrying the object's record (`known`, else one listing, kept in `view`),
-/// and the security groups they should have (remembered lookups: no call once known).
+/// and the security groups they should have (a SecurityGroup of the namespace by its
+/// ID; other names by remembered lookups: no call once known).
 /// `networks`: the resolved network of each spec entry.
 pub async fn observe(
+    ctx: &crate::runtime::Context,
     neutron: &dyn Network,
     view: &PortView,
     vm: &VirtualMachine,
@@ -159,7 +162,10 @@ pub async fn observe(
     let mut groups = Vec::with_capacity(count);
     for i in 0..count {
         groups.push(match wanted_groups(vm, i) {
-            Some(names) => Some(group_ids(neutron, &names, key).await?),
+            Some(names) => {
+                let names = security_groups::declared(ctx, vm, &names, key).await?;
+                Some(group_ids(neutron, &names, key).await?)
+            }
             None => None,
         });
     }
