@@ -151,6 +151,25 @@ impl Sg<'_> {
     }
 }
 
+/// What an interrupted earlier run left in team-b (the stage purges only the demo
+/// project): its groups, then its address groups (free once the groups are gone).
+async fn leftovers_gone(sg: &Sg<'_>) {
+    for name in ["db", "admin"] {
+        for left in sg
+            .neutron
+            .security_groups_named(name)
+            .await
+            .unwrap_or_default()
+        {
+            let _ = sg.neutron.delete_security_group(&left.id).await;
+        }
+    }
+    let named = sg.neutron.address_groups_named("db-from-web").await;
+    for left in named.unwrap_or_default() {
+        let _ = sg.neutron.delete_address_group(&left.id).await;
+    }
+}
+
 fn rule_ids(f: &Firewall) -> BTreeSet<String> {
     f.security_group_rules
         .iter()
@@ -181,6 +200,7 @@ async fn firewalls_follow_groups_on_the_real_cloud() {
         operator: &operator,
     };
     let vms: Api<VirtualMachine> = ns.api(client.clone());
+    leftovers_gone(&sg).await;
     let started = Instant::now();
     sg.apply(ADMIN);
     sg.apply(&db("9100-9110"));

@@ -144,7 +144,7 @@ pub async fn size(
     let status = AutoscalingStatus {
         desired_replicas: decision.replicas,
         metrics: readings.iter().map(|m| metric_status(m, current)).collect(),
-        last_scale_time: last_scale_time(before, decision.replicas != current, r.now),
+        last_scale_time: last_scale_time(before, (current, decision.replicas), r.now),
     };
     let conditions = vec![
         able_to_scale(decision.replicas, current, settled),
@@ -165,15 +165,46 @@ pub async fn size(
     })
 }
 
-/// `now` when the size changes this round, else when it last did.
+/// `now` when the size changes this round, else when it last did. A size the status
+/// does not record yet changed too: the round that wrote it may not have written its
+/// status before this one read the object (woken by its own scale write), and this
+/// round's status must not drop the time.
 fn last_scale_time(
     before: Option<&AutoscalingStatus>,
-    changed: bool,
+    (current, decided): (i32, i32),
     now: Timestamp,
 ) -> Option<Time> {
-    match changed {
+    let unrecorded = before.is_some_and(|b| b.desired_replicas != decided);
+    match decided != current || unrecorded {
         true => Some(Time(now)),
         false => before.and_then(|b| b.last_scale_time.clone()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_size_the_status_does_not_record_yet_keeps_a_scale_time() {
+        let now = Timestamp::now();
+        let before = |desired, at: Option<Time>| AutoscalingStatus {
+            desired_replicas: desired,
+            last_scale_time: at,
+            ..AutoscalingStatus::default()
+        };
+        // Written by the round before, whose status this round did not see.
+        let stale = before(2, None);
+        assert!(last_scale_time(Some(&stale), (5, 5), now).is_some());
+        // Steady: the time stays the one recorded.
+        let at = Time(now);
+        let steady = before(5, Some(at.clone()));
+        assert_eq!(
+            last_scale_time(Some(&steady), (5, 5), Timestamp::now()),
+            Some(at)
+        );
+        // Never scaled: no time.
+        assert_eq!(last_scale_time(None, (2, 2), now), None);
     }
 }
 
