@@ -3,7 +3,8 @@
 //! scale and a replacement without any rule written; a rule deleted by hand comes back,
 //! an edited port range is one new rule and one deleted; a VirtualMachine naming it
 //! waits until it is Ready and boots in it; deleting it waits (`InUse`) while the
-//! VirtualMachine's port is in it, then leaves nothing in Neutron.
+//! VirtualMachine's port is in it, then leaves nothing in Neutron. A crash after any
+//! create leaves no duplicate; `spec.import` takes over a group made by hand.
 
 use crate::support;
 
@@ -17,7 +18,9 @@ use support::crash::{CrashingCloud, Tripwire};
 use support::e2e::{Env, eventually, sample, test_timing};
 use verda_api::conditions::{READY, is_true};
 use verda_api::v1alpha1::{SecurityGroup, VirtualMachine, VirtualMachineGroup};
-use verda_operator::cloud::model::firewall::{AddressGroup, Firewall};
+use verda_operator::cloud::model::firewall::{
+    AddressGroup, CreateFirewall, CreateRule, Firewall, Remote, RuleShape,
+};
 use verda_operator::sim::SimConfig;
 
 const LIMIT: Duration = Duration::from_secs(30);
@@ -324,4 +327,71 @@ async fn a_crash_after_any_create_leaves_no_duplicate() {
             "no rule twice after a crash at {create}: {rules:?}"
         );
     }
+}
+
+/// `spec.import` takes over a group made by hand: it gets the owner record, its rules
+/// become the declared ones (the hand-made rule goes, Neutron's default egress stays),
+/// and no second group is made.
+#[tokio::test]
+async fn an_imported_group_gets_the_record_and_the_declared_rules() {
+    let env = Env::start(SimConfig::fast(), test_timing()).await;
+    let firewalls = env.cloud().firewalls(None);
+    let by_hand = CreateFirewall {
+        name: "legacy".into(),
+        description: "made by hand".into(),
+        stateful: None,
+    };
+    let made = firewalls
+        .create_security_group(&by_hand)
+        .await
+        .expect("made by hand");
+    let ssh = CreateRule {
+        security_group_id: made.id.clone(),
+        shape: RuleShape {
+            direction: "ingress".into(),
+            ethertype: "IPv4".into(),
+            protocol: Some("tcp".into()),
+            ports: Some((22, 22)),
+            remote: Remote::Anyone,
+        },
+        description: None,
+    };
+    firewalls.create_rule(&ssh).await.expect("a rule by hand");
+    let manifest = format!(
+        "apiVersion: verda.linecorp.com/v1alpha1\nkind: SecurityGroup\nmetadata: {{name: legacy}}\nspec:\n  import: {{id: {}}}\n  rules:\n    - {{direction: ingress, protocol: icmp}}\n",
+        made.id
+    );
+    let _: SecurityGroup = env.create_from_yaml(&manifest).await;
+    let sg = eventually("the imported SecurityGroup is Ready", LIMIT, || async {
+        let sg = env.api::<SecurityGroup>().get("legacy").await.ok()?;
+        is_true(&sg.status.as_ref()?.conditions, READY).then_some(sg)
+    })
+    .await;
+    assert_eq!(sg.status.and_then(|s| s.id), Some(made.id.clone()));
+    let taken = firewall(&env, &made.id).await;
+    assert!(
+        taken.description.starts_with("verda-uid-"),
+        "{}",
+        taken.description
+    );
+    let shapes: Vec<_> = taken
+        .security_group_rules
+        .iter()
+        .map(|r| r.shape())
+        .collect();
+    assert_eq!(
+        shapes.len(),
+        3,
+        "icmp and the two default egress: {shapes:?}"
+    );
+    assert!(
+        shapes.iter().all(|s| s.ports != Some((22, 22))),
+        "{shapes:?}"
+    );
+    let named = firewalls
+        .security_groups_named("legacy")
+        .await
+        .expect("listed");
+    assert_eq!(named.len(), 1, "no second group");
+    env.event_seen("Imported").await;
 }
