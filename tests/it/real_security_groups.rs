@@ -373,6 +373,8 @@ async fn firewalls_follow_groups_on_the_real_cloud() {
             "delete",
             kind,
             name,
+            // db goes by itself once db-0 is gone (its delete was waiting).
+            "--ignore-not-found",
             "--wait=true",
             "--timeout=240s",
         ]);
