@@ -91,9 +91,7 @@ fn addresses_changed(seen: &Mutex<HashMap<String, Vec<String>>>, vm: &VirtualMac
     if !vm.labels().contains_key(labels::GROUP) {
         return false;
     }
-    let now: Vec<String> = observe::replica_addresses(&[Arc::new(vm.clone())])
-        .into_iter()
-        .collect();
+    let now: Vec<String> = observe::replica_addresses([vm]).into_iter().collect();
     let key = object_key(vm);
     let mut seen = seen
         .lock()
@@ -226,12 +224,7 @@ impl Reconciler for SecurityGroup {
         status
     }
 
-    fn events(
-        reconcile: &Reconcile<Self>,
-        outcome: &Outcome,
-        _: &SecurityGroupStatus,
-    ) -> Vec<Event> {
-        let _ = reconcile;
+    fn events(_: &Reconcile<Self>, outcome: &Outcome, _: &SecurityGroupStatus) -> Vec<Event> {
         outcome
             .wrote
             .iter()

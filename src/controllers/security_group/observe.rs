@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use kube::runtime::reflector::ObjectRef;
 
-use verda_api::conditions::{READY, is_true};
 use verda_api::v1alpha1::{SecurityGroup, VirtualMachine};
 
 use super::Services;
@@ -20,6 +19,7 @@ use crate::caches::watch::{self, WatchCaches, index::group_key};
 use crate::cloud::ErrorKind;
 use crate::cloud::ids::LoadBalancerId;
 use crate::cloud::model::firewall::Firewall;
+use crate::controllers::virtual_machine::security_groups::ready_id;
 use crate::runtime::ReconcileError;
 use crate::runtime::problem::Problem;
 
@@ -36,7 +36,7 @@ pub async fn seen(
     let mut addresses = BTreeMap::new();
     for group in referenced_groups(obj) {
         let vms = watch::with_key(&caches.virtual_machines, &namespace, &group_key(&group)).await;
-        addresses.insert(group, replica_addresses(&vms));
+        addresses.insert(group, replica_addresses(vms.iter().map(|vm| &**vm)));
     }
     let held = held(services, obj, &addresses, record, key).await?;
     let peers = peers(services, caches, obj, &namespace).await;
@@ -57,8 +57,10 @@ pub fn referenced_groups(obj: &SecurityGroup) -> BTreeSet<String> {
 }
 
 /// Every fixed address of the replicas, as a host range (`10.0.0.5/32`).
-pub fn replica_addresses(vms: &[std::sync::Arc<VirtualMachine>]) -> BTreeSet<String> {
-    let statuses = vms.iter().filter_map(|vm| vm.status.as_ref());
+pub fn replica_addresses<'a>(
+    vms: impl IntoIterator<Item = &'a VirtualMachine>,
+) -> BTreeSet<String> {
+    let statuses = vms.into_iter().filter_map(|vm| vm.status.as_ref());
     statuses
         .flat_map(|s| s.addresses.iter())
         .filter(|a| a.kind.as_deref() != Some("floating"))
@@ -224,18 +226,7 @@ async fn security_group(
     name: &str,
 ) -> Result<String, String> {
     if let Some(declared) = watch::named(&caches.security_groups, namespace, name).await {
-        let status = declared.status.as_ref();
-        return match status.and_then(|s| s.id.clone()) {
-            Some(id)
-                if is_true(
-                    &status.map(|s| s.conditions.clone()).unwrap_or_default(),
-                    READY,
-                ) =>
-            {
-                Ok(id)
-            }
-            _ => Err(format!("SecurityGroup {name} is not Ready yet")),
-        };
+        return ready_id(&declared).ok_or_else(|| format!("SecurityGroup {name} is not Ready yet"));
     }
     match services.firewalls.security_groups_named(name).await {
         Ok(found) if found.len() == 1 => Ok(found[0].id.clone()),

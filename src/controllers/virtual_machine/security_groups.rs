@@ -48,7 +48,7 @@ pub async fn declared(
 }
 
 /// The Neutron ID of a Ready SecurityGroup.
-fn ready_id(group: &SecurityGroup) -> Option<String> {
+pub fn ready_id(group: &SecurityGroup) -> Option<String> {
     let status = group.status.as_ref()?;
     is_true(&status.conditions, READY)
         .then(|| status.id.clone())
