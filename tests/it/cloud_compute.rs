@@ -193,6 +193,40 @@ async fn listing_by_owner_follows_pagination_past_one_page() {
     h.report("pagination");
 }
 
+/// Nova pages server groups by `limit`/`offset` with no `next` link, capped by its
+/// `[api] max_limit`: the listing goes on past a capped page and ends at a short one.
+#[tokio::test]
+async fn server_groups_are_listed_past_a_capped_page() {
+    let h = harness(SimConfig {
+        page_size_max: 2,
+        ..SimConfig::fast()
+    })
+    .await;
+    for i in 0..5 {
+        h.client
+            .create_server_group(&format!("group-{i}"), ServerGroupPolicy::AntiAffinity)
+            .await
+            .unwrap();
+    }
+    let before = h.calls("compute", "list_server_groups");
+    let mut names: Vec<String> = h
+        .client
+        .list_server_groups()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|g| g.name)
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        (0..5).map(|i| format!("group-{i}")).collect::<Vec<_>>()
+    );
+    let pages = h.calls("compute", "list_server_groups") - before;
+    assert_eq!(pages, 3, "pages of 2, 2 and 1");
+    h.report("server group pages");
+}
+
 #[tokio::test]
 async fn name_lookups_report_missing_and_ambiguous_names_with_candidates() {
     let h = harness(SimConfig::fast()).await;

@@ -77,8 +77,20 @@ async fn every_event_tells_the_latest_truth_through_a_scale_up_and_down() {
         .await;
     let first = format!("created VirtualMachines {GROUP}-0, {GROUP}-1");
     until_described(&env, "VirtualMachineGroup", GROUP, "Created", &first).await;
-    let two = format!("port 80: {}", members(2));
-    until_described(&env, "LoadBalancer", LB, "MembersUpdated", &two).await;
+    // The load balancer waits for the replicas, and its create carries them.
+    eventually(
+        "the load balancer's create names its members",
+        LIMIT,
+        || async {
+            let events = described(&env, "LoadBalancer", LB).await;
+            let two = format!("(port 80: {}; port 443: {})", members(2), members(2));
+            events
+                .iter()
+                .any(|(r, m, _)| r == "Created" && m.ends_with(&two))
+                .then_some(())
+        },
+    )
+    .await;
 
     env.scale(GROUP, 3).await;
     let second = format!("created VirtualMachines {GROUP}-2");

@@ -25,6 +25,7 @@ mod members;
 mod orphans;
 mod port_records;
 mod record_sets;
+mod server_groups;
 mod servers;
 mod surroundings;
 mod volumes;
@@ -49,6 +50,7 @@ pub use load_balancers::{Cached, LoadBalancerView, OctaviaTree, QUIET};
 pub use members::{MemberMemory, MemberSet};
 pub use port_records::PortView;
 pub use record_sets::{RecordSetView, Written};
+pub use server_groups::{Known as KnownServerGroup, ServerGroupView};
 pub use servers::ServerView;
 pub use surroundings::Surroundings;
 pub use volumes::{VolumeOwner, VolumeView};
@@ -59,7 +61,7 @@ use crate::cloud::model::compute::Server;
 use crate::cloud::model::loadbalancing::LbFilter;
 use crate::cloud::model::network::{FloatingIpFilter, PortFilter};
 use crate::cloud::orphans::ResourceKind;
-use crate::cloud::owner::{MANAGED_TAG, Owner, namespace_in, port_owner};
+use crate::cloud::owner::{MANAGED_TAG, Owner, namespace_in, port_owner, server_group_uid};
 use crate::lock::Lock;
 use crate::tenancy::Tenant;
 
@@ -99,6 +101,8 @@ pub struct ProjectView {
     pub listener_stats: ListenerStatsView,
     /// Security groups with their rules; listed only for SecurityGroups.
     pub firewalls: FirewallView,
+    /// The VirtualMachineGroups' server groups; listed once per term, on demand.
+    pub server_groups: ServerGroupView,
     /// The credentials last used in the project, which a refresh lists with while a
     /// reconcile still holds them.
     services: Lock<Option<Weak<dyn CloudServices>>>,
@@ -106,6 +110,8 @@ pub struct ProjectView {
     server_listing_tried: Tried,
     /// When the project's ports were last listed on demand.
     port_listing_tried: Tried,
+    /// When the project's server groups were last listed on demand.
+    server_group_listing_tried: Tried,
     /// When a listing of load balancers was last taken on demand, per region.
     lb_listings_tried: Lock<HashMap<Option<String>, Arc<Tried>>>,
 }
@@ -195,6 +201,26 @@ impl CloudView {
             since,
             listed,
             |project, _| async move { project.list_port_records().await },
+        )
+        .await
+    }
+
+    /// As [`CloudView::ports_listed`], for the project's server groups.
+    pub async fn server_groups_listed(
+        &self,
+        ctx: Surroundings<'_>,
+        tenant: &Tenant,
+        view: &ProjectView,
+        since: Option<Instant>,
+    ) -> bool {
+        let listed = || view.server_groups.listed(since);
+        let tried = &view.server_group_listing_tried;
+        self.listed_once(
+            (ctx, tenant, view),
+            tried,
+            since,
+            listed,
+            |project, _| async move { project.list_server_groups().await },
         )
         .await
     }
@@ -506,6 +532,24 @@ impl Project<'_> {
             }
             Err(error) => {
                 tracing::warn!(project = self.id, %error, "could not list the project's ports; each new VirtualMachine's ports are looked up instead")
+            }
+        }
+    }
+
+    /// The owners of the project's server groups: one listing (Nova pages it by offset).
+    async fn list_server_groups(&self) {
+        let asked = Instant::now();
+        match self.services.compute().list_server_groups().await {
+            Ok(listed) => {
+                let shown = listed
+                    .iter()
+                    .filter_map(|g| server_group_uid(&g.name))
+                    .map(str::to_owned)
+                    .collect();
+                self.view.server_groups.listing(shown, asked);
+            }
+            Err(error) => {
+                tracing::warn!(project = self.id, %error, "could not list the project's server groups; each new VirtualMachineGroup looks for its own instead")
             }
         }
     }

@@ -11,7 +11,7 @@ use serde_json::json;
 use super::image;
 use super::owner_lookups::OwnerFilter;
 use super::{Kind, OpenStackClient, compute, pick_one};
-use crate::cloud::error::{CloudError, Resource};
+use crate::cloud::error::{CloudError, ErrorKind, Resource};
 use crate::cloud::ids::{FlavorId, ImageId, ServerGroupId, ServerId, VolumeId};
 use crate::cloud::model::compute::{
     AvailabilityZone, CreateServer, Flavor, Image, Server, ServerGroup, ServerGroupPolicy,
@@ -25,6 +25,9 @@ use crate::cloud::services::{CloudFuture, CloudResult, Compute, MetadataMode};
 struct Created {
     id: ServerId,
 }
+
+/// Server groups asked for per page: Nova's default `[api] max_limit`.
+const SERVER_GROUP_PAGE: usize = 1000;
 
 impl Compute for OpenStackClient {
     fn list_flavors(&self) -> CloudFuture<'_, Vec<Flavor>> {
@@ -222,9 +225,30 @@ impl Compute for OpenStackClient {
 
     fn list_server_groups(&self) -> CloudFuture<'_, Vec<ServerGroup>> {
         Box::pin(async move {
-            let req = compute("list_server_groups", Method::GET, "/os-server-groups");
-            self.list_all(req, "server_groups", "list server groups")
-                .await
+            let action = "list server groups";
+            let mut groups: Vec<ServerGroup> = Vec::new();
+            // Nova pages server groups by `limit`/`offset` and gives no `next` link, and
+            // its `[api] max_limit` (1,000 by default) may cap a page below what is asked
+            // for: the listing ends at an empty page, or at one shorter than the first.
+            let mut first = None;
+            for _ in 0..super::MAX_PAGES {
+                let req = compute("list_server_groups", Method::GET, "/os-server-groups")
+                    .query("limit", SERVER_GROUP_PAGE.to_string())
+                    .query("offset", groups.len().to_string());
+                let page: Vec<ServerGroup> = self.fetch(&req, "server_groups", action).await?;
+                let first = *first.get_or_insert(page.len());
+                let last = page.is_empty() || page.len() < first;
+                groups.extend(page);
+                if last {
+                    return Ok(groups);
+                }
+            }
+            Err(CloudError::new(
+                action,
+                ErrorKind::InvalidResponse {
+                    message: format!("more than {} pages of server groups", super::MAX_PAGES),
+                },
+            ))
         })
     }
 

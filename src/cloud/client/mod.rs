@@ -43,7 +43,7 @@ use lookups::{Kind, Lookups};
 use page::{invalid, raw_fields};
 
 /// Pagination guard: a cloud that keeps answering with "next" cannot loop us forever.
-const MAX_PAGES: usize = 1000;
+pub(crate) const MAX_PAGES: usize = 1000;
 
 /// A connection to one cloud, optionally pinned to a region. Cheap to clone; clones share
 /// the token, the concurrency cap and the metrics.

@@ -3,6 +3,11 @@
 //! (Nova 2.26, Octavia), so a fleet's VirtualMachines and LoadBalancers looking before
 //! their creates (and VirtualMachines polling their builds) cost a few calls, not one each.
 //!
+//! Calls are also paced: a call for a batch with room left goes out at most once per
+//! [`BEAT`] (a lone lookup after a quiet spell goes at once), so a fleet polling its
+//! builds costs one call per beat per region, not one per poll — whatever the cloud's
+//! latency, which alone used to decide how much a call gathered.
+//!
 //! Each lookup is still answered by a call that started after it was asked for, with
 //! the same filter (the owner tag), so it is as authoritative as a call of its own: what
 //! a create is decided on never predates the question.
@@ -10,8 +15,10 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use tokio::sync::oneshot;
+use tokio::time::Instant;
 
 use crate::cloud::model::compute::Server;
 use crate::cloud::model::loadbalancing::LoadBalancer;
@@ -20,6 +27,11 @@ use crate::cloud::services::CloudResult;
 
 /// Owners asked for in one call: their tags fit a URL (about 50 characters each).
 pub const MOST_OWNERS_PER_CALL: usize = 40;
+
+/// The least time between the starts of two calls whose batches have room left: long
+/// enough to gather a busy fleet's polls (they come every few seconds each), short
+/// beside a server's build.
+pub const BEAT: Duration = Duration::from_millis(500);
 
 /// What an owner's lookup finds: cloud resources carrying their owner's tag.
 pub trait Tagged: Clone {
@@ -68,10 +80,13 @@ struct Waiter<T> {
     answer: oneshot::Sender<Answer<T>>,
 }
 
-/// Lookups waiting for the next call, and the turn to make it.
+/// Lookups waiting for the next call, and the turn to make it (holding when the last
+/// call started).
 pub struct Queue<T> {
     waiting: Mutex<Vec<Waiter<T>>>,
-    turn: tokio::sync::Mutex<()>,
+    turn: tokio::sync::Mutex<Option<Instant>>,
+    /// Told of every lookup asked for, so a call waiting for the beat goes once full.
+    asked: tokio::sync::Notify,
 }
 
 impl<T> Default for Queue<T> {
@@ -79,6 +94,7 @@ impl<T> Default for Queue<T> {
         Queue {
             waiting: Mutex::default(),
             turn: tokio::sync::Mutex::default(),
+            asked: tokio::sync::Notify::new(),
         }
     }
 }
@@ -93,13 +109,25 @@ impl<T: Tagged> Queue<T> {
     {
         let mut answer = self.wait_for(uid);
         loop {
-            let _turn = self.turn.lock().await;
+            let mut last_call = self.turn.lock().await;
             match answer.try_recv() {
                 Ok(found) => return found,
                 // The call that held it was dropped half-way: ask again.
                 Err(oneshot::error::TryRecvError::Closed) => answer = self.wait_for(uid),
                 Err(oneshot::error::TryRecvError::Empty) => {}
             }
+            if let Some(at) = *last_call {
+                // Lookups asked meanwhile wait for the turn, and join this call.
+                let beat = tokio::time::sleep_until(at + BEAT);
+                tokio::pin!(beat);
+                while !self.full() {
+                    tokio::select! {
+                        () = &mut beat => break,
+                        () = self.asked.notified() => {}
+                    }
+                }
+            }
+            *last_call = Some(Instant::now());
             let batch = self.next_batch();
             if batch.is_empty() {
                 continue;
@@ -121,7 +149,23 @@ impl<T: Tagged> Queue<T> {
                 uid: uid.to_owned(),
                 answer,
             });
+        self.asked.notify_one();
         receiver
+    }
+
+    /// Whether a call would carry as many owners as it can.
+    fn full(&self) -> bool {
+        let waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut owners: Vec<&str> = Vec::new();
+        for w in waiting.iter().filter(|w| !w.answer.is_closed()) {
+            if !owners.contains(&w.uid.as_str()) {
+                owners.push(&w.uid);
+                if owners.len() == MOST_OWNERS_PER_CALL {
+                    return true;
+                }
+            }
+        }
+        false
     }
 
     /// The longest-waiting lookups still wanted, owners counted once, up to
@@ -289,6 +333,62 @@ mod tests {
         assert!(queue.of_owner("a", failing).await.is_err());
         let ok = |uids: Vec<String>| async move { Ok(uids.iter().map(|u| server(u)).collect()) };
         assert_eq!(queue.of_owner("a", ok).await.expect("listed").len(), 1);
+    }
+
+    /// A lister that records when each call started and waits `on_the_wire` before
+    /// answering every owner with a server.
+    fn timed(
+        starts: Arc<Mutex<Vec<(Instant, usize)>>>,
+        on_the_wire: Duration,
+    ) -> impl Fn(Vec<String>) -> std::pin::Pin<Box<dyn Future<Output = Answer<Server>> + Send>> + Clone
+    {
+        move |uids: Vec<String>| {
+            let starts = starts.clone();
+            Box::pin(async move {
+                starts
+                    .lock()
+                    .expect("starts")
+                    .push((Instant::now(), uids.len()));
+                tokio::time::sleep(on_the_wire).await;
+                Ok(uids.iter().map(|u| server(u)).collect())
+            })
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_with_room_left_waits_for_the_beat_and_a_full_one_does_not() {
+        let queue = Arc::new(Queue::<Server>::default());
+        let starts = Arc::new(Mutex::new(Vec::new()));
+        let list = timed(starts.clone(), Duration::from_millis(50));
+        queue.of_owner("a", list.clone()).await.expect("listed");
+        // Right after: a lone lookup waits for the beat since the last call began.
+        queue.of_owner("b", list.clone()).await.expect("listed");
+        // Forty asked while a lone one waits: the batch is full, so it goes at once.
+        let lone = tokio::spawn({
+            let (queue, list) = (queue.clone(), list.clone());
+            async move { queue.of_owner("c", list).await }
+        });
+        tokio::task::yield_now().await;
+        let full: Vec<_> = (0..MOST_OWNERS_PER_CALL)
+            .map(|i| {
+                let (queue, list) = (queue.clone(), list.clone());
+                tokio::spawn(async move { queue.of_owner(&format!("vm-{i}"), list).await })
+            })
+            .collect();
+        lone.await.expect("joined").expect("listed");
+        for lookup in full {
+            lookup.await.expect("joined").expect("listed");
+        }
+        let starts = starts.lock().expect("starts").clone();
+        let gap = |i: usize| starts[i].0 - starts[i - 1].0;
+        assert_eq!(starts[1].1, 1);
+        assert!(
+            gap(1) >= BEAT,
+            "the second call waited for the beat: {:?}",
+            gap(1)
+        );
+        assert_eq!(starts[2].1, MOST_OWNERS_PER_CALL, "{starts:?}");
+        assert!(gap(2) < BEAT, "a full batch goes at once: {:?}", gap(2));
     }
 
     #[test]

@@ -20,6 +20,7 @@ use crate::cloud::{LoadBalancing, Network, ignore_not_found};
 use crate::controllers::load_balancer::certificates::{Certificates, Wanted};
 use crate::controllers::load_balancer::desired::{self, MonitorSettings};
 use crate::controllers::load_balancer::plan::Step;
+use crate::controllers::load_balancer::real_servers::STARTING_HOLD;
 use crate::controllers::load_balancer::references;
 use crate::runtime::{Context, ReconcileError};
 
@@ -136,13 +137,8 @@ async fn write(inputs: &Inputs<'_>, step: Step) -> Result<Outcome, ReconcileErro
         Step::DeletePool(id) => quiet(delete_pool(inputs, &id).await?),
         Step::DeleteListener(id) => quiet(delete_listener(inputs, &id).await?),
         Step::ReplaceMembers(i, pool, members) => replace_members(inputs, i, &pool, &members).await,
-        Step::HoldMembers(starting) => Ok(busy(
-            format!(
-                "{starting} VirtualMachines of the group are still starting; they join the pools \
-                 together once Ready"
-            ),
-            poll,
-        )),
+        Step::HoldMembers(starting) => Ok(held(starting, false, poll)),
+        Step::HoldCreate(starting) => Ok(held(starting, true, poll)),
         Step::CreateFloatingIp(vip_port) => create_floating_ip(inputs, vip_port).await,
         Step::AssociateFloatingIp(id, vip_port) => {
             quiet(associate_floating_ip(inputs, &id, &vip_port).await?)
@@ -228,7 +224,11 @@ async fn create(
             "create the load balancer",
             &owner.key(),
         ))?;
-    let note = format!("created load balancer {}", created.id);
+    let note = format!(
+        "created load balancer {} ({})",
+        created.id,
+        carried(lb, &listeners)
+    );
     Ok(Outcome {
         recorded: Some(Some(created.id.clone())),
         created: Some((created, listeners)),
@@ -239,6 +239,34 @@ async fn create(
             ctx.timing.poll,
         )
     })
+}
+
+/// The members a create carried, per port: "port 80: 2 members (web-0, web-1); …".
+fn carried(lb: &LoadBalancer, listeners: &[ListenerTree]) -> String {
+    let pools: Vec<String> = lb
+        .spec
+        .ports
+        .iter()
+        .zip(listeners)
+        .map(|(port, tree)| format!("port {}: {}", port.port, counted_members(&tree.members)))
+        .collect();
+    pools.join("; ")
+}
+
+/// Waiting for `starting` VirtualMachines of a group: to add them to the pools
+/// together, or (`creating`) to create the load balancer with them.
+fn held(starting: usize, creating: bool, poll: Duration) -> Outcome {
+    let after = match creating {
+        true => format!(
+            "the load balancer is created with them in its pools once they are Ready (at most {} s)",
+            STARTING_HOLD.as_secs()
+        ),
+        false => "they join the pools together once Ready".to_owned(),
+    };
+    busy(
+        format!("{starting} VirtualMachines of the group are still starting; {after}"),
+        poll,
+    )
 }
 
 async fn delete_duplicates(

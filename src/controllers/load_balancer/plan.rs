@@ -55,6 +55,10 @@ pub enum Step {
     /// Members are to be added while this many VirtualMachines of the port's group are
     /// still starting: wait for them, so the pools change once rather than per server.
     HoldMembers(usize),
+    /// No load balancer yet, and this many VirtualMachines of a port's group are still
+    /// starting: wait for them, so the create carries its members (one write, not a
+    /// create and a member batch per pool).
+    HoldCreate(usize),
     CreateFloatingIp(PortId),
     AssociateFloatingIp(FloatingIpId, PortId),
     DeleteFloatingIp(FloatingIpId),
@@ -103,9 +107,11 @@ impl Step {
                 "delete Barbican secret {}",
                 s.name.as_deref().unwrap_or(&s.secret_ref)
             ),
-            Step::ReportError { .. } | Step::Wait(_) | Step::HoldMembers(_) | Step::Converged => {
-                "change anything".to_owned()
-            }
+            Step::ReportError { .. }
+            | Step::Wait(_)
+            | Step::HoldMembers(_)
+            | Step::HoldCreate(_)
+            | Step::Converged => "change anything".to_owned(),
         }
     }
 
@@ -113,13 +119,20 @@ impl Step {
     pub fn writes(&self) -> bool {
         !matches!(
             self,
-            Step::ReportError { .. } | Step::Wait(_) | Step::HoldMembers(_) | Step::Converged
+            Step::ReportError { .. }
+                | Step::Wait(_)
+                | Step::HoldMembers(_)
+                | Step::HoldCreate(_)
+                | Step::Converged
         )
     }
 
     /// Whether the tree it was decided on is settled: nothing to write, nothing busy.
     pub fn settled(&self) -> bool {
-        matches!(self, Step::HoldMembers(_) | Step::Converged)
+        matches!(
+            self,
+            Step::HoldMembers(_) | Step::HoldCreate(_) | Step::Converged
+        )
     }
 }
 
@@ -193,7 +206,8 @@ pub struct Facts<'a> {
 }
 
 /// As [`plan`], holding back member additions of a port while `starting[port]`
-/// VirtualMachines of its group are still on their way (removals are never held).
+/// VirtualMachines of its group are still on their way (removals are never held), and
+/// the create itself while any are (it then carries them).
 /// Certificates are stored before anything that serves them is made, and deleted only
 /// once no listener holds them.
 pub fn plan_holding(
@@ -213,6 +227,13 @@ pub fn plan_holding(
     }
     let kept = match usable_load_balancer(lb, tree, backends, error_replace, now) {
         Ok(kept) => kept,
+        Err(Step::Create(members)) => {
+            let waiting = starting.iter().copied().max().unwrap_or(0);
+            return match waiting > 0 && lb.spec.import.is_none() {
+                true => Step::HoldCreate(waiting),
+                false => Step::Create(members),
+            };
+        }
         Err(step) => return step,
     };
     let mut held = 0;

@@ -418,11 +418,21 @@ fn additions_wait_for_the_groups_starting_virtual_machines_but_removals_do_not()
         Step::ReplaceMembers(0, PoolId::new("p-80"), vec![member("web-0", "10.0.0.10")])
     );
     assert_eq!(holding(&both, &two, 3), Step::Converged);
+    // No load balancer yet: the create waits for them too, then carries every member.
+    let none = OctaviaTree::default();
+    assert_eq!(holding(&none, &two[..1], 1), Step::HoldCreate(1));
+    assert_eq!(
+        holding(&none, &two, 0),
+        Step::Create(vec![vec![
+            member("web-0", "10.0.0.10"),
+            member("web-1", "10.0.0.11")
+        ]])
+    );
 }
 
 #[test]
 fn holding_and_converged_are_settled_and_write_nothing() {
-    for step in [Step::HoldMembers(1), Step::Converged] {
+    for step in [Step::HoldMembers(1), Step::HoldCreate(1), Step::Converged] {
         assert!(step.settled() && !step.writes(), "{step:?}");
     }
     let write = Step::ReplaceMembers(0, PoolId::new("p-80"), vec![]);

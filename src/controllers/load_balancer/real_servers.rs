@@ -7,10 +7,12 @@ use std::sync::Arc;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use verda_api::conditions::{READY, find_condition, is_true};
-use verda_api::v1alpha1::{LoadBalancer, RealServers, VirtualMachine, annotations, labels};
+use verda_api::v1alpha1::{
+    LoadBalancer, RealServers, VirtualMachine, VirtualMachineGroup, annotations, labels,
+};
 
 use crate::caches::watch::index::Keyed;
-use crate::caches::watch::{WatchCaches, exists, in_namespace, with_key};
+use crate::caches::watch::{WatchCaches, in_namespace, named, with_key};
 use crate::controllers::load_balancer::desired::Backend;
 use crate::runtime::progress::PROVISIONING;
 
@@ -50,19 +52,49 @@ pub async fn backends(caches: &WatchCaches, lb: &LoadBalancer, project: &str) ->
     vms.dedup_by_key(|vm| vm.name_any());
     vms.retain(|vm| drawn(vm));
     let mut result = Backends::default();
+    let now = Timestamp::now();
     for port in &lb.spec.ports {
         let rs = &port.real_servers;
+        let mut unborn = 0;
         for group in rs.group_names() {
-            if !result.missing_groups.iter().any(|g| g == group)
-                && !exists(&caches.groups, &ns, group).await
-            {
-                result.missing_groups.push(group.to_owned());
+            match named(&caches.groups, &ns, group).await {
+                Some(group) => unborn += unborn_replicas(&group, &vms, now),
+                None if !result.missing_groups.iter().any(|g| g == group) => {
+                    result.missing_groups.push(group.to_owned());
+                }
+                None => {}
             }
         }
         result.ports.push(port_backends(rs, &vms));
-        result.starting.push(starting(rs, &vms, Timestamp::now()));
+        result.starting.push(starting(rs, &vms, now) + unborn);
     }
     result
+}
+
+/// The replicas a group created less than [`STARTING_HOLD`] ago has yet to make
+/// VirtualMachines for: they are starting too (a LoadBalancer applied with its group
+/// is looked at before the group's first round).
+fn unborn_replicas(
+    group: &VirtualMachineGroup,
+    vms: &[Arc<VirtualMachine>],
+    now: Timestamp,
+) -> usize {
+    let new = group
+        .metadata
+        .creation_timestamp
+        .as_ref()
+        .is_some_and(|t| now.duration_since(t.0).unsigned_abs() < STARTING_HOLD);
+    if !new {
+        return 0;
+    }
+    let name = group.name_any();
+    let made = vms
+        .iter()
+        .filter(|vm| vm.labels().get(labels::GROUP) == Some(&name))
+        .count();
+    usize::try_from(group.spec.replicas)
+        .unwrap_or(0)
+        .saturating_sub(made)
 }
 
 /// Whether `vm`'s server is in `project`, as far as its status says.

@@ -13,6 +13,7 @@ use verda_api::v1alpha1::{
     labels,
 };
 
+use crate::caches::cloud_view::ServerGroupView;
 use crate::cloud::ids::ServerGroupId;
 use crate::cloud::model::compute::ServerGroupPolicy;
 use crate::cloud::model::volume::Volume;
@@ -221,20 +222,26 @@ async fn patch_each(
 }
 
 /// Creates the group's Nova server group, named after its owner so a crash before the
-/// status records it is found again (by `observe::server_group`) instead of doubled.
+/// status records it is found again (by `observe::server_group`) instead of doubled;
+/// the view remembers the create from before it is sent (never vouched to have none
+/// again) and its answer (known until the status records it).
 pub async fn create_server_group(
     compute: &dyn Compute,
+    view: &ServerGroupView,
     owner: &Owner,
     policy: ServerGroupPolicy,
 ) -> Result<ServerGroupId, ReconcileError> {
-    compute
+    view.creating(&owner.uid);
+    let created = compute
         .create_server_group(&owner.server_group_name(), policy)
         .await
         .map(|created| created.id)
         .map_err(ReconcileError::cloud(
             "create the server group",
             &owner.key(),
-        ))
+        ))?;
+    view.created(&owner.uid, &created);
+    Ok(created)
 }
 
 /// What a round did: its writes, and the replicas it created, marked draining and

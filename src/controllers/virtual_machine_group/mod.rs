@@ -167,7 +167,7 @@ impl Reconciler for VirtualMachineGroup {
             services,
             ..
         } = reconcile;
-        let server_group = observe::server_group(services.compute.as_ref(), group, owner).await?;
+        let server_group = observe::server_group(reconcile).await?;
         let caches = ctx.caches.current();
         let vms = observe::owned_vms(&caches, group).await;
         let lbs = observe::referencing_lbs(&caches, group).await;
@@ -270,8 +270,8 @@ impl Reconciler for VirtualMachineGroup {
                 outcome.writes += 1;
             }
             if let Some(wanted) = step.server_group {
-                let created =
-                    execute::create_server_group(services.compute.as_ref(), owner, wanted);
+                let (compute, view) = (services.compute.as_ref(), &services.view.server_groups);
+                let created = execute::create_server_group(compute, view, owner, wanted);
                 outcome.server_group = Some(created.await?);
             }
             let sg = outcome.server_group.as_ref();
@@ -643,6 +643,7 @@ async fn cleanup(
             crate::cloud::ignore_not_found(compute.delete_server_group(&sg.id).await)
                 .map_err(ReconcileError::cloud("delete the server group", &key))?;
         }
+        ctx.view.of(&tenant).server_groups.removed(&owner.uid);
     }
     forget(&ctx, &group);
     Ok(Cleanup::Done)

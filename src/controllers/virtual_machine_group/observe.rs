@@ -11,17 +11,18 @@ use verda_api::v1alpha1::{
     HaPolicy, LoadBalancer, ReplicaHealth, VirtualMachine, VirtualMachineGroup, annotations, labels,
 };
 
-use crate::caches::cloud_view::ProjectView;
+use crate::caches::cloud_view::{KnownServerGroup, ProjectView};
 use crate::caches::watch::index::group_key;
 use crate::caches::watch::{WatchCaches, with_key};
 use crate::cloud::Compute;
 use crate::cloud::ids::ServerGroupId;
-use crate::cloud::owner::{Owner, is_server_group_of};
+use crate::cloud::owner::is_server_group_of;
 use crate::controllers::virtual_machine_group::health::health;
 use crate::controllers::virtual_machine_group::plan::{Health, Member};
 use crate::controllers::virtual_machine_group::zones::{self, Placed, Zoning};
 use crate::runtime::ReconcileError;
 use crate::runtime::object::{object_key, replica_index};
+use crate::runtime::reconciler::Reconcile;
 
 /// The group's zones with Nova's listing of them (at most one listing per project per
 /// `max_age`, shared through the cloud view); `None` without `spec.zones`. A failed
@@ -217,13 +218,21 @@ fn pool_listing(lb: &LoadBalancer, group: &str) -> BTreeMap<String, bool> {
         .collect()
 }
 
-/// The group's Nova server group: recorded in status, else found by owner. `None` when
-/// the group wants none or none exists yet (the plan then creates it).
+/// The group's Nova server group: recorded in status, else as this process created it,
+/// else found by owner — known to be none when this term's listing of the project's
+/// server groups vouches for it. `None` when the group wants none or none exists yet
+/// (the plan then creates it).
 pub async fn server_group(
-    compute: &dyn Compute,
-    group: &VirtualMachineGroup,
-    owner: &Owner,
+    reconcile: &Reconcile<VirtualMachineGroup>,
 ) -> Result<Option<ServerGroupId>, ReconcileError> {
+    let Reconcile {
+        ctx,
+        tenant,
+        obj: group,
+        owner,
+        services,
+        ..
+    } = reconcile;
     if group.spec.ha_policy == HaPolicy::None {
         return Ok(None);
     }
@@ -234,7 +243,20 @@ pub async fn server_group(
     {
         return Ok(Some(ServerGroupId::new(id)));
     }
-    let existing = compute
+    let view = &services.view;
+    let since = ctx.reach.assignment.since(&owner.namespace);
+    if !view.server_groups.listed(since) {
+        ctx.view
+            .server_groups_listed(ctx.surroundings(), tenant, view, since)
+            .await;
+    }
+    match view.server_groups.known(&owner.uid, since) {
+        KnownServerGroup::Created(id) => return Ok(Some(id)),
+        KnownServerGroup::None => return Ok(None),
+        KnownServerGroup::Unknown => {}
+    }
+    let existing = services
+        .compute
         .list_server_groups()
         .await
         .map_err(ReconcileError::cloud("list server groups", &owner.key()))?;
