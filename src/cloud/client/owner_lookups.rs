@@ -156,16 +156,8 @@ impl<T: Tagged> Queue<T> {
     /// Whether a call would carry as many owners as it can.
     fn full(&self) -> bool {
         let waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut owners: Vec<&str> = Vec::new();
-        for w in waiting.iter().filter(|w| !w.answer.is_closed()) {
-            if !owners.contains(&w.uid.as_str()) {
-                owners.push(&w.uid);
-                if owners.len() == MOST_OWNERS_PER_CALL {
-                    return true;
-                }
-            }
-        }
-        false
+        let open = waiting.iter().filter(|w| !w.answer.is_closed());
+        first_owners(open).1 == MOST_OWNERS_PER_CALL
     }
 
     /// The longest-waiting lookups still wanted, owners counted once, up to
@@ -173,19 +165,26 @@ impl<T: Tagged> Queue<T> {
     fn next_batch(&self) -> Vec<Waiter<T>> {
         let mut waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
         waiting.retain(|w| !w.answer.is_closed());
-        let mut owners: Vec<&str> = Vec::new();
-        let mut taken = 0;
-        for w in waiting.iter() {
-            if !owners.contains(&w.uid.as_str()) {
-                if owners.len() == MOST_OWNERS_PER_CALL {
-                    break;
-                }
-                owners.push(&w.uid);
-            }
-            taken += 1;
-        }
+        let (taken, _) = first_owners(waiting.iter());
         waiting.drain(..taken).collect()
     }
+}
+
+/// Of lookups in the order asked, how many the next call takes and how many owners
+/// they are: owners counted once, up to [`MOST_OWNERS_PER_CALL`].
+fn first_owners<'a, T: 'a>(waiting: impl Iterator<Item = &'a Waiter<T>>) -> (usize, usize) {
+    let mut owners: Vec<&str> = Vec::new();
+    let mut taken = 0;
+    for w in waiting {
+        if !owners.contains(&w.uid.as_str()) {
+            if owners.len() == MOST_OWNERS_PER_CALL {
+                break;
+            }
+            owners.push(&w.uid);
+        }
+        taken += 1;
+    }
+    (taken, owners.len())
 }
 
 /// The list filter for a batch of owners, and the call in words: `tags` for one owner,

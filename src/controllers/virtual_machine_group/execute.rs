@@ -224,7 +224,7 @@ async fn patch_each(
 /// Creates the group's Nova server group, named after its owner so a crash before the
 /// status records it is found again (by `observe::server_group`) instead of doubled;
 /// the view remembers the create from before it is sent (never vouched to have none
-/// again) and its answer (known until the status records it).
+/// again) and its answer (known until the group is removed).
 pub async fn create_server_group(
     compute: &dyn Compute,
     view: &ServerGroupView,

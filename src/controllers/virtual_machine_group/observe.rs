@@ -245,11 +245,10 @@ pub async fn server_group(
     }
     let view = &services.view;
     let since = ctx.reach.assignment.since(&owner.namespace);
-    if !view.server_groups.listed(since) {
-        ctx.view
-            .server_groups_listed(ctx.surroundings(), tenant, view, since)
-            .await;
-    }
+    // Lists the project's server groups once per term (whoever asks first).
+    ctx.view
+        .server_groups_listed(ctx.surroundings(), tenant, view, since)
+        .await;
     match view.server_groups.known(&owner.uid, since) {
         KnownServerGroup::Created(id) => return Ok(Some(id)),
         KnownServerGroup::None => return Ok(None),

@@ -8,6 +8,7 @@
 //! created without one.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
@@ -40,6 +41,8 @@ pub struct Tripwire {
     creates: Mutex<Vec<&'static str>>,
     tripped: watch::Sender<Option<&'static str>>,
     lookups_held: watch::Sender<bool>,
+    server_lookups: AtomicUsize,
+    server_listings: AtomicUsize,
 }
 
 impl Tripwire {
@@ -50,6 +53,8 @@ impl Tripwire {
             creates: Mutex::new(Vec::new()),
             tripped: watch::channel(None).0,
             lookups_held: watch::channel(false).0,
+            server_lookups: AtomicUsize::new(0),
+            server_listings: AtomicUsize::new(0),
         })
     }
 
@@ -69,6 +74,17 @@ impl Tripwire {
             held.wait_for(|held| !held).await.expect("sender alive");
             self.pass(call).await
         })
+    }
+
+    /// The lookups of servers by owner the controllers asked for so far (the client
+    /// may answer several with one call).
+    pub fn server_lookups(&self) -> usize {
+        self.server_lookups.load(Ordering::Relaxed)
+    }
+
+    /// The listings of the project's managed servers asked for so far.
+    pub fn server_listings(&self) -> usize {
+        self.server_listings.load(Ordering::Relaxed)
     }
 
     /// The operations of the create calls made so far, in call order.
@@ -207,7 +223,15 @@ macro_rules! wired {
 
 impl Compute for Wired<dyn Compute> {
     fn list_servers<'a>(&'a self, owner_uid: &'a str) -> CloudFuture<'a, Vec<Server>> {
+        self.wire.server_lookups.fetch_add(1, Ordering::Relaxed);
         self.wire.lookup(self.inner.list_servers(owner_uid))
+    }
+    fn each_managed_server_page<'a>(
+        &'a self,
+        take: &'a mut (dyn FnMut(Vec<Server>) + Send),
+    ) -> CloudFuture<'a, ()> {
+        self.wire.server_listings.fetch_add(1, Ordering::Relaxed);
+        self.wire.pass(self.inner.each_managed_server_page(take))
     }
     wired! {
         create fn create_server<'a>(&'a self, request: &'a CreateServer) -> CloudFuture<'a, ServerId>;
@@ -218,7 +242,6 @@ impl Compute for Wired<dyn Compute> {
         fn get_flavor<'a>(&'a self, id: &'a FlavorId) -> CloudFuture<'a, Flavor>;
         fn find_flavor<'a>(&'a self, name_or_id: &'a str) -> CloudFuture<'a, Flavor>;
         fn get_server<'a>(&'a self, id: &'a ServerId) -> CloudFuture<'a, Server>;
-        fn each_managed_server_page<'a>(&'a self, take: &'a mut (dyn FnMut(Vec<Server>) + Send)) -> CloudFuture<'a, ()>;
         fn delete_server<'a>(&'a self, id: &'a ServerId) -> CloudFuture<'a, ()>;
         fn update_server<'a>(&'a self, id: &'a ServerId, description: Option<&'a str>) -> CloudFuture<'a, Server>;
         fn set_server_metadata<'a>(&'a self, id: &'a ServerId, metadata: &'a BTreeMap<String, String>, mode: MetadataMode) -> CloudFuture<'a, BTreeMap<String, String>>;
