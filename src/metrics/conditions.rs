@@ -1,18 +1,30 @@
 //! Condition state as metrics: how many objects of a kind are in each condition and
-//! reason, and since when each object has been there; and `managed_objects`, the same
-//! count for Ready alone, by its reason.
+//! reason, and since when each object that is not Ready has been there; and
+//! `managed_objects`, the same count for Ready alone, by its reason.
 //!
 //! The per-object gauge holds the condition's `lastTransitionTime`, read from the
 //! object's status, so "Ready=False for a week" survives a restart of the operator:
 //! `time() - verda_condition_last_transition_timestamp_seconds{condition="Ready",status="False"}`.
+//! It is kept only while the object is not Ready (its Ready condition is not True):
+//! those are the series an alert or a dashboard reads one by one, while a fleet of
+//! healthy objects is read through the counts.
+//!
+//! What is remembered of a healthy object is small: the digest of its kind, namespace
+//! and name (keyed afresh in every process, as the events' correlator keys its) and the
+//! number of its set of conditions among the few sets the fleet has. Those not Ready
+//! are kept with their names, and encoded at each scrape from here, so that their table
+//! shrinks again after a fleet that was not Ready all at once (a `Family` never does).
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::hash::{BuildHasher, RandomState};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
-use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::registry::Registry;
 use verda_api::conditions::READY;
 
@@ -29,33 +41,129 @@ pub struct ConditionLabels {
 
 /// Labels of one object's condition.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct ObjectConditionLabels {
-    pub kind: &'static str,
-    pub namespace: String,
-    pub name: String,
-    pub condition: String,
-    pub status: String,
-    pub reason: String,
-}
-
-/// One condition as last recorded: its labels and its transition time.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Recorded {
+struct ObjectConditionLabels {
+    kind: &'static str,
+    namespace: String,
+    name: String,
     condition: String,
     status: String,
     reason: String,
-    since: i64,
 }
 
-type ObjectId = (&'static str, String, String);
+/// A condition's type, status and reason: what its series are labelled with.
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
+struct Shape {
+    condition: String,
+    status: String,
+    reason: String,
+}
+
+impl Shape {
+    fn of(c: &Condition) -> Self {
+        Self {
+            condition: c.type_.clone(),
+            status: c.status.clone(),
+            reason: c.reason.clone(),
+        }
+    }
+}
+
+/// Distinct values, each under a number (the first is 0).
+#[derive(Debug)]
+struct Numbered<T> {
+    all: Vec<T>,
+    numbers: HashMap<T, u32>,
+}
+
+impl<T> Default for Numbered<T> {
+    fn default() -> Self {
+        Self {
+            all: Vec::new(),
+            numbers: HashMap::new(),
+        }
+    }
+}
+
+impl<T: Clone + Eq + std::hash::Hash> Numbered<T> {
+    fn number(&mut self, value: &T) -> u32 {
+        if let Some(n) = self.numbers.get(value) {
+            return *n;
+        }
+        let n = u32::try_from(self.all.len()).expect("fewer than 2^32 distinct values");
+        self.all.push(value.clone());
+        self.numbers.insert(value.clone(), n);
+        n
+    }
+
+    fn get(&self, n: u32) -> &T {
+        &self.all[n as usize]
+    }
+}
+
+/// An object that is not Ready: its names and its conditions with their times.
+#[derive(Debug)]
+struct NotReady {
+    kind: &'static str,
+    namespace: String,
+    name: String,
+    since: Vec<(u32, i64)>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    digests: RandomState,
+    shapes: Numbered<Shape>,
+    /// Sets of shape numbers, as objects have them.
+    sets: Numbered<Box<[u32]>>,
+    /// Each object's set of conditions, by the digest of its kind, namespace and name.
+    objects: HashMap<u64, u32>,
+    /// The objects that are not Ready, by the same digest.
+    not_ready: HashMap<u64, NotReady>,
+}
+
+/// The objects that are not Ready, as `condition_last_transition_timestamp_seconds`.
+#[derive(Debug, Clone)]
+struct NotReadySeries(Arc<Mutex<State>>);
+
+impl NotReadySeries {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Collector for NotReadySeries {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let state = self.lock();
+        let mut family = encoder.encode_descriptor(
+            "condition_last_transition_timestamp_seconds",
+            "When each condition of an object that is not Ready last changed status (its lastTransitionTime), in Unix seconds",
+            None,
+            MetricType::Gauge,
+        )?;
+        for object in state.not_ready.values() {
+            for (shape, since) in &object.since {
+                let shape = state.shapes.get(*shape);
+                let labels = ObjectConditionLabels {
+                    kind: object.kind,
+                    namespace: object.namespace.clone(),
+                    name: object.name.clone(),
+                    condition: shape.condition.clone(),
+                    status: shape.status.clone(),
+                    reason: shape.reason.clone(),
+                };
+                ConstGauge::new(*since).encode(family.encode_family(&labels)?)?;
+            }
+        }
+        Ok(())
+    }
+}
 
 /// The condition families and what each object last contributed to them.
 pub struct ConditionMetrics {
     by_condition: Family<ConditionLabels, Gauge>,
     /// Objects by kind and Ready reason (`verda_managed_objects`).
     managed: Family<ManagedLabels, Gauge>,
-    since: Family<ObjectConditionLabels, Gauge>,
-    recorded: Mutex<HashMap<ObjectId, Vec<Recorded>>>,
+    state: NotReadySeries,
 }
 
 impl ConditionMetrics {
@@ -67,27 +175,22 @@ impl ConditionMetrics {
             "Objects by kind, condition type, status and reason",
             by_condition.clone(),
         );
-        let since = Family::<ObjectConditionLabels, Gauge>::default();
-        registry.register(
-            "condition_last_transition_timestamp_seconds",
-            "When each object's condition last changed status (its lastTransitionTime), in Unix seconds",
-            since.clone(),
-        );
+        let state = NotReadySeries(Arc::default());
+        registry.register_collector(Box::new(state.clone()));
         Self {
             by_condition,
             managed,
-            since,
-            recorded: Mutex::default(),
+            state,
         }
     }
 
     /// Forgets every object.
     pub fn clear(&self) {
-        let mut recorded = self.recorded.lock().unwrap_or_else(|e| e.into_inner());
-        recorded.clear();
+        let mut state = self.state.lock();
+        state.objects = HashMap::new();
+        state.not_ready = HashMap::new();
         self.by_condition.clear();
         self.managed.clear();
-        self.since.clear();
     }
 
     /// Records `conditions` as the object's current ones; `None` forgets the object.
@@ -98,24 +201,56 @@ impl ConditionMetrics {
         name: &str,
         conditions: Option<&[Condition]>,
     ) {
-        let now: Vec<Recorded> = conditions
+        let now: Vec<Shape> = conditions
             .unwrap_or_default()
             .iter()
-            .map(|c| Recorded {
-                condition: c.type_.clone(),
-                status: c.status.clone(),
-                reason: c.reason.clone(),
-                since: c.last_transition_time.0.as_second(),
-            })
+            .map(Shape::of)
             .collect();
-        let id = (kind, namespace.to_owned(), name.to_owned());
-        let mut recorded = self.recorded.lock().unwrap_or_else(|e| e.into_inner());
+        let mut state = self.state.lock();
+        let state = &mut *state;
+        let digest = state.digests.hash_one((kind, namespace, name));
+        let numbers: Box<[u32]> = now.iter().map(|s| state.shapes.number(s)).collect();
         let before = match conditions {
-            Some(_) => recorded.insert(id, now.clone()),
-            None => recorded.remove(&id),
+            Some(_) => {
+                let set = state.sets.number(&numbers);
+                state.objects.insert(digest, set)
+            }
+            None => state.objects.remove(&digest),
+        };
+        let before: Vec<Shape> = before
+            .map(|set| {
+                state
+                    .sets
+                    .get(set)
+                    .iter()
+                    .map(|n| state.shapes.get(*n).clone())
+                    .collect()
+            })
+            .unwrap_or_default();
+        self.count(kind, &before, &now);
+        if conditions.is_some() && !is_ready(&now) {
+            let times = conditions.unwrap_or_default().iter();
+            let since = numbers.iter().zip(times);
+            let since = since.map(|(n, c)| (*n, c.last_transition_time.0.as_second()));
+            let object = NotReady {
+                kind,
+                namespace: namespace.to_owned(),
+                name: name.to_owned(),
+                since: since.collect(),
+            };
+            state.not_ready.insert(digest, object);
+        } else if state.not_ready.remove(&digest).is_some()
+            && state.not_ready.len() < state.not_ready.capacity() / 4
+        {
+            state.not_ready.shrink_to_fit();
         }
-        .unwrap_or_default();
-        for gone in before.iter().filter(|b| !now.iter().any(|n| same(b, n))) {
+    }
+}
+
+impl ConditionMetrics {
+    /// Moves the object's counts from the conditions it had `before` to those it has `now`.
+    fn count(&self, kind: &'static str, before: &[Shape], now: &[Shape]) {
+        for gone in before.iter().filter(|b| !now.contains(b)) {
             self.by_condition
                 .get_or_create(&count_labels(kind, gone))
                 .dec();
@@ -124,59 +259,39 @@ impl ConditionMetrics {
                     .get_or_create(&managed_labels(kind, gone))
                     .dec();
             }
-            self.since
-                .remove(&object_labels(kind, namespace, name, gone));
         }
-        for new in &now {
-            if !before.iter().any(|b| same(b, new)) {
-                self.by_condition
-                    .get_or_create(&count_labels(kind, new))
-                    .inc();
-                if new.condition == READY {
-                    self.managed.get_or_create(&managed_labels(kind, new)).inc();
-                }
+        for new in now.iter().filter(|n| !before.contains(n)) {
+            self.by_condition
+                .get_or_create(&count_labels(kind, new))
+                .inc();
+            if new.condition == READY {
+                self.managed.get_or_create(&managed_labels(kind, new)).inc();
             }
-            self.since
-                .get_or_create(&object_labels(kind, namespace, name, new))
-                .set(new.since);
         }
     }
 }
 
-/// Whether two records fall on the same series (the time may still differ).
-fn same(a: &Recorded, b: &Recorded) -> bool {
-    (&a.condition, &a.status, &a.reason) == (&b.condition, &b.status, &b.reason)
+/// Whether these conditions hold a Ready condition that is True; an object with none is
+/// taken as not Ready, so its series are kept.
+fn is_ready(shapes: &[Shape]) -> bool {
+    shapes
+        .iter()
+        .any(|s| s.condition == READY && s.status == "True")
 }
 
-fn count_labels(kind: &'static str, r: &Recorded) -> ConditionLabels {
+fn count_labels(kind: &'static str, s: &Shape) -> ConditionLabels {
     ConditionLabels {
         kind,
-        condition: r.condition.clone(),
-        status: r.status.clone(),
-        reason: r.reason.clone(),
+        condition: s.condition.clone(),
+        status: s.status.clone(),
+        reason: s.reason.clone(),
     }
 }
 
-fn managed_labels(kind: &'static str, r: &Recorded) -> ManagedLabels {
+fn managed_labels(kind: &'static str, s: &Shape) -> ManagedLabels {
     ManagedLabels {
         kind,
-        state: r.reason.clone(),
-    }
-}
-
-fn object_labels(
-    kind: &'static str,
-    namespace: &str,
-    name: &str,
-    r: &Recorded,
-) -> ObjectConditionLabels {
-    ObjectConditionLabels {
-        kind,
-        namespace: namespace.to_owned(),
-        name: name.to_owned(),
-        condition: r.condition.clone(),
-        status: r.status.clone(),
-        reason: r.reason.clone(),
+        state: s.reason.clone(),
     }
 }
 
@@ -231,8 +346,8 @@ mod tests {
             "{text}"
         );
         assert!(
-            !text.contains(r#"name="b",condition="Ready",status="False""#),
-            "b's old series is gone: {text}"
+            !text.contains(r#"name="b""#),
+            "b is Ready: no series of its own: {text}"
         );
 
         metrics.set("virtualmachine", "ns", "a", None);
@@ -244,5 +359,66 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains(r#"name="a""#), "{text}");
+    }
+
+    #[test]
+    fn an_object_has_series_of_its_own_only_while_it_is_not_ready() {
+        let mut registry = Registry::with_prefix("verda");
+        let metrics = ConditionMetrics::register(&mut registry, Family::default());
+        let series = |registry: &Registry| {
+            encoded(registry)
+                .lines()
+                .filter(|l| l.starts_with("verda_condition_last_transition_timestamp_seconds{"))
+                .map(str::to_owned)
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect::<Vec<_>>()
+        };
+        let healthy = [
+            condition("Ready", "True", "AllReplicasReady", 100),
+            condition("Reconciling", "False", "Converged", 100),
+        ];
+        metrics.set("virtualmachinegroup", "ns", "web", Some(&healthy));
+        assert!(series(&registry).is_empty(), "{:?}", series(&registry));
+
+        let degraded = [
+            condition("Ready", "False", "ReplicasNotReady", 200),
+            condition("Reconciling", "True", "Scaling", 210),
+        ];
+        metrics.set("virtualmachinegroup", "ns", "web", Some(&degraded));
+        assert_eq!(
+            series(&registry),
+            [
+                r#"verda_condition_last_transition_timestamp_seconds{kind="virtualmachinegroup",namespace="ns",name="web",condition="Ready",status="False",reason="ReplicasNotReady"} 200"#,
+                r#"verda_condition_last_transition_timestamp_seconds{kind="virtualmachinegroup",namespace="ns",name="web",condition="Reconciling",status="True",reason="Scaling"} 210"#,
+            ]
+        );
+
+        // Still not Ready, for another reason: the old reason's series goes.
+        let other = [
+            condition("Ready", "False", "QuotaExceeded", 300),
+            condition("Reconciling", "True", "Scaling", 210),
+        ];
+        metrics.set("virtualmachinegroup", "ns", "web", Some(&other));
+        let now = series(&registry);
+        assert_eq!(now.len(), 2, "{now:?}");
+        assert!(now[0].contains(r#"reason="QuotaExceeded"} 300"#), "{now:?}");
+        assert!(now[1].contains(r#"reason="Scaling"} 210"#), "{now:?}");
+
+        metrics.set("virtualmachinegroup", "ns", "web", Some(&healthy));
+        assert!(series(&registry).is_empty(), "{:?}", series(&registry));
+        let text = encoded(&registry);
+        assert!(
+            text.contains(
+                r#"verda_objects_by_condition{kind="virtualmachinegroup",condition="Ready",status="True",reason="AllReplicasReady"} 1"#
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                r#"verda_objects_by_condition{kind="virtualmachinegroup",condition="Ready",status="False",reason="QuotaExceeded"} 0"#
+            ),
+            "{text}"
+        );
     }
 }

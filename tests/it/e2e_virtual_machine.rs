@@ -5,6 +5,7 @@ use crate::support;
 
 use std::time::Duration;
 
+use kube::ResourceExt;
 use kube::api::DeleteParams;
 use support::e2e::{Env, eventually, sample, test_timing};
 use verda_api::conditions::{READY, is_true};
@@ -114,4 +115,43 @@ async fn a_replacement_server_is_built_from_the_references_resolved_for_the_firs
         .find(|s| !s.deleting)
         .expect("the replacement");
     assert_eq!(replacement.image_id, server.image_id);
+}
+
+/// `kubectl apply` records the whole applied object in an annotation: the watch cache
+/// keeps no copy of it (no decision reads it), and the operator, which never writes an
+/// object whole, leaves it on the object for the next `kubectl apply`.
+#[tokio::test]
+async fn the_cache_keeps_no_copy_of_kubectl_s_last_applied_record_and_the_object_keeps_it() {
+    const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+    let env = Env::start(SimConfig::fast(), test_timing()).await;
+    let mut vm: VirtualMachine =
+        serde_saphyr::from_str(&sample("virtualmachine.yaml")).expect("sample");
+    let record = serde_json::to_string(&vm).expect("json");
+    vm.metadata.namespace = Some(env.ns.clone());
+    vm.metadata.annotations = Some(
+        [
+            (LAST_APPLIED.to_owned(), record.clone()),
+            ("team".to_owned(), "web".to_owned()),
+        ]
+        .into(),
+    );
+    let api = env.api::<VirtualMachine>();
+    api.create(&Default::default(), &vm).await.expect("created");
+    env.ready_vm("vm-sample").await;
+
+    let cached = env
+        .ctx
+        .caches
+        .current()
+        .virtual_machines
+        .store
+        .get(&kube::runtime::reflector::ObjectRef::new("vm-sample").within(&env.ns))
+        .expect("in the cache");
+    let annotations = cached.metadata.annotations.clone().unwrap_or_default();
+    assert!(!annotations.contains_key(LAST_APPLIED), "{annotations:?}");
+    assert_eq!(annotations.get("team").map(String::as_str), Some("web"));
+    // The operator's writes (finalizer, status) went through; the record is untouched.
+    let stored = api.get("vm-sample").await.expect("read");
+    assert!(stored.finalizers().iter().any(|f| !f.is_empty()));
+    assert_eq!(stored.annotations().get(LAST_APPLIED), Some(&record));
 }

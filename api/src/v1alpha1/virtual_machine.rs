@@ -72,7 +72,7 @@ pub struct VirtualMachineSpec {
     /// becomes the VirtualMachine's name and `${VERDA_INDEX}` a group replica's index
     /// (empty outside a group); `$${` is a literal `${`. Immutable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub init_script: Option<InitScript>,
+    pub init_script: Option<Box<InitScript>>,
     /// Free text shown as the server's description in OpenStack: at most 255
     /// characters, no control characters such as newlines or tabs (Nova refuses them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -217,7 +217,7 @@ pub struct VirtualMachineStatus {
     pub observed_generation: Option<i64>,
     /// The latest server that went to ERROR, kept until a server is ACTIVE again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_failure: Option<ServerFailure>,
+    pub last_failure: Option<Box<ServerFailure>>,
     /// The spec's image, flavor and networks as resolved to OpenStack IDs, recorded
     /// before the server is created: a retry creates from these, so an image renamed
     /// in between cannot change what is built, and the flavor is not looked up again
@@ -226,7 +226,7 @@ pub struct VirtualMachineStatus {
     pub resolved: Option<ResolvedReferences>,
     /// The boot volume Nova made for the server (`spec.bootVolume`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub boot_volume: Option<VolumeStatus>,
+    pub boot_volume: Option<Box<VolumeStatus>>,
     /// The data volumes, in `spec.volumes` order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub volumes: Vec<VolumeStatus>,

@@ -18,12 +18,17 @@ pub trait Keyed {
     fn keys(&self) -> Vec<String>;
 }
 
-/// A VirtualMachine relates to itself, to its group and to the security groups its
-/// server and ports are in (a SecurityGroup of that name may be what it waits for).
+/// A VirtualMachine relates to its group and to the security groups its server and
+/// ports are in (a SecurityGroup of that name may be what it waits for). Not to itself:
+/// it is found by name, and a key of its own would cost an entry per VirtualMachine.
 impl Keyed for VirtualMachine {
     fn keys(&self) -> Vec<String> {
-        let mut keys = vec![vm_key(&self.name_any())];
-        keys.extend(self.labels().get(labels::GROUP).map(|g| group_key(g)));
+        let mut keys: Vec<String> = self
+            .labels()
+            .get(labels::GROUP)
+            .map(|g| group_key(g))
+            .into_iter()
+            .collect();
         let ports = self.spec.ports.iter().flatten();
         let named = self.spec.security_groups.iter().flatten();
         let named = named.chain(ports.flat_map(|p| p.security_groups.iter().flatten()));

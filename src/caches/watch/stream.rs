@@ -28,9 +28,12 @@ impl Listed {
     }
 }
 
-/// A kind's watch over `api`, retrying with backoff. managedFields are often the bulk
-/// of an object: only who wrote `spec.replicas` is kept (a group's autoscaler sets back a
-/// size someone else wrote), every other entry and field dropped.
+/// A kind's watch over `api`, retrying with backoff. What no decision reads is dropped
+/// before the store keeps it: managedFields are often the bulk of an object, so only who
+/// wrote `spec.replicas` is kept (a group's autoscaler sets back a size someone else
+/// wrote); and `kubectl apply`'s record of the last applied object, a copy of the whole
+/// spec, is dropped (the operator never writes an object whole, so it never writes the
+/// record back without it).
 pub(super) fn watch<K>(
     api: Api<K>,
 ) -> impl futures::Stream<Item = Result<watcher::Event<K>, watcher::Error>>
@@ -39,7 +42,22 @@ where
 {
     watcher(api, watcher::Config::default().any_semantic())
         .default_backoff()
-        .modify(|obj| keep_replicas_owner(obj.managed_fields_mut()))
+        .modify(|obj| {
+            keep_replicas_owner(obj.managed_fields_mut());
+            drop_last_applied(&mut obj.meta_mut().annotations);
+        })
+}
+
+/// The annotation `kubectl apply` records the applied object in.
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+fn drop_last_applied(annotations: &mut Option<std::collections::BTreeMap<String, String>>) {
+    if let Some(map) = annotations {
+        map.remove(LAST_APPLIED);
+        if map.is_empty() {
+            *annotations = None;
+        }
+    }
 }
 
 /// Whether the managedFields entry owns `spec.replicas`.

@@ -39,7 +39,7 @@ use verda_api::v1alpha1::{
 };
 
 use crate::caches::cloud_view::ProjectView;
-use crate::caches::watch::index::{Keyed, group_key};
+use crate::caches::watch::index::{Keyed, group_key, vm_key};
 use crate::caches::watch::{Cache, Feeds};
 use crate::cloud::ids::LoadBalancerId;
 use crate::cloud::owner::port_record;
@@ -72,9 +72,10 @@ pub fn run(
             if !membership_changed(&seen, &vm) {
                 return Vec::new();
             }
-            drawing_on(&by_vm, &*vm, &vm.keys(), |rs| {
-                real_servers::draws_from(rs, &vm)
-            })
+            // A LoadBalancer may draw on the VirtualMachine by its group or by its name.
+            let mut keys = vm.keys();
+            keys.push(vm_key(&vm.name_any()));
+            drawing_on(&by_vm, &*vm, &keys, |rs| real_servers::draws_from(rs, &vm))
         })
         .watches_shared_stream(feeds.groups.subscribe(), move |group| {
             // Only a group's coming and going matters here; its members wake the

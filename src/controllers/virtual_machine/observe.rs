@@ -242,7 +242,7 @@ async fn user_data(ctx: &Context, vm: &VirtualMachine) -> Result<Option<UserData
         return Ok(None);
     };
     let key = object_key(vm);
-    let text = match script {
+    let text = match &**script {
         InitScript { value: Some(v), .. } => v.clone(),
         InitScript {
             config_map_key_ref: Some(r),

@@ -179,13 +179,13 @@ fn failed(
 ) -> verda_api::v1alpha1::VirtualMachineStatus {
     verda_api::v1alpha1::VirtualMachineStatus {
         server_id: Some(server_id.into()),
-        last_failure: Some(verda_api::v1alpha1::ServerFailure {
+        last_failure: Some(Box::new(verda_api::v1alpha1::ServerFailure {
             server_id: server_id.into(),
             reason: NO_VALID_HOST.into(),
             message: String::new(),
             since: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(since),
             count,
-        }),
+        })),
         ..Default::default()
     }
 }

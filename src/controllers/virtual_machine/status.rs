@@ -40,7 +40,8 @@ pub fn next_status(
     status.primary_ip = server.and_then(|s| s.primary_ip().map(str::to_owned));
     status.flavor = server.and_then(|s| s.flavor.clone());
     status.availability_zone = server.and_then(|s| s.availability_zone.clone());
-    status.last_failure = next_failure(status.last_failure.take(), server, now);
+    status.last_failure =
+        next_failure(status.last_failure.take().map(|f| *f), server, now).map(Box::new);
     let (ready, reason, message) = &outcome.ready;
     // While a replacement builds, the failure stays the reason: a group or a user
     // polling the condition sees why the server is not ACTIVE yet, not "Provisioning".

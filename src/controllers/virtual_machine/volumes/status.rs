@@ -39,7 +39,7 @@ pub fn fill(
     status.volumes_attached =
         (!declared.is_empty()).then(|| format!("{attached}/{}", declared.len()));
     if let Some(boot) = &look.boot {
-        status.boot_volume = Some(shown("boot", boot, server));
+        status.boot_volume = Some(Box::new(shown("boot", boot, server)));
     }
     if vm.spec.boot_volume.is_none() {
         status.boot_volume = None;
