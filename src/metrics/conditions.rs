@@ -51,7 +51,7 @@ struct ObjectConditionLabels {
 }
 
 /// A condition's type, status and reason: what its series are labelled with.
-#[derive(Clone, Debug, Hash, PartialEq, Eq)]
+#[derive(Debug)]
 struct Shape {
     condition: String,
     status: String,
@@ -59,44 +59,35 @@ struct Shape {
 }
 
 impl Shape {
-    fn of(c: &Condition) -> Self {
-        Self {
-            condition: c.type_.clone(),
-            status: c.status.clone(),
-            reason: c.reason.clone(),
-        }
+    fn is(&self, c: &Condition) -> bool {
+        self.condition == c.type_ && self.status == c.status && self.reason == c.reason
+    }
+
+    fn is_ready(&self) -> bool {
+        self.condition == READY && self.status == "True"
     }
 }
 
-/// Distinct values, each under a number (the first is 0).
-#[derive(Debug)]
-struct Numbered<T> {
-    all: Vec<T>,
-    numbers: HashMap<T, u32>,
+/// The distinct sets of shape numbers objects have, each under a number (the first is 0).
+#[derive(Debug, Default)]
+struct Sets {
+    all: Vec<Box<[u32]>>,
+    numbers: HashMap<Box<[u32]>, u32>,
 }
 
-impl<T> Default for Numbered<T> {
-    fn default() -> Self {
-        Self {
-            all: Vec::new(),
-            numbers: HashMap::new(),
-        }
-    }
-}
-
-impl<T: Clone + Eq + std::hash::Hash> Numbered<T> {
-    fn number(&mut self, value: &T) -> u32 {
-        if let Some(n) = self.numbers.get(value) {
+impl Sets {
+    fn number(&mut self, set: &[u32]) -> u32 {
+        if let Some(n) = self.numbers.get(set) {
             return *n;
         }
-        let n = u32::try_from(self.all.len()).expect("fewer than 2^32 distinct values");
-        self.all.push(value.clone());
-        self.numbers.insert(value.clone(), n);
+        let n = u32::try_from(self.all.len()).expect("fewer than 2^32 distinct sets");
+        self.all.push(set.into());
+        self.numbers.insert(set.into(), n);
         n
     }
 
-    fn get(&self, n: u32) -> &T {
-        &self.all[n as usize]
+    fn get(&self, n: Option<u32>) -> &[u32] {
+        n.map_or(&[], |n| &self.all[n as usize])
     }
 }
 
@@ -112,9 +103,9 @@ struct NotReady {
 #[derive(Debug, Default)]
 struct State {
     digests: RandomState,
-    shapes: Numbered<Shape>,
-    /// Sets of shape numbers, as objects have them.
-    sets: Numbered<Box<[u32]>>,
+    /// The distinct shapes conditions have: a few per kind, so found by a look at each.
+    shapes: Vec<Shape>,
+    sets: Sets,
     /// Each object's set of conditions, by the digest of its kind, namespace and name.
     objects: HashMap<u64, u32>,
     /// The objects that are not Ready, by the same digest.
@@ -142,7 +133,7 @@ impl Collector for NotReadySeries {
         )?;
         for object in state.not_ready.values() {
             for (shape, since) in &object.since {
-                let shape = state.shapes.get(*shape);
+                let shape = &state.shapes[*shape as usize];
                 let labels = ObjectConditionLabels {
                     kind: object.kind,
                     namespace: object.namespace.clone(),
@@ -194,6 +185,7 @@ impl ConditionMetrics {
     }
 
     /// Records `conditions` as the object's current ones; `None` forgets the object.
+    /// Strings are copied only when a count moves or the object is not Ready.
     pub fn set(
         &self,
         kind: &'static str,
@@ -201,34 +193,25 @@ impl ConditionMetrics {
         name: &str,
         conditions: Option<&[Condition]>,
     ) {
-        let now: Vec<Shape> = conditions
-            .unwrap_or_default()
-            .iter()
-            .map(Shape::of)
-            .collect();
         let mut state = self.state.lock();
         let state = &mut *state;
         let digest = state.digests.hash_one((kind, namespace, name));
-        let numbers: Box<[u32]> = now.iter().map(|s| state.shapes.number(s)).collect();
-        let before = match conditions {
-            Some(_) => {
-                let set = state.sets.number(&numbers);
-                state.objects.insert(digest, set)
-            }
+        let numbers: Vec<u32> = conditions
+            .unwrap_or_default()
+            .iter()
+            .map(|c| state.shape(c))
+            .collect();
+        let set = conditions.map(|_| state.sets.number(&numbers));
+        let before = match set {
+            Some(set) => state.objects.insert(digest, set),
             None => state.objects.remove(&digest),
         };
-        let before: Vec<Shape> = before
-            .map(|set| {
-                state
-                    .sets
-                    .get(set)
-                    .iter()
-                    .map(|n| state.shapes.get(*n).clone())
-                    .collect()
-            })
-            .unwrap_or_default();
-        self.count(kind, &before, &now);
-        if conditions.is_some() && !is_ready(&now) {
+        if before != set {
+            let (before, now) = (state.sets.get(before), state.sets.get(set));
+            self.count(kind, &state.shapes, before, now);
+        }
+        let ready = numbers.iter().any(|n| state.shapes[*n as usize].is_ready());
+        if conditions.is_some() && !ready {
             let times = conditions.unwrap_or_default().iter();
             let since = numbers.iter().zip(times);
             let since = since.map(|(n, c)| (*n, c.last_transition_time.0.as_second()));
@@ -245,12 +228,11 @@ impl ConditionMetrics {
             state.not_ready.shrink_to_fit();
         }
     }
-}
 
-impl ConditionMetrics {
-    /// Moves the object's counts from the conditions it had `before` to those it has `now`.
-    fn count(&self, kind: &'static str, before: &[Shape], now: &[Shape]) {
+    /// Moves the object's counts from the shapes it had `before` to those it has `now`.
+    fn count(&self, kind: &'static str, shapes: &[Shape], before: &[u32], now: &[u32]) {
         for gone in before.iter().filter(|b| !now.contains(b)) {
+            let gone = &shapes[*gone as usize];
             self.by_condition
                 .get_or_create(&count_labels(kind, gone))
                 .dec();
@@ -261,6 +243,7 @@ impl ConditionMetrics {
             }
         }
         for new in now.iter().filter(|n| !before.contains(n)) {
+            let new = &shapes[*new as usize];
             self.by_condition
                 .get_or_create(&count_labels(kind, new))
                 .inc();
@@ -271,12 +254,20 @@ impl ConditionMetrics {
     }
 }
 
-/// Whether these conditions hold a Ready condition that is True; an object with none is
-/// taken as not Ready, so its series are kept.
-fn is_ready(shapes: &[Shape]) -> bool {
-    shapes
-        .iter()
-        .any(|s| s.condition == READY && s.status == "True")
+impl State {
+    /// The number of the condition's shape, numbering it if it is new.
+    fn shape(&mut self, c: &Condition) -> u32 {
+        let at = self.shapes.iter().position(|s| s.is(c));
+        let at = at.unwrap_or_else(|| {
+            self.shapes.push(Shape {
+                condition: c.type_.clone(),
+                status: c.status.clone(),
+                reason: c.reason.clone(),
+            });
+            self.shapes.len() - 1
+        });
+        u32::try_from(at).expect("fewer than 2^32 shapes")
+    }
 }
 
 fn count_labels(kind: &'static str, s: &Shape) -> ConditionLabels {

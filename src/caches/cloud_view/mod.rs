@@ -19,6 +19,7 @@
 
 mod firewalls;
 mod holders;
+mod kept_server;
 mod listener_stats;
 mod load_balancers;
 mod members;

@@ -18,15 +18,19 @@
 //! listing could drop.
 
 use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasher, RandomState};
 use std::time::{Duration, Instant};
 
-use crate::cloud::model::compute::{Server, ServerStatus};
+use super::kept_server::KeptServer;
+use crate::cloud::model::compute::Server;
 use crate::cloud::owner::{Owner, uid_from_tags};
 use crate::lock::Lock;
 
 struct Entry {
     owner: Owner,
-    servers: Vec<Server>,
+    /// Exactly as many as there are (an entry made from a listing's growing vector
+    /// kept its spare room: a server's worth of bytes, or three).
+    servers: Box<[KeptServer]>,
     /// When the cloud last showed this (an authoritative read or a refresh).
     confirmed: Instant,
 }
@@ -42,8 +46,11 @@ struct Owners {
     by_uid: HashMap<String, Entry>,
     /// When the latest full listing taken in was asked for.
     listed: Option<Instant>,
-    /// The owners whose tags that listing showed (metadata can be edited away).
-    shown: HashSet<String>,
+    /// The owners whose tags that listing showed (metadata can be edited away), by a
+    /// digest of the UID keyed in this process (`digests`): two UIDs sharing one cost at
+    /// most a lookup the listing could have spared.
+    shown: HashSet<u64>,
+    digests: RandomState,
     /// Owners this process has sent a create for, until they are removed.
     created: HashSet<String>,
 }
@@ -54,8 +61,14 @@ impl ServerView {
         let owners = self.owners.lock();
         let entry = owners.by_uid.get(uid)?;
         let fresh = entry.confirmed.elapsed() <= max_age;
-        (fresh && !entry.servers.is_empty() && entry.servers.iter().all(is_settled))
-            .then(|| entry.servers.clone())
+        let settled = entry.servers.iter().all(KeptServer::is_settled);
+        (fresh && !entry.servers.is_empty() && settled).then(|| {
+            entry
+                .servers
+                .iter()
+                .map(|s| s.whole(&entry.owner))
+                .collect()
+        })
     }
 
     /// Whether the owner has no server, on the word of a listing of this term (see the
@@ -66,7 +79,7 @@ impl ServerView {
     pub fn vouches_none(&self, uid: &str, since: Option<Instant>) -> bool {
         let owners = self.owners.lock();
         asked_since(owners.listed, since)
-            && !owners.shown.contains(uid)
+            && !owners.shown.contains(&owners.digests.hash_one(uid))
             && !owners.by_uid.contains_key(uid)
             && !owners.created.contains(uid)
     }
@@ -94,7 +107,10 @@ impl ServerView {
             owner.uid.clone(),
             Entry {
                 owner: owner.clone(),
-                servers: servers.to_vec(),
+                servers: servers
+                    .iter()
+                    .map(|s| KeptServer::new(owner, s.clone()))
+                    .collect(),
                 confirmed: Instant::now(),
             },
         );
@@ -142,8 +158,8 @@ pub struct Listing<'a> {
     view: &'a ServerView,
     _one_at_a_time: tokio::sync::MutexGuard<'a, ()>,
     asked: Instant,
-    /// The owners whose tags the listing showed.
-    shown: HashSet<String>,
+    /// The digests of the owners whose tags the listing showed.
+    shown: HashSet<u64>,
     /// What the listing showed of each owner, by UID.
     taken: HashMap<String, Taken>,
 }
@@ -153,10 +169,15 @@ pub struct Listing<'a> {
 struct Taken {
     /// Which of the entry's servers the listing showed unchanged.
     same: Vec<bool>,
-    /// Servers the entry does not have as listed (new, or changed).
-    other: Vec<Server>,
-    /// The owner, when the view had no entry for it.
-    new_owner: Option<Owner>,
+    /// Servers the entry does not have as listed (new, or changed), kept for `owner`.
+    other: Vec<KeptServer>,
+    /// The owner `other` is kept for: the entry's when the listing first showed one
+    /// of its servers (an entry replaced since is newer than the listing and stays as
+    /// it is, so `other` joins only the entry it was kept for), else as that server's
+    /// metadata records it.
+    owner: Option<Owner>,
+    /// Whether the view had no entry for the owner then.
+    new: bool,
 }
 
 impl<'a> Listing<'a> {
@@ -184,7 +205,7 @@ impl<'a> Listing<'a> {
         let owners = self.view.owners.lock();
         for server in page {
             if let Some(uid) = uid_from_tags(&server.tags) {
-                self.shown.insert(uid.to_owned());
+                self.shown.insert(owners.digests.hash_one(uid));
             }
             let Some(owner) = Owner::from_metadata(&server.metadata) else {
                 continue;
@@ -195,8 +216,14 @@ impl<'a> Listing<'a> {
                 continue;
             }
             let taken = self.taken.entry(owner.uid.clone()).or_default();
-            let Some(entry) = entry else {
-                taken.new_owner.get_or_insert(owner);
+            if taken.owner.is_none() {
+                taken.new = entry.is_none();
+            }
+            let kept_for = taken
+                .owner
+                .get_or_insert_with(|| entry.map_or(owner, |e| e.owner.clone()));
+            let server = KeptServer::new(kept_for, server);
+            let Some(entry) = entry.filter(|_| !taken.new) else {
                 taken.other.push(server);
                 continue;
             };
@@ -229,11 +256,13 @@ impl<'a> Listing<'a> {
             };
             let mut same = taken.same.iter().copied();
             let before = entry.servers.len();
-            entry.servers.retain(|_| same.next().unwrap_or(false));
-            if entry.servers.len() != before || !taken.other.is_empty() {
+            let mut servers = std::mem::take(&mut entry.servers).into_vec();
+            servers.retain(|_| same.next().unwrap_or(false));
+            if servers.len() != before || !taken.other.is_empty() {
                 changed.push(entry.owner.clone());
             }
-            entry.servers.extend(taken.other);
+            servers.extend(taken.other);
+            entry.servers = servers.into_boxed_slice();
             entry.confirmed = asked;
             true
         });
@@ -241,22 +270,16 @@ impl<'a> Listing<'a> {
         // themselves, so nothing to wake; they are known from now on.
         // (One recorded since is newer, and stays.)
         for (uid, taken) in self.taken.drain() {
-            if let Some(owner) = taken.new_owner {
+            if let Some(owner) = taken.owner.filter(|_| taken.new) {
                 owners.by_uid.entry(uid).or_insert(Entry {
                     owner,
-                    servers: taken.other,
+                    servers: taken.other.into_boxed_slice(),
                     confirmed: asked,
                 });
             }
         }
         changed
     }
-}
-
-/// Nothing is under way that a poll should follow.
-fn is_settled(server: &Server) -> bool {
-    matches!(server.status, ServerStatus::Active | ServerStatus::Shutoff)
-        && server.task_state.is_none()
 }
 
 /// Whether a listing asked for at `asked` speaks for a term begun at `since` (for the
@@ -271,6 +294,8 @@ mod tests {
 
     use super::*;
     use crate::cloud::ids::ServerId;
+    use crate::cloud::model::compute::ServerStatus;
+    use crate::cloud::owner::META_NAME;
 
     fn owner(name: &str) -> Owner {
         Owner::new(format!("uid-{name}"), "ns", name)
@@ -306,6 +331,25 @@ mod tests {
     fn listing_asked_at(view: &ServerView, asked: Instant) -> Listing<'_> {
         let one_at_a_time = view.listing.try_lock().expect("one listing at a time");
         Listing::new(view, one_at_a_time, asked)
+    }
+
+    #[test]
+    fn a_server_comes_back_from_the_view_as_the_cloud_showed_it() {
+        let view = ServerView::default();
+        let (a, b) = (owner("a"), owner("b"));
+        let mut a_s = server(&a, ServerStatus::Active);
+        a_s.metadata.insert("role".into(), "primary".into());
+        a_s.tags.insert(0, "team".into());
+        // Renamed in the cloud: the record no longer matches its owner.
+        let mut b_s = server(&b, ServerStatus::Active);
+        b_s.metadata.insert(META_NAME.into(), "renamed".into());
+        view.record(&b, std::slice::from_ref(&b_s));
+        replace(&view, vec![a_s.clone(), b_s.clone()], Instant::now());
+
+        assert_eq!(view.settled("uid-a", AGE), Some(vec![a_s.clone()]));
+        assert_eq!(view.settled("uid-b", AGE), Some(vec![b_s.clone()]));
+        let changed = replace(&view, vec![b_s, a_s], Instant::now());
+        assert!(changed.is_empty(), "listed as they are kept: unchanged");
     }
 
     #[test]

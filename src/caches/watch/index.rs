@@ -71,15 +71,31 @@ impl Keyed for VirtualMachineGroup {
 /// they name.
 impl Keyed for LoadBalancer {
     fn keys(&self) -> Vec<String> {
-        let mut keys: Vec<String> = Vec::new();
-        for rs in self.spec.ports.iter().map(|p| &p.real_servers) {
-            keys.extend(rs.group_names().into_iter().map(group_key));
-            keys.extend(rs.virtual_machines.iter().flatten().map(|n| vm_key(n)));
-        }
+        let mut keys: Vec<String> = drawn_on(self)
+            .map(|d| match d {
+                DrawnOn::Group(name) => group_key(name),
+                DrawnOn::VirtualMachine(name) => vm_key(name),
+            })
+            .collect();
         keys.sort();
         keys.dedup();
         keys
     }
+}
+
+/// What a LoadBalancer's ports draw on, port by port (a name may come more than once).
+pub enum DrawnOn<'a> {
+    Group(&'a str),
+    VirtualMachine(&'a str),
+}
+
+pub fn drawn_on(lb: &LoadBalancer) -> impl Iterator<Item = DrawnOn<'_>> {
+    lb.spec.ports.iter().flat_map(|p| {
+        let rs = &p.real_servers;
+        let groups = rs.group_names().into_iter().map(DrawnOn::Group);
+        let named = rs.virtual_machines.iter().flatten();
+        groups.chain(named.map(|n| DrawnOn::VirtualMachine(n)))
+    })
 }
 
 /// The key of a group name.

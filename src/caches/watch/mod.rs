@@ -30,7 +30,7 @@ use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 use kube::api::Api;
 use kube::runtime::reflector::{self, ObjectRef, Store, store::Writer};
-use kube::runtime::watcher;
+use kube::runtime::{Controller, watcher};
 use kube::{Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use tokio::sync::{mpsc, watch};
@@ -250,6 +250,22 @@ where
             |mut rx| async move { rx.recv().await.map(|obj| (obj, rx)) },
         )
         .boxed()
+    }
+
+    /// A controller of the kind, reading `store`, woken by every change of an object,
+    /// by the object's name. kube's own trigger (`for_shared_stream`'s stream) queues the
+    /// object's UID and resourceVersion beside its name, in each request its queue keeps
+    /// (twice over while a requeue waits), which no reconcile reads: it reads the store.
+    pub fn controller(&mut self, store: Store<K>) -> Controller<K> {
+        let names = self.subscribe().map(|obj| {
+            let name = ObjectRef::new(&obj.name_any());
+            match obj.namespace() {
+                Some(namespace) => name.within(&namespace),
+                None => name,
+            }
+        });
+        // Woken by name only, through `reconcile_on`.
+        Controller::for_shared_stream(futures::stream::pending(), store).reconcile_on(names)
     }
 
     /// Watches `api` into `cache` and passes every change on, until the task ends.

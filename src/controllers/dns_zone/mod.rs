@@ -16,7 +16,6 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use kube::runtime::controller::Controller;
 use kube::runtime::events::{Event, EventType};
 use kube::runtime::reflector::ObjectRef;
 use verda_api::conditions::{NewCondition, READY, Status, set_condition};
@@ -50,7 +49,9 @@ pub fn run(
     woken: BoxStream<'static, ObjectRef<DNSZone>>,
 ) -> impl Future<Output = ()> + use<> {
     let zones = ctx.caches.current().dns_zones;
-    Controller::for_shared_stream(feeds.dns_zones.subscribe(), zones.store)
+    feeds
+        .dns_zones
+        .controller(zones.store)
         .reconcile_on(woken)
         .run(reconcile_in_task::<DNSZone>, error_policy, ctx)
         .for_each(|_| futures::future::ready(()))

@@ -30,7 +30,6 @@ use std::time::Duration;
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use kube::ResourceExt;
-use kube::runtime::controller::Controller;
 use kube::runtime::events::{Event, EventType};
 use kube::runtime::reflector::ObjectRef;
 use verda_api::conditions::{READY, find_condition};
@@ -67,7 +66,9 @@ pub fn run(
     let by_group = lbs.clone();
     let seen = Mutex::new(HashMap::new());
     let groups = Mutex::new(HashSet::new());
-    Controller::for_shared_stream(feeds.load_balancers.subscribe(), lbs.store)
+    feeds
+        .load_balancers
+        .controller(lbs.store)
         .watches_shared_stream(feeds.virtual_machines.subscribe(), move |vm| {
             if !membership_changed(&seen, &vm) {
                 return Vec::new();

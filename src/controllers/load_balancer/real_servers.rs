@@ -11,7 +11,7 @@ use verda_api::v1alpha1::{
     LoadBalancer, RealServers, VirtualMachine, VirtualMachineGroup, annotations, labels,
 };
 
-use crate::caches::watch::index::group_key;
+use crate::caches::watch::index::{DrawnOn, drawn_on, group_key};
 use crate::caches::watch::{WatchCaches, in_namespace, named, with_key};
 use crate::controllers::load_balancer::desired::Backend;
 use crate::runtime::progress::PROVISIONING;
@@ -44,12 +44,14 @@ pub async fn backends(caches: &WatchCaches, lb: &LoadBalancer, project: &str) ->
                 .any(|p| draws_from(&p.real_servers, vm))
     };
     let mut vms: Vec<Arc<VirtualMachine>> = Vec::new();
-    for rs in lb.spec.ports.iter().map(|p| &p.real_servers) {
-        for group in rs.group_names() {
-            vms.extend(with_key(&caches.virtual_machines, &ns, &group_key(group)).await);
-        }
-        for name in rs.virtual_machines.iter().flatten() {
-            vms.extend(named(&caches.virtual_machines, &ns, name).await);
+    for drawn in drawn_on(lb) {
+        match drawn {
+            DrawnOn::Group(group) => {
+                vms.extend(with_key(&caches.virtual_machines, &ns, &group_key(group)).await)
+            }
+            DrawnOn::VirtualMachine(name) => {
+                vms.extend(named(&caches.virtual_machines, &ns, name).await)
+            }
         }
     }
     // A VirtualMachine named by one port may be in the group of another.

@@ -22,7 +22,6 @@ use std::time::Duration;
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use kube::ResourceExt;
-use kube::runtime::controller::Controller;
 use kube::runtime::events::{Event, EventType};
 use kube::runtime::reflector::ObjectRef;
 use verda_api::conditions::{NewCondition, READY, Status, set_condition};
@@ -66,7 +65,9 @@ pub fn run(
     let groups = ctx.caches.current().security_groups;
     let by_vm = groups.clone();
     let seen = Mutex::new(HashMap::new());
-    Controller::for_shared_stream(feeds.security_groups.subscribe(), groups.store)
+    feeds
+        .security_groups
+        .controller(groups.store)
         .watches_shared_stream(feeds.virtual_machines.subscribe(), move |vm| {
             if !addresses_changed(&seen, &vm) {
                 return Vec::new();

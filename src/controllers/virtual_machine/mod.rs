@@ -26,7 +26,6 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use kube::runtime::controller::Controller;
 use kube::runtime::events::Event;
 use kube::runtime::reflector::ObjectRef;
 use verda_api::v1alpha1::{RunStrategy, VirtualMachine, VirtualMachineStatus, finalizers};
@@ -60,7 +59,9 @@ pub fn run(
     let vms = ctx.caches.current().virtual_machines;
     let seen = std::sync::Mutex::new(std::collections::HashMap::new());
     let naming = vms.clone();
-    Controller::for_shared_stream(feeds.virtual_machines.subscribe(), vms.store)
+    feeds
+        .virtual_machines
+        .controller(vms.store)
         .watches_shared_stream(feeds.security_groups.subscribe(), move |group| {
             security_groups::waiting_on(&seen, &naming, &group)
         })

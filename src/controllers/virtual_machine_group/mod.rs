@@ -25,7 +25,6 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 use kube::ResourceExt;
 use kube::api::Api;
-use kube::runtime::controller::Controller;
 use kube::runtime::events::{Event, EventType};
 use kube::runtime::reflector::ObjectRef;
 use verda_api::conditions::{READY, is_true};
@@ -69,7 +68,9 @@ pub fn run(
     woken: BoxStream<'static, ObjectRef<VirtualMachineGroup>>,
 ) -> impl Future<Output = ()> + use<> {
     let caches = ctx.caches.current();
-    Controller::for_shared_stream(feeds.groups.subscribe(), caches.groups.store)
+    feeds
+        .groups
+        .controller(caches.groups.store)
         .reconcile_on(woken)
         .owns_shared_stream(feeds.virtual_machines.subscribe())
         .watches_shared_stream(feeds.load_balancers.subscribe(), |lb| {

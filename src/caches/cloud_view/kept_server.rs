@@ -1,0 +1,210 @@
+//! A server as the view keeps it: without the records of its owner that every server
+//! the operator makes carries (its UID, namespace, name and cluster in the metadata,
+//! the owner's tags), which are known from the view's entry, and with the rest of its
+//! metadata in a list rather than a map (a map allocates a node of eleven entries for
+//! one). Those were most of a kept server's heap. They are given back, where they
+//! stood, whenever the server leaves the view: kept and whole are the same server, so a
+//! drift check reads exactly what Nova showed.
+
+use crate::cloud::model::compute::Server;
+use crate::cloud::owner::{MANAGED_TAG, META_CLUSTER, META_NAME, META_NAMESPACE, META_UID, Owner};
+
+/// Where an owner tag stood in a server's tags, when it was not there.
+const ABSENT: u8 = u8::MAX;
+
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct KeptServer {
+    /// The server without the owner's records, and with no metadata: the rest of it
+    /// is in `metadata_rest`.
+    server: Server,
+    /// The metadata that is not the owner's, in order.
+    metadata_rest: Box<[(String, String)]>,
+    /// Which of the owner's metadata entries it carried (a bit each, in the order of
+    /// [`metadata_records`]).
+    metadata: u8,
+    /// Where each of the owner's tags stood (in the order of [`tag_records`]), or
+    /// [`ABSENT`].
+    tags: [u8; TAGS],
+}
+
+const TAGS: usize = 3;
+
+impl KeptServer {
+    pub(super) fn new(owner: &Owner, mut server: Server) -> Self {
+        let records = metadata_records(owner);
+        let mut metadata = 0;
+        let mut rest = Vec::new();
+        for (key, value) in std::mem::take(&mut server.metadata) {
+            match records
+                .iter()
+                .position(|r| *r == (key.as_str(), Some(value.as_str())))
+            {
+                Some(bit) => metadata |= 1 << bit,
+                None => rest.push((key, value)),
+            }
+        }
+        let tags = take_tags(owner, &mut server.tags);
+        Self {
+            server,
+            metadata_rest: rest.into_boxed_slice(),
+            metadata,
+            tags,
+        }
+    }
+
+    /// The server as Nova showed it.
+    pub(super) fn whole(&self, owner: &Owner) -> Server {
+        let mut server = self.server.clone();
+        server.metadata = self.metadata_rest.iter().cloned().collect();
+        for (bit, (key, value)) in metadata_records(owner).into_iter().enumerate() {
+            if let Some(value) = value.filter(|_| self.metadata & (1 << bit) != 0) {
+                server.metadata.insert(key.to_owned(), value.to_owned());
+            }
+        }
+        let mut at: Vec<(u8, String)> = tag_records(owner)
+            .into_iter()
+            .zip(self.tags)
+            .filter_map(|(tag, at)| Some((at, tag?)).filter(|_| at != ABSENT))
+            .collect();
+        at.sort_unstable();
+        for (at, tag) in at {
+            server
+                .tags
+                .insert(usize::from(at).min(server.tags.len()), tag);
+        }
+        server
+    }
+
+    /// Nothing is under way that a poll should follow.
+    pub(super) fn is_settled(&self) -> bool {
+        use crate::cloud::model::compute::ServerStatus;
+        matches!(
+            self.server.status,
+            ServerStatus::Active | ServerStatus::Shutoff
+        ) && self.server.task_state.is_none()
+    }
+}
+
+/// The owner's metadata entries, each with its value (none for a cluster not set).
+fn metadata_records(owner: &Owner) -> [(&'static str, Option<&str>); 4] {
+    [
+        (META_UID, Some(owner.uid.as_str())),
+        (META_NAMESPACE, Some(owner.namespace.as_str())),
+        (META_NAME, Some(owner.name.as_str())),
+        (META_CLUSTER, owner.cluster.as_ref().map(|c| c.as_str())),
+    ]
+}
+
+/// The owner's tags, as [`Owner::tags`] makes them (none for a cluster not set).
+fn tag_records(owner: &Owner) -> [Option<String>; TAGS] {
+    [
+        Some(owner.tag()),
+        Some(MANAGED_TAG.to_owned()),
+        owner.cluster.as_ref().map(|c| c.tag()),
+    ]
+}
+
+/// Takes the owner's tags (the first of each) out of `tags`, and says where each stood.
+/// Only the first 255 places are looked at: a server has at most 50 tags.
+fn take_tags(owner: &Owner, tags: &mut Vec<String>) -> [u8; TAGS] {
+    let mut at = [ABSENT; TAGS];
+    let records = tag_records(owner);
+    let mut index = 0u8;
+    tags.retain(|tag| {
+        let taken = records
+            .iter()
+            .zip(at.iter_mut())
+            .find(|(record, at)| **at == ABSENT && record.as_deref() == Some(tag.as_str()));
+        let keep = match taken {
+            Some((_, at)) if index < ABSENT => {
+                *at = index;
+                false
+            }
+            _ => true,
+        };
+        index = index.saturating_add(1);
+        keep
+    });
+    tags.shrink_to_fit();
+    at
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::cloud::ids::ServerId;
+    use crate::cloud::model::compute::ServerStatus;
+    use crate::cloud::owner::ClusterId;
+
+    fn owner() -> Owner {
+        let mut owner = Owner::new("8a1c9d2e-0000-4000-8000-000000000001", "team-a", "db-0");
+        owner.cluster = ClusterId::new("prod-1").ok();
+        owner
+    }
+
+    fn server(metadata: BTreeMap<String, String>, tags: Vec<String>) -> Server {
+        Server {
+            id: ServerId::new("server-1"),
+            name: "db-0".into(),
+            status: ServerStatus::Active,
+            task_state: None,
+            addresses: Vec::new(),
+            metadata,
+            tags,
+            description: None,
+            flavor: Some("small".into()),
+            image: None,
+            fault: None,
+            availability_zone: None,
+            volumes_attached: vec![],
+        }
+    }
+
+    #[test]
+    fn a_server_the_operator_made_is_kept_without_its_owner_s_records_and_given_back_whole() {
+        let owner = owner();
+        let mut metadata = owner.server_metadata();
+        metadata.insert("role".into(), "primary".into());
+        let made = server(metadata, owner.tags_added_to(&["user".to_owned()]));
+
+        let kept = KeptServer::new(&owner, made.clone());
+
+        assert!(kept.server.metadata.is_empty());
+        assert_eq!(*kept.metadata_rest, [("role".into(), "primary".into())]);
+        assert_eq!(kept.server.tags, vec!["user".to_owned()]);
+        assert_eq!(kept.whole(&owner), made);
+    }
+
+    #[test]
+    fn records_edited_away_or_changed_in_the_cloud_stay_as_the_cloud_shows_them() {
+        let owner = owner();
+        let mut metadata = owner.server_metadata();
+        metadata.remove(META_NAME);
+        metadata.insert(META_NAMESPACE.into(), "team-b".into());
+        let tags = vec![
+            MANAGED_TAG.to_owned(),
+            "x".to_owned(),
+            MANAGED_TAG.to_owned(),
+            owner.tag(),
+        ];
+        let edited = server(metadata, tags);
+
+        let kept = KeptServer::new(&owner, edited.clone());
+
+        assert_eq!(
+            *kept.metadata_rest,
+            [(META_NAMESPACE.into(), "team-b".into())]
+        );
+        assert_eq!(
+            kept.server.tags,
+            vec!["x".to_owned(), MANAGED_TAG.to_owned()]
+        );
+        assert_eq!(kept.whole(&owner), edited);
+        assert_ne!(
+            kept,
+            KeptServer::new(&owner, server(owner.server_metadata(), owner.tags()))
+        );
+    }
+}
