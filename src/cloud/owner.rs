@@ -242,18 +242,21 @@ impl Owner {
 
     /// Server metadata recording this owner (merge it into the user's metadata).
     pub fn server_metadata(&self) -> BTreeMap<String, String> {
-        BTreeMap::from([
-            (META_UID.to_owned(), self.uid.clone()),
-            (META_NAMESPACE.to_owned(), self.namespace.clone()),
-            (META_NAME.to_owned(), self.name.clone()),
-        ])
-        .into_iter()
-        .chain(
-            self.cluster
-                .as_ref()
-                .map(|c| (META_CLUSTER.to_owned(), c.as_str().to_owned())),
-        )
-        .collect()
+        let records = self.metadata_records().into_iter();
+        records
+            .filter_map(|(key, value)| Some((key.to_owned(), value?.to_owned())))
+            .collect()
+    }
+
+    /// The keys of [`Owner::server_metadata`], each with its value (none for a cluster
+    /// not set), borrowed.
+    pub fn metadata_records(&self) -> [(&'static str, Option<&str>); 4] {
+        [
+            (META_UID, Some(self.uid.as_str())),
+            (META_NAMESPACE, Some(self.namespace.as_str())),
+            (META_NAME, Some(self.name.as_str())),
+            (META_CLUSTER, self.cluster.as_ref().map(ClusterId::as_str)),
+        ]
     }
 
     /// The metadata of this owner's data volume `volume` (of replica `index` when the

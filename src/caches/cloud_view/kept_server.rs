@@ -6,8 +6,8 @@
 //! stood, whenever the server leaves the view: kept and whole are the same server, so a
 //! drift check reads exactly what Nova showed.
 
-use crate::cloud::model::compute::Server;
-use crate::cloud::owner::{MANAGED_TAG, META_CLUSTER, META_NAME, META_NAMESPACE, META_UID, Owner};
+use crate::cloud::model::compute::{Server, ServerStatus};
+use crate::cloud::owner::Owner;
 
 /// Where an owner tag stood in a server's tags, when it was not there.
 const ABSENT: u8 = u8::MAX;
@@ -20,18 +20,19 @@ pub(super) struct KeptServer {
     /// The metadata that is not the owner's, in order.
     metadata_rest: Box<[(String, String)]>,
     /// Which of the owner's metadata entries it carried (a bit each, in the order of
-    /// [`metadata_records`]).
+    /// [`Owner::metadata_records`]).
     metadata: u8,
-    /// Where each of the owner's tags stood (in the order of [`tag_records`]), or
+    /// Where each of the owner's tags stood (in the order of [`Owner::tags`]), or
     /// [`ABSENT`].
     tags: [u8; TAGS],
 }
 
+/// As many as [`Owner::tags`] makes at most.
 const TAGS: usize = 3;
 
 impl KeptServer {
     pub(super) fn new(owner: &Owner, mut server: Server) -> Self {
-        let records = metadata_records(owner);
+        let records = owner.metadata_records();
         let mut metadata = 0;
         let mut rest = Vec::new();
         for (key, value) in std::mem::take(&mut server.metadata) {
@@ -56,15 +57,17 @@ impl KeptServer {
     pub(super) fn whole(&self, owner: &Owner) -> Server {
         let mut server = self.server.clone();
         server.metadata = self.metadata_rest.iter().cloned().collect();
-        for (bit, (key, value)) in metadata_records(owner).into_iter().enumerate() {
+        for (bit, (key, value)) in owner.metadata_records().into_iter().enumerate() {
             if let Some(value) = value.filter(|_| self.metadata & (1 << bit) != 0) {
                 server.metadata.insert(key.to_owned(), value.to_owned());
             }
         }
-        let mut at: Vec<(u8, String)> = tag_records(owner)
+        let mut at: Vec<(u8, String)> = owner
+            .tags()
             .into_iter()
             .zip(self.tags)
-            .filter_map(|(tag, at)| Some((at, tag?)).filter(|_| at != ABSENT))
+            .filter(|(_, at)| *at != ABSENT)
+            .map(|(tag, at)| (at, tag))
             .collect();
         at.sort_unstable();
         for (at, tag) in at {
@@ -77,7 +80,6 @@ impl KeptServer {
 
     /// Nothing is under way that a poll should follow.
     pub(super) fn is_settled(&self) -> bool {
-        use crate::cloud::model::compute::ServerStatus;
         matches!(
             self.server.status,
             ServerStatus::Active | ServerStatus::Shutoff
@@ -85,36 +87,17 @@ impl KeptServer {
     }
 }
 
-/// The owner's metadata entries, each with its value (none for a cluster not set).
-fn metadata_records(owner: &Owner) -> [(&'static str, Option<&str>); 4] {
-    [
-        (META_UID, Some(owner.uid.as_str())),
-        (META_NAMESPACE, Some(owner.namespace.as_str())),
-        (META_NAME, Some(owner.name.as_str())),
-        (META_CLUSTER, owner.cluster.as_ref().map(|c| c.as_str())),
-    ]
-}
-
-/// The owner's tags, as [`Owner::tags`] makes them (none for a cluster not set).
-fn tag_records(owner: &Owner) -> [Option<String>; TAGS] {
-    [
-        Some(owner.tag()),
-        Some(MANAGED_TAG.to_owned()),
-        owner.cluster.as_ref().map(|c| c.tag()),
-    ]
-}
-
 /// Takes the owner's tags (the first of each) out of `tags`, and says where each stood.
 /// Only the first 255 places are looked at: a server has at most 50 tags.
 fn take_tags(owner: &Owner, tags: &mut Vec<String>) -> [u8; TAGS] {
     let mut at = [ABSENT; TAGS];
-    let records = tag_records(owner);
+    let records = owner.tags();
     let mut index = 0u8;
     tags.retain(|tag| {
         let taken = records
             .iter()
             .zip(at.iter_mut())
-            .find(|(record, at)| **at == ABSENT && record.as_deref() == Some(tag.as_str()));
+            .find(|(record, at)| **at == ABSENT && *record == tag);
         let keep = match taken {
             Some((_, at)) if index < ABSENT => {
                 *at = index;
@@ -135,8 +118,7 @@ mod tests {
 
     use super::*;
     use crate::cloud::ids::ServerId;
-    use crate::cloud::model::compute::ServerStatus;
-    use crate::cloud::owner::ClusterId;
+    use crate::cloud::owner::{ClusterId, MANAGED_TAG, META_NAME, META_NAMESPACE};
 
     fn owner() -> Owner {
         let mut owner = Owner::new("8a1c9d2e-0000-4000-8000-000000000001", "team-a", "db-0");
