@@ -20,19 +20,17 @@ pub fn converged(memory: &MemberMemory, uid: &str, lb: &LoadBalancer, backends: 
         .iter()
         .enumerate()
         .map(|(i, port)| {
-            set(&desired::members(
-                port,
-                backends.get(i).map_or(&[], Vec::as_slice),
-            ))
+            set(
+                memory,
+                &desired::members(port, backends.get(i).map_or(&[], Vec::as_slice)),
+            )
         })
         .collect();
     memory.remember(uid, sets);
 }
 
-fn set(members: &[MemberSpec]) -> MemberSet {
-    wanted_addresses(members)
-        .map(|(address, port)| (address.to_owned(), port))
-        .collect()
+fn set(memory: &MemberMemory, members: &[MemberSpec]) -> MemberSet {
+    memory.set(wanted_addresses(members))
 }
 
 /// The note of a `DriftCorrected` event when `step` rewrites a pool's members back to
@@ -47,7 +45,7 @@ pub fn members(
     let Step::ReplaceMembers(index, pool, wanted) = step else {
         return None;
     };
-    if memory.of(uid, *index)? != set(wanted) {
+    if memory.of(uid, *index)? != set(memory, wanted) {
         return None;
     }
     let found = tree
