@@ -127,7 +127,8 @@ def main():
     volumes = purge_volumes(demo)
     purge_addresses_network(demo, admin)
     security_groups, address_groups = purge_security_groups(demo)
-    print(f"[real-systems] purged the demo project: {lbs} load balancers, {servers} servers, "
+    project = demo.config.auth.get("project_name", "demo")
+    print(f"[real-systems] purged project {project} (cloud osh-demo): {lbs} load balancers, {servers} servers, "
           f"{groups} server groups, {len(fips)} floating IPs, {volumes} volumes, "
           f"{security_groups} security groups, {address_groups} address groups",
           file=sys.stderr)

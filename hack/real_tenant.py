@@ -1,6 +1,7 @@
-"""A second OpenStack project ("tenant") on the real OpenStack of ../shared/real-systems,
-for the multi-tenant tests; run once by hack/real-systems.sh. On a running
-OpenStack started by openstack/start.sh (fresh or not) it makes
+"""Another OpenStack project ("tenant") on the real OpenStack of ../shared/real-systems:
+`team-b` for the multi-tenant tests, and a project for each lane of real-cloud tests run
+side by side (`--as-demo`); run by hack/real-systems.sh. On a running OpenStack started
+by openstack/start.sh (fresh or not) it makes (for team-b, and the same for another name)
 
   - project `team-b` (domain Default) and user `team-b` with a random password, holding
     on team-b exactly the roles the demo user holds on demo;
@@ -15,7 +16,10 @@ OpenStack started by openstack/start.sh (fresh or not) it makes
 
 and writes OUT (mode 600) with clouds `team-b` (password) and `team-b-appcred`
 (v3applicationcredential), copied from the osh-demo entry of the clouds.yaml in
-OS_CLIENT_CONFIG_FILE. Passwords and secrets never reach the log or a command line.
+OS_CLIENT_CONFIG_FILE. With --as-demo, OUT has instead `osh-demo` (the project, by
+password) and `osh-admin` (copied): the tests, the operator and hack/real_purge.py, given
+OUT in place of the demo clouds.yaml, act in the project as they would in demo.
+Passwords and secrets never reach the log or a command line.
 
 The shared network: start.sh makes `private`/`private-subnet` in the admin project,
 shared with every project (a wildcard access_as_shared RBAC policy). With team-b's own
@@ -26,7 +30,8 @@ with demo only: demo keeps seeing exactly the network it always saw.
 One Python process with openstacksdk in place of some 30 `openstack` CLI calls (1.5-3 s
 of start-up each): about 60 s became a few.
 
-Usage: python3 hack/real_tenant.py OUT_CLOUDS_YAML
+Usage: python3 hack/real_tenant.py OUT_CLOUDS_YAML [PROJECT CIDR [--as-demo]]
+       (default: team-b 10.1.0.0/24)
 """
 
 import copy
@@ -39,6 +44,10 @@ import openstack
 import yaml
 
 
+PROJECT = "team-b"
+CIDR = "10.1.0.0/24"
+
+
 def log(message):
     print(f"[real-systems] {message}", file=sys.stderr)
 
@@ -48,17 +57,18 @@ def fail(message):
     sys.exit(1)
 
 
-def write_clouds(demo_entry, out, password, appcred=None):
-    """OUT gets `team-b` (and `team-b-appcred` once there is one), from osh-demo's entry."""
+def write_clouds(demo_entry, out, password, appcred=None, admin_entry=None):
+    """OUT gets PROJECT (and PROJECT-appcred once there is one), from osh-demo's entry;
+    with admin_entry, `osh-demo` (PROJECT by password) and `osh-admin` instead."""
     pw = copy.deepcopy(demo_entry)
-    pw["auth"].update(username="team-b", password=password, project_name="team-b",
+    pw["auth"].update(username=PROJECT, password=password, project_name=PROJECT,
                       user_domain_name="Default", project_domain_name="Default")
     for key in ("project_id", "tenant_id", "tenant_name", "user_id"):
         pw["auth"].pop(key, None)
     pw.setdefault("region_name", "RegionOne")
     pw.setdefault("interface", "public")
     pw.setdefault("identity_api_version", 3)
-    clouds = {"team-b": pw}
+    clouds = {PROJECT: pw}
     if appcred is not None:
         ac = {k: copy.deepcopy(v) for k, v in demo_entry.items() if k not in ("auth", "auth_type")}
         ac["auth_type"] = "v3applicationcredential"
@@ -66,7 +76,9 @@ def write_clouds(demo_entry, out, password, appcred=None):
                       "application_credential_id": appcred[0],
                       "application_credential_secret": appcred[1]}
         ac.setdefault("region_name", "RegionOne")
-        clouds["team-b-appcred"] = ac
+        clouds[f"{PROJECT}-appcred"] = ac
+    if admin_entry is not None:
+        clouds = {"osh-demo": pw, "osh-admin": copy.deepcopy(admin_entry)}
     tmp = out + ".tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:
@@ -86,13 +98,13 @@ def project_and_user(admin):
     identity = admin.identity
     domain = identity.find_domain("Default", ignore_missing=False)
     demo = identity.find_project("demo", domain_id=domain.id, ignore_missing=False)
-    project = identity.find_project("team-b", domain_id=domain.id) or identity.create_project(
-        name="team-b", domain_id=domain.id,
-        description="second tenant for verda multi-tenant tests")
+    project = identity.find_project(PROJECT, domain_id=domain.id) or identity.create_project(
+        name=PROJECT, domain_id=domain.id,
+        description="another tenant for verda's real-cloud tests")
     password = secrets.token_urlsafe(24)
-    user = identity.find_user("team-b", domain_id=domain.id)
+    user = identity.find_user(PROJECT, domain_id=domain.id)
     if user is None:
-        user = identity.create_user(name="team-b", domain_id=domain.id,
+        user = identity.create_user(name=PROJECT, domain_id=domain.id,
                                     default_project_id=project.id, password=password)
     else:
         identity.update_user(user, password=password)
@@ -108,14 +120,14 @@ def project_and_user(admin):
     for role_id in wanted - roles_of(user.id, project.id):
         identity.assign_project_role_to_user(project, user, role_id)
     names = sorted(identity.get_role(r).name for r in wanted)
-    log(f"team-b: project and user ready, roles: {' '.join(names)}")
+    log(f"{PROJECT}: project and user ready, roles: {' '.join(names)}")
     return demo, project, password
 
 
-def share_private_with_demo_only(admin, teamb, demo_conn, demo, project):
-    """Step 2a: a network named `private` that team-b sees but does not own is shared
+def share_private_with_demo_only(admin, tenant, demo_conn, demo, project):
+    """Step 2a: a network named `private` that the project sees but does not own is shared
     with demo only (see the top of this file)."""
-    for net in teamb.network.networks(name="private"):
+    for net in tenant.network.networks(name="private"):
         if net.project_id == project.id:
             continue
         for rbac in admin.network.rbac_policies(object_type="network", object_id=net.id,
@@ -132,31 +144,32 @@ def share_private_with_demo_only(admin, teamb, demo_conn, demo, project):
             admin.network.delete_rbac_policy(rbac)
             log(f"network private {net.id} (project {net.project_id}) was shared with every "
                 "project; now with demo only")
-    foreign = [n.id for n in teamb.network.networks(name="private") if n.project_id != project.id]
+    foreign = [n.id for n in tenant.network.networks(name="private") if n.project_id != project.id]
     if foreign:
-        fail(f"team-b still sees another network named private: {' '.join(foreign)}")
+        fail(f"{PROJECT} still sees another network named private: {' '.join(foreign)}")
     seen = (len(list(demo_conn.network.networks(name="private"))),
             len(list(demo_conn.network.subnets(name="private-subnet"))))
     if seen != (1, 1):
         fail("demo does not see exactly one network private and one subnet private-subnet")
 
 
-def own_network(teamb):
-    """Step 2b: team-b's own network and subnet, and the flavor and image it boots."""
-    nets = list(teamb.network.networks(name="private"))
+def own_network(tenant):
+    """Step 2b: the project's own network and subnet, and the flavor and image it boots."""
+    nets = list(tenant.network.networks(name="private"))
     if len(nets) > 1:
-        fail("team-b has several networks named private")
-    net = nets[0] if nets else teamb.network.create_network(name="private")
-    subnets = list(teamb.network.subnets(name="private-subnet"))
+        fail(f"{PROJECT} has several networks named private")
+    net = nets[0] if nets else tenant.network.create_network(name="private")
+    subnets = list(tenant.network.subnets(name="private-subnet"))
     if len(subnets) > 1:
-        fail("team-b has several subnets named private-subnet")
+        fail(f"{PROJECT} has several subnets named private-subnet")
     if not subnets:
-        teamb.network.create_subnet(name="private-subnet", network_id=net.id, ip_version=4,
-                                    cidr="10.1.0.0/24", gateway_ip="10.1.0.1")
-    if teamb.compute.find_flavor("m1.tiny") is None:
-        fail("team-b cannot see flavor m1.tiny")
-    if teamb.image.find_image("cirros") is None:
-        fail("team-b cannot see image cirros")
+        gateway = CIDR.rsplit(".", 1)[0] + ".1"
+        tenant.network.create_subnet(name="private-subnet", network_id=net.id, ip_version=4,
+                                    cidr=CIDR, gateway_ip=gateway)
+    if tenant.compute.find_flavor("m1.tiny") is None:
+        fail(f"{PROJECT} cannot see flavor m1.tiny")
+    if tenant.image.find_image("cirros") is None:
+        fail(f"{PROJECT} cannot see image cirros")
     return net
 
 
@@ -171,47 +184,58 @@ def quotas(admin, project):
     if below(instances, 20) or below(groups, 10) or below(members, 20):
         admin.compute.update_quota_set(project.id, instances=100, cores=400, ram=1024000,
                                        server_groups=100, server_group_members=100)
-        log(f"team-b compute quotas raised from {instances} instances / {groups} server "
+        log(f"{PROJECT} compute quotas raised from {instances} instances / {groups} server "
             f"groups / {members} members to 100 / 100 / 100")
     lbs = admin.load_balancer.get_quota(project.id).load_balancers
     if lbs is not None and 0 <= lbs < 10:
         admin.load_balancer.update_quota(project.id, load_balancers=100)
-        log(f"team-b load balancer quota raised from {lbs} to 100")
+        log(f"{PROJECT} load balancer quota raised from {lbs} to 100")
 
 
-def application_credential(teamb):
+def application_credential(tenant):
     """Step 3: made anew (its secret is shown only when it is made)."""
-    user_id = teamb.current_user_id
-    old = teamb.identity.find_application_credential(user_id, "verda-team-b")
+    user_id = tenant.current_user_id
+    old = tenant.identity.find_application_credential(user_id, f"verda-{PROJECT}")
     if old is not None:
-        teamb.identity.delete_application_credential(user_id, old)
-    made = teamb.identity.create_application_credential(
-        user_id, "verda-team-b", description="verda operator, multi-tenant tests")
+        tenant.identity.delete_application_credential(user_id, old)
+    made = tenant.identity.create_application_credential(
+        user_id, f"verda-{PROJECT}", description="verda operator, real-cloud tests")
     if not made.id or not made.secret:
         fail("application credential: no id/secret")
     return made.id, made.secret
 
 
 def main():
-    if len(sys.argv) != 2:
-        fail("usage: real_tenant.py OUT_CLOUDS_YAML")
-    out = sys.argv[1]
+    global PROJECT, CIDR
+    args = sys.argv[1:]
+    as_demo = "--as-demo" in args
+    args = [a for a in args if a != "--as-demo"]
+    if len(args) not in (1, 3):
+        fail("usage: real_tenant.py OUT_CLOUDS_YAML [PROJECT CIDR [--as-demo]]")
+    out = args[0]
+    if len(args) == 3:
+        PROJECT, CIDR = args[1], args[2]
     src = os.environ.get("OS_CLIENT_CONFIG_FILE", "/opt/osharness/run/clouds.yaml")
     started = time.monotonic()
     with open(src) as f:
-        demo_entry = yaml.safe_load(f)["clouds"]["osh-demo"]
+        clouds = yaml.safe_load(f)["clouds"]
+    demo_entry = clouds["osh-demo"]
     admin = connect(src, "osh-admin")
     demo_conn = connect(src, "osh-demo")
     demo, project, password = project_and_user(admin)
     write_clouds(demo_entry, out, password)
-    teamb = connect(out, "team-b")
-    share_private_with_demo_only(admin, teamb, demo_conn, demo, project)
-    net = own_network(teamb)
+    tenant = connect(out, PROJECT)
+    share_private_with_demo_only(admin, tenant, demo_conn, demo, project)
+    net = own_network(tenant)
     quotas(admin, project)
-    write_clouds(demo_entry, out, password, application_credential(teamb))
-    log(f"team-b ready in {time.monotonic() - started:.0f} s: project team-b {project.id} "
-        f"(network private {net.id}), project demo {demo.id}; clouds team-b and "
-        f"team-b-appcred in {out}")
+    if as_demo:
+        write_clouds(demo_entry, out, password, admin_entry=clouds["osh-admin"])
+        made = f"clouds osh-demo ({PROJECT}) and osh-admin"
+    else:
+        write_clouds(demo_entry, out, password, application_credential(tenant))
+        made = f"clouds {PROJECT} and {PROJECT}-appcred"
+    log(f"{PROJECT} ready in {time.monotonic() - started:.0f} s: project {PROJECT} {project.id} "
+        f"(network private {net.id}), project demo {demo.id}; {made} in {out}")
 
 
 if __name__ == "__main__":

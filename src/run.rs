@@ -116,7 +116,8 @@ pub async fn run(options: RunOptions) -> Result<(), RunError> {
     let timing = Timing::from_config(&config);
     let services: Arc<dyn CloudServices> = Arc::new(cloud.client.clone());
     let cluster = crate::runtime::cluster::identify(&client, &config).await?;
-    tracing::info!(%cluster, "cloud resources record this cluster");
+    crate::cloud::user_agent::name_cluster(&cluster);
+    tracing::info!(%cluster, "cloud resources and cloud calls' user agent record this cluster");
     let owned = options.shards.then(Arc::<OwnedNamespaces>::default);
     let scope = owned.clone().map_or(Assignment::All, Assignment::Owned);
     let ctx = Arc::new(

@@ -8,7 +8,7 @@
 //! Kubernetes owner), `orphans` (which resources no owner keeps any more), `config` (clouds.yaml and
 //! `OS_*` resolution), `auth` (Keystone v3), `transport` (the single choke point: token,
 //! retries, concurrency cap, metrics), `budget` (each project's request budget),
-//! `write_log` (which reconcile wrote what), `http_clients`/`proxy`/`tls` (the
+//! `write_log` (which reconcile wrote what), `user_agent` (who calls), `http_clients`/`proxy`/`tls` (the
 //! connections), `retry` (backoff rules), `error`/`error_body` (classification), `request`
 //! and `client` (the verbs).
 //!
@@ -34,6 +34,7 @@ pub mod retry;
 pub mod services;
 mod tls;
 mod transport;
+pub mod user_agent;
 pub mod write_log;
 
 pub use auth::Service;

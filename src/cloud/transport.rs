@@ -409,10 +409,7 @@ fn http_request(
         .method(req.method.clone())
         .uri(url.as_str())
         .header(ACCEPT, "application/json")
-        .header(
-            USER_AGENT,
-            concat!("verda-operator/", env!("CARGO_PKG_VERSION")),
-        );
+        .header(USER_AGENT, super::user_agent::header());
     if let Some(token) = token
         && let Ok(mut value) = HeaderValue::from_str(token.value())
     {

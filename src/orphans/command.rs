@@ -57,6 +57,7 @@ pub async fn run(options: OrphansOptions) -> Result<(), OrphansError> {
     let cluster = crate::runtime::cluster::identify(&client, &config)
         .await
         .map_err(crate::run::RunError::from)?;
+    crate::cloud::user_agent::name_cluster(&cluster);
     let client_options = ClientOptions {
         budgets: Some(Budgets::new(config.request_budget.spec())),
         ..ClientOptions::default()

@@ -395,6 +395,13 @@ async fn a_group_keeps_itself_healthy_on_the_real_cloud() {
         )
         .await;
     assert_eq!(metric, Some(1.0), "the healing is counted by reason");
+    // The cloud's access logs hold this operator's calls under its user agent,
+    // `verda-operator/<version> (cluster <kube-system UID>)`, which is how each lane of
+    // tests run side by side counts only its own.
+    assert!(
+        real.operator_requests() > 0,
+        "no request in the cloud's access logs carries this operator's user agent"
+    );
     eprintln!(
         "group health on the real systems in {:.1} s",
         started.elapsed().as_secs_f64()

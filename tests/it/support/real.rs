@@ -29,9 +29,6 @@ use verda_operator::metrics::Metrics;
 
 use super::openstack_cli;
 
-/// How an access log line of this build's requests ends: its user agent, quoted.
-const USER_AGENT_END: &str = concat!("\"verda-operator/", env!("CARGO_PKG_VERSION"), "\"");
-
 /// Where the real systems are.
 pub struct Real {
     pub operator_kubeconfig: PathBuf,
@@ -153,16 +150,36 @@ impl Real {
         OpenStackClient::new(config, Metrics::new(), ClientOptions::default()).expect("client")
     }
 
+    /// How an access log line of this build's requests from this cluster's operators
+    /// ends: their user agent, quoted, which names the cluster by its `kube-system` UID
+    /// (no test configures a `clusterName`). Tests run side by side against clusters of
+    /// their own count only their own cluster's requests.
+    fn user_agent_end(&self) -> String {
+        let uid = self.kubectl(&[
+            "get",
+            "namespace",
+            "kube-system",
+            "-o",
+            "jsonpath={.metadata.uid}",
+        ]);
+        format!(
+            "\"verda-operator/{} (cluster {})\"",
+            env!("CARGO_PKG_VERSION"),
+            uid.trim()
+        )
+    }
+
     /// Requests the operator has made so far, counted from the services' access logs
     /// (every API logs one line per request with the caller's user agent).
     pub fn operator_requests(&self) -> usize {
+        let end = self.user_agent_end();
         let mut total = 0;
         for entry in std::fs::read_dir(&self.openstack_logs).expect("log dir") {
             let path = entry.expect("entry").path();
             let Ok(text) = std::fs::read_to_string(&path) else {
                 continue;
             };
-            total += text.lines().filter(|l| l.ends_with(USER_AGENT_END)).count();
+            total += text.lines().filter(|l| l.ends_with(&end)).count();
         }
         total
     }
@@ -190,10 +207,11 @@ impl Real {
 
     /// The operator's lines of the access log `log` that `keep` keeps.
     fn requests_where(&self, log: &str, keep: impl Fn(&str) -> bool) -> usize {
+        let end = self.user_agent_end();
         std::fs::read_to_string(self.openstack_logs.join(log))
             .unwrap_or_default()
             .lines()
-            .filter(|l| l.ends_with(USER_AGENT_END) && keep(l))
+            .filter(|l| l.ends_with(&end) && keep(l))
             .count()
     }
 
