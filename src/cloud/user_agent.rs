@@ -15,11 +15,16 @@ const PRODUCT: &str = concat!("verda-operator/", env!("CARGO_PKG_VERSION"));
 
 static NAMED: OnceLock<HeaderValue> = OnceLock::new();
 
+/// The user agent of a process serving `cluster`, as access logs show it.
+pub fn of_cluster(cluster: &ClusterId) -> String {
+    format!("{PRODUCT} (cluster {cluster})")
+}
+
 /// Names `cluster` in every cloud call from now on. A second call changes nothing: a
 /// process serves one cluster.
 pub fn name_cluster(cluster: &ClusterId) {
     // A cluster ID is 1-46 of `A-Za-z0-9._-`: always a valid header value.
-    if let Ok(value) = HeaderValue::from_str(&format!("{PRODUCT} (cluster {cluster})")) {
+    if let Ok(value) = HeaderValue::from_str(&of_cluster(cluster)) {
         let _ = NAMED.set(value);
     }
 }

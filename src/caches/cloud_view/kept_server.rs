@@ -45,6 +45,11 @@ impl KeptServer {
             }
         }
         let tags = take_tags(owner, &mut server.tags);
+        // A listing decodes its lists without knowing their length (room for four
+        // addresses for one, and the tags just taken out leave theirs).
+        server.tags.shrink_to_fit();
+        server.addresses.shrink_to_fit();
+        server.volumes_attached.shrink_to_fit();
         Self {
             server,
             metadata_rest: rest.into_boxed_slice(),
@@ -118,6 +123,7 @@ mod tests {
 
     use super::*;
     use crate::cloud::ids::ServerId;
+    use crate::cloud::model::compute::ServerAddress;
     use crate::cloud::owner::{ClusterId, MANAGED_TAG, META_NAME, META_NAMESPACE};
 
     fn owner() -> Owner {
@@ -157,6 +163,32 @@ mod tests {
         assert_eq!(*kept.metadata_rest, [("role".into(), "primary".into())]);
         assert_eq!(kept.server.tags, vec!["user".to_owned()]);
         assert_eq!(kept.whole(&owner), made);
+    }
+
+    #[test]
+    fn a_kept_server_holds_its_lists_at_their_length() {
+        let owner = owner();
+        // As a listing decodes them: room for four where one is held.
+        let mut listed = server(
+            owner.server_metadata(),
+            owner.tags_added_to(&["user".into()]),
+        );
+        listed.addresses = Vec::with_capacity(4);
+        listed.addresses.push(ServerAddress {
+            network: "private".into(),
+            addr: "10.0.0.3".into(),
+            version: 4,
+            kind: Some("fixed".into()),
+        });
+        listed.volumes_attached = Vec::with_capacity(4);
+
+        let kept = KeptServer::new(&owner, listed.clone());
+
+        let server = &kept.server;
+        assert_eq!(server.tags.capacity(), server.tags.len());
+        assert_eq!(server.addresses.capacity(), 1);
+        assert_eq!(server.volumes_attached.capacity(), 0);
+        assert_eq!(kept.whole(&owner), listed);
     }
 
     #[test]
