@@ -30,8 +30,8 @@
 #            (tests/it/real_shards.rs; VERDA_REAL_SHARDS_NAMESPACES sets how many);
 #   helm     the Helm chart installed, upgraded (CRDs as documented, nothing replaced),
 #            refused a Secret outside its namespaces and uninstalled (hack/real-helm.sh).
-# health, shards and helm run beside cloud and volumes, in a second Kubernetes cluster
-# and a project of their own (lane b, below); zones, upgrade and chaos after both.
+# health, shards, helm and upgrade run beside cloud and volumes, in a second Kubernetes
+# cluster and projects of their own (lane b, below); zones and chaos after both.
 # Installs and starts what it needs, retries a failed start once, stops what it started.
 # Exits non-zero when anything fails; never skips.
 #
@@ -205,14 +205,22 @@ start_previous_build() {
   fi
   log "building the previous release $PREVIOUS_VERSION ($PREVIOUS_COMMIT) in the background"
   previous_t0=$(date +%s)
+  rm -f "$WORK/previous-build.end" "$WORK/previous-build.failed"
   # Its session's scheduling group at the lowest priority too (nice alone ranks it only
   # within its session when the kernel groups by session).
   setsid bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null || true
     cd "$1" && CARGO_TARGET_DIR="$2" nice -n 19 cargo build --quiet --locked --bin verda-operator &&
-    cp "$2/debug/verda-operator" "$3" && echo "$4" >"$3.commit" && date +%s >"$5"' _ \
-    "$PREVIOUS_SRC" "$ROOT/target/previous" "$PREVIOUS_BIN" "$PREVIOUS_COMMIT" "$WORK/previous-build.end" \
+    cp "$2/debug/verda-operator" "$3" && echo "$4" >"$3.commit" && date +%s >"$5.end" ||
+    { touch "$5.failed"; exit 1; }' _ \
+    "$PREVIOUS_SRC" "$ROOT/target/previous" "$PREVIOUS_BIN" "$PREVIOUS_COMMIT" "$WORK/previous-build" \
     >"$WORK/previous-build.log" 2>&1 &
   previous_pid=$!
+}
+
+# Whether process $1 runs (a child not waited for stays a zombie, which kill -0 finds).
+running() {
+  local state
+  state=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) && [[ $state != Z ]]
 }
 
 # Waits for the previous release's build (start_previous_build) and checks both binaries
@@ -221,7 +229,13 @@ build_previous() {
   if [[ -n ${previous_pid:-} ]]; then
     local pid=$previous_pid
     previous_pid=
-    if ! wait "$pid"; then
+    # Lane b waits from a subshell, which cannot `wait` for its parent's child: the
+    # build says how it ended in a file.
+    until [[ -s $WORK/previous-build.end || -e $WORK/previous-build.failed ]]; do
+      running "$pid" || break
+      sleep 2
+    done
+    if [[ ! -s $WORK/previous-build.end ]]; then
       cat "$WORK/previous-build.log" >&2
       log "the previous release $PREVIOUS_VERSION did not build (above)"
       return 1
@@ -332,10 +346,11 @@ if stage e2e; then
     $(($(cat "$WORK/simulate-cli.end") - t_cli)) >>"$WORK/stage-times"
 fi
 
-# Lane b: the health, shards and helm stages, run beside the cloud and volumes stages (the
-# real-cloud tests mostly wait on Nova and Octavia, with the cores 20 to 60 % idle). In a
-# Kubernetes cluster of its own (lane_b_cluster) and a project of its own (lane-b, made
-# as team-b is, its clouds.yaml naming it osh-demo). Every operator names its cluster
+# Lane b: the health, shards, helm and upgrade stages, run beside the cloud and volumes
+# stages (the real-cloud tests mostly wait on Nova and Octavia, with the cores 20 to 60 %
+# idle). In a Kubernetes cluster of its own (lane_b_cluster) and a project of its own
+# (lane-b, made as team-b is, its clouds.yaml naming it osh-demo); the upgrade's second
+# tenant is lane-b-team, not the team-b of the cloud stage's tests. Every operator names its cluster
 # (the kube-system namespace's UID) in its user agent: each lane counts its own requests
 # in the access logs, and sees only its own objects. Nothing either lane does breaks the other:
 # the volumes stage stops Cinder's API, which neither stage here calls; the stages that
@@ -377,11 +392,24 @@ lane_b() {
     log "lane b: Helm chart passed in $(($(date +%s) - t)) s"
     record "helm (lane b)" "$t"
   fi
+  if [[ $STAGES == *" upgrade "* ]]; then
+    log "lane b: upgrade in place from the previous release"
+    t=$(date +%s)
+    TENANT_CLOUDS="$WORK/lane-b-tenant-clouds.yaml"
+    OS_CLIENT_CONFIG_FILE=/opt/osharness/run/clouds.yaml "$(dirname "$OSC")/python3" \
+      "$ROOT/hack/real_tenant.py" "$TENANT_CLOUDS" lane-b-team 10.3.0.0/24
+    build_previous
+    fresh_cluster "$PREVIOUS_SRC/dist/install.yaml"
+    real_tests real_upgrade::
+    log "lane b: upgrade passed in $(($(date +%s) - t)) s"
+    record "upgrade (lane b)" "$t"
+  fi
 }
 
 lane_b_pid=
-if [[ $STAGES == *" health "* || $STAGES == *" shards "* || $STAGES == *" helm "* ]]; then
-  log "lane b (health, shards, helm) started beside the stages below; its output: $WORK/lane-b.log"
+if [[ $STAGES == *" health "* || $STAGES == *" shards "* || $STAGES == *" helm "* ||
+  $STAGES == *" upgrade "* ]]; then
+  log "lane b (health, shards, helm, upgrade) started beside the stages below; its output: $WORK/lane-b.log"
   t_lane_b=$(date +%s)
   # A process group of its own (job control), which cleanup stops as a whole.
   set -m
@@ -416,7 +444,7 @@ if [[ -n $lane_b_pid ]]; then
   lane_b_pid=
   if ! wait "$pid"; then
     cat "$WORK/lane-b.log" >&2
-    log "lane b (health, shards, helm) failed (above)"
+    log "lane b (health, shards, helm, upgrade) failed (above)"
     exit 1
   fi
   cat "$WORK/lane-b.log"
@@ -430,16 +458,6 @@ if stage zones; then
   real_tests real_zones::
   log "zones passed in $(($(date +%s) - t9)) s"
   record "zones" "$t9"
-fi
-
-if stage upgrade; then
-  log "upgrade in place from the previous release"
-  t3=$(date +%s)
-  build_previous
-  fresh_cluster "$PREVIOUS_SRC/dist/install.yaml"
-  real_tests real_upgrade::
-  log "upgrade check passed in $(($(date +%s) - t3)) s"
-  record "upgrade" "$t3"
 fi
 
 if stage chaos; then

@@ -21,14 +21,12 @@ use verda_operator::cloud::owner::MANAGED_TAG;
 
 use support::real::{
     Namespace, Operator, Real, context, nothing_left, pools_hold_the_group, project_inventory,
-    published, published_scenario, put_secret, single_cloud, tenant_clouds, until,
+    published, published_scenario, put_secret, single_cloud, tenant_appcred_cloud, tenant_clouds,
+    until,
 };
 
 const LIMIT: Duration = Duration::from_secs(300);
 const CONFIG: &str = "resyncPeriod: 20s\n";
-/// The second team's cloud: its application credential, which stays valid when the
-/// shared-clusters test (run before) changes the team's password.
-const TEAM_B: &str = "team-b-appcred";
 const CRDS: [&str; 3] = [
     "virtualmachines.verda.linecorp.com",
     "virtualmachinegroups.verda.linecorp.com",
@@ -132,7 +130,7 @@ fn cloud_ids(real: &Real) -> BTreeMap<String, Vec<String>> {
     }
     all.insert(
         "team-b servers".into(),
-        ids(&tenant, TEAM_B, &["server", "list"]),
+        ids(&tenant, &tenant_appcred_cloud(), &["server", "list"]),
     );
     all
 }
@@ -164,7 +162,7 @@ fn records_complete(real: &Real) -> Result<(), String> {
         tagged(&real.clouds, "osh-demo", "loadbalancer", id)?;
     }
     for id in &ids["team-b servers"] {
-        tagged(&tenant_clouds(), TEAM_B, "server", id)?;
+        tagged(&tenant_clouds(), &tenant_appcred_cloud(), "server", id)?;
     }
     Ok(())
 }
@@ -215,7 +213,11 @@ async fn the_next_release_takes_over_in_place_without_replacing_anything() {
             "apiVersion: verda.linecorp.com/v1alpha1\nkind: VirtualMachine\nmetadata: {{name: legacy}}\nspec: {{image: cirros, flavor: m1.tiny, import: {{id: {legacy}}}}}\n---\napiVersion: verda.linecorp.com/v1alpha1\nkind: VirtualMachine\nmetadata: {{name: paused}}\nspec: {{image: cirros, flavor: m1.tiny}}\n"
         ),
     );
-    put_secret(&real, &team_b.name, &single_cloud(&tenant_clouds(), TEAM_B));
+    put_secret(
+        &real,
+        &team_b.name,
+        &single_cloud(&tenant_clouds(), &tenant_appcred_cloud()),
+    );
     real.kubectl(&[
         "-n",
         &team_b.name,

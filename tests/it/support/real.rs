@@ -20,7 +20,8 @@ use verda_api::v1alpha1::{LoadBalancer, VirtualMachine, VirtualMachineGroup};
 use verda_operator::cloud::ids::PoolId;
 use verda_operator::cloud::model::compute::ServerStatus;
 use verda_operator::cloud::model::loadbalancing::LbFilter;
-use verda_operator::cloud::owner::Owner;
+use verda_operator::cloud::owner::{ClusterId, Owner};
+use verda_operator::cloud::user_agent;
 use verda_operator::cloud::{
     ClientOptions, CloudSelection, CloudSource, Compute, Environment, LoadBalancing,
     OpenStackClient, resolve,
@@ -38,6 +39,8 @@ pub struct Real {
     pub openstack_logs: PathBuf,
     /// How many Nova compute hosts there are (hard anti-affinity places one per host).
     pub compute_hosts: usize,
+    /// The quoted user agent access logs show for this cluster's operator, once read.
+    user_agent_end: std::sync::OnceLock<String>,
 }
 
 fn var(name: &str) -> PathBuf {
@@ -60,6 +63,7 @@ impl Real {
                 .to_str()
                 .and_then(|n| n.parse().ok())
                 .expect("VERDA_REAL_COMPUTE_HOSTS is a number"),
+            user_agent_end: std::sync::OnceLock::new(),
         }
     }
 
@@ -155,18 +159,18 @@ impl Real {
     /// (no test configures a `clusterName`). Tests run side by side against clusters of
     /// their own count only their own cluster's requests.
     fn user_agent_end(&self) -> String {
-        let uid = self.kubectl(&[
-            "get",
-            "namespace",
-            "kube-system",
-            "-o",
-            "jsonpath={.metadata.uid}",
-        ]);
-        format!(
-            "\"verda-operator/{} (cluster {})\"",
-            env!("CARGO_PKG_VERSION"),
-            uid.trim()
-        )
+        let end = self.user_agent_end.get_or_init(|| {
+            let uid = self.kubectl(&[
+                "get",
+                "namespace",
+                "kube-system",
+                "-o",
+                "jsonpath={.metadata.uid}",
+            ]);
+            let cluster = ClusterId::new(uid.trim()).expect("the kube-system UID names a cluster");
+            format!("\"{}\"", user_agent::of_cluster(&cluster))
+        });
+        end.clone()
     }
 
     /// Requests the operator has made so far, counted from the services' access logs
@@ -579,6 +583,19 @@ pub fn tenant_clouds() -> PathBuf {
     std::env::var_os("VERDA_REAL_TENANT_CLOUDS")
         .map(PathBuf::from)
         .expect("VERDA_REAL_TENANT_CLOUDS is set: run through hack/real-systems.sh")
+}
+
+/// The second project's cloud by its application credential (`<project>-appcred` in
+/// [`tenant_clouds`]: `team-b-appcred`, or lane b's `lane-b-team-appcred`).
+pub fn tenant_appcred_cloud() -> String {
+    let file = tenant_clouds();
+    let text = std::fs::read_to_string(&file).expect("clouds.yaml");
+    let root: serde_json::Value = serde_saphyr::from_str(&text).expect("YAML");
+    root["clouds"]
+        .as_object()
+        .and_then(|clouds| clouds.keys().find(|name| name.ends_with("-appcred")))
+        .cloned()
+        .unwrap_or_else(|| panic!("an application credential's cloud in {}", file.display()))
 }
 
 /// A clouds.yaml holding only `cloud` of `file`, so a Secret needs no cloudName.
