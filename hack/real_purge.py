@@ -17,6 +17,7 @@ import sys
 import time
 
 import openstack
+from keystoneauth1 import exceptions as connection
 from openstack import exceptions
 
 DEADLINE = 300  # seconds for the whole purge
@@ -63,16 +64,30 @@ def purge_servers(demo, until):
     return len(servers), len(groups)
 
 
-def purge_volumes(demo):
+def listed_volumes(demo, until):
+    """The project's volumes. The volumes stage stops Cinder's API for a while, and a
+    lane beside it may purge then: a refused connection is waited out until `until`."""
+    while True:
+        try:
+            return list(demo.block_storage.volumes())
+        except connection.ConnectFailure:
+            if time.monotonic() > until:
+                raise
+            print("[real-systems] Cinder's API refuses connections (the volumes stage stops it "
+                  "for a while); listing volumes again in 5 s", file=sys.stderr)
+            time.sleep(5)
+
+
+def purge_volumes(demo, until):
     """The servers are gone, so their volumes are detached (or on their way): each gets
     10 tries a second apart, and one that still refuses is said, not fatal (as before)."""
-    volumes = list(demo.block_storage.volumes())
+    volumes = listed_volumes(demo, until)
     for volume in volumes:
         for attempt in range(10):
             try:
                 demo.block_storage.delete_volume(volume, ignore_missing=True)
                 break
-            except exceptions.HttpException as e:
+            except (exceptions.HttpException, connection.ConnectFailure) as e:
                 if attempt == 9:
                     print(f"[real-systems] volume {volume.id} not deleted: {e}", file=sys.stderr)
                 time.sleep(1)
@@ -124,7 +139,7 @@ def main():
     fips = list(demo.network.ips())
     for fip in fips:
         demo.network.delete_ip(fip, ignore_missing=True)
-    volumes = purge_volumes(demo)
+    volumes = purge_volumes(demo, until)
     purge_addresses_network(demo, admin)
     security_groups, address_groups = purge_security_groups(demo)
     project = demo.config.auth.get("project_name", "demo")
