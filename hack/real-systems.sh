@@ -148,9 +148,15 @@ log "real systems up in $(($(date +%s) - t0)) s ($COMPUTE_HOSTS compute hosts)"
 record "start: Prometheus, OpenStack, Kubernetes" "$t0"
 # A second project (team-b) for the shared-cluster test: its user, network,
 # quotas and application credential, in a clouds.yaml of its own.
+# hack/real_tenant.py OUT [PROJECT CIDR [--as-demo]], as the real systems' admin (lane b
+# changes CLOUDS to its own project's file).
+real_tenant() {
+  OS_CLIENT_CONFIG_FILE=/opt/osharness/run/clouds.yaml "$(dirname "$OSC")/python3" \
+    "$ROOT/hack/real_tenant.py" "$@"
+}
 TENANT_CLOUDS="$WORK/tenant-clouds.yaml"
 t_tenant=$(date +%s)
-OS_CLIENT_CONFIG_FILE=$CLOUDS "$(dirname "$OSC")/python3" "$ROOT/hack/real_tenant.py" "$TENANT_CLOUDS"
+real_tenant "$TENANT_CLOUDS"
 record "start: second project (team-b)" "$t_tenant"
 
 export KUBECONFIG=$ADMIN_KUBECONFIG
@@ -350,11 +356,13 @@ fi
 # stages (the real-cloud tests mostly wait on Nova and Octavia, with the cores 20 to 60 %
 # idle). In a Kubernetes cluster of its own (lane_b_cluster) and a project of its own
 # (lane-b, made as team-b is, its clouds.yaml naming it osh-demo); the upgrade's second
-# tenant is lane-b-team, not the team-b of the cloud stage's tests. Every operator names its cluster
-# (the kube-system namespace's UID) in its user agent: each lane counts its own requests
-# in the access logs, and sees only its own objects. Nothing either lane does breaks the other:
-# the volumes stage stops Cinder's API, which neither stage here calls; the stages that
-# break what every project uses (zones, chaos) run after both lanes.
+# tenant is lane-b-team, not the team-b of the cloud stage's tests. Every operator names
+# its cluster (the kube-system namespace's UID) in its user agent: each lane counts its
+# own requests in the access logs, and sees only its own objects. Nothing either lane
+# does breaks the other: the volumes stage stops Cinder's API for a while, which the
+# upgrade's orphans check (it lists volumes) runs before, and a purge (it lists volumes)
+# waits out; the stages that break what every project uses (zones, chaos) run after
+# both lanes.
 lane_b() {
   LANE=-lane-b
   lane_b_cluster
@@ -363,16 +371,14 @@ lane_b() {
   CLOUDS="$WORK/lane-b-clouds.yaml"
   local t
   t=$(date +%s)
-  OS_CLIENT_CONFIG_FILE=/opt/osharness/run/clouds.yaml "$(dirname "$OSC")/python3" \
-    "$ROOT/hack/real_tenant.py" "$CLOUDS" lane-b 10.2.0.0/24 --as-demo
-  # First: beside the cloud stage, which stops no service (the volumes stage stops
-  # Cinder's API for a while), and the previous release is built by the time lane b starts.
+  real_tenant "$CLOUDS" lane-b 10.2.0.0/24 --as-demo
+  # First: beside the cloud stage, which stops no service, and the previous release is
+  # built by the time lane b starts.
   if [[ $STAGES == *" upgrade "* ]]; then
     log "lane b: upgrade in place from the previous release"
     t=$(date +%s)
     TENANT_CLOUDS="$WORK/lane-b-tenant-clouds.yaml"
-    OS_CLIENT_CONFIG_FILE=/opt/osharness/run/clouds.yaml "$(dirname "$OSC")/python3" \
-      "$ROOT/hack/real_tenant.py" "$TENANT_CLOUDS" lane-b-team 10.3.0.0/24
+    real_tenant "$TENANT_CLOUDS" lane-b-team 10.3.0.0/24
     build_previous
     fresh_cluster "$PREVIOUS_SRC/dist/install.yaml"
     real_tests real_upgrade::

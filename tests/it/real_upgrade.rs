@@ -161,8 +161,9 @@ fn records_complete(real: &Real) -> Result<(), String> {
     for id in &ids["demo load balancers"] {
         tagged(&real.clouds, "osh-demo", "loadbalancer", id)?;
     }
+    let (tenant, cloud) = (tenant_clouds(), tenant_appcred_cloud());
     for id in &ids["team-b servers"] {
-        tagged(&tenant_clouds(), &tenant_appcred_cloud(), "server", id)?;
+        tagged(&tenant, &cloud, "server", id)?;
     }
     Ok(())
 }

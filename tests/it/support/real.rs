@@ -158,8 +158,8 @@ impl Real {
     /// ends: their user agent, quoted, which names the cluster by its `kube-system` UID
     /// (no test configures a `clusterName`). Tests run side by side against clusters of
     /// their own count only their own cluster's requests.
-    fn user_agent_end(&self) -> String {
-        let end = self.user_agent_end.get_or_init(|| {
+    fn user_agent_end(&self) -> &str {
+        self.user_agent_end.get_or_init(|| {
             let uid = self.kubectl(&[
                 "get",
                 "namespace",
@@ -169,8 +169,7 @@ impl Real {
             ]);
             let cluster = ClusterId::new(uid.trim()).expect("the kube-system UID names a cluster");
             format!("\"{}\"", user_agent::of_cluster(&cluster))
-        });
-        end.clone()
+        })
     }
 
     /// Requests the operator has made so far, counted from the services' access logs
@@ -183,7 +182,7 @@ impl Real {
             let Ok(text) = std::fs::read_to_string(&path) else {
                 continue;
             };
-            total += text.lines().filter(|l| l.ends_with(&end)).count();
+            total += text.lines().filter(|l| l.ends_with(end)).count();
         }
         total
     }
@@ -215,7 +214,7 @@ impl Real {
         std::fs::read_to_string(self.openstack_logs.join(log))
             .unwrap_or_default()
             .lines()
-            .filter(|l| l.ends_with(&end) && keep(l))
+            .filter(|l| l.ends_with(end) && keep(l))
             .count()
     }
 
