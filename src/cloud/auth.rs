@@ -86,6 +86,9 @@ impl Service {
 pub(crate) struct Token {
     value: Secret,
     pub(crate) generation: u64,
+    /// When it was asked for, on this host's clock: a token asked for before a
+    /// revocation's second ended may be refused (see `transport.rs`).
+    pub(crate) requested: tokio::time::Instant,
     issued_at: DateTime<Utc>,
     expires_at: DateTime<Utc>,
     catalog: Vec<CatalogEntry>,
@@ -148,6 +151,7 @@ impl Token {
         subject_token: Option<&str>,
         body: &[u8],
         generation: u64,
+        requested: tokio::time::Instant,
     ) -> Result<Token, ErrorKind> {
         let value = subject_token.ok_or_else(|| ErrorKind::InvalidResponse {
             message: "Keystone answered without X-Subject-Token".into(),
@@ -160,6 +164,7 @@ impl Token {
         Ok(Token {
             value: Secret::new(value),
             generation,
+            requested,
             issued_at: t.issued_at.unwrap_or_else(Utc::now),
             expires_at: t.expires_at,
             catalog: t.catalog,
@@ -372,7 +377,12 @@ mod tests {
             "expires_at": (issued + chrono::Duration::seconds(lifetime_secs)).to_rfc3339(),
             "catalog": catalog,
         }});
-        Token::from_response(Some("tok-value"), body.to_string().as_bytes(), 1)
+        Token::from_response(
+            Some("tok-value"),
+            body.to_string().as_bytes(),
+            1,
+            tokio::time::Instant::now(),
+        )
             .unwrap_or_else(|e| panic!("{e}"))
     }
 
@@ -435,6 +445,6 @@ mod tests {
         );
         assert!(!short.is_fresh(Utc::now() + chrono::Duration::milliseconds(1850)));
         assert!(!format!("{long:?}").contains("tok-value"));
-        assert!(Token::from_response(None, b"{}", 1).is_err());
+        assert!(Token::from_response(None, b"{}", 1, tokio::time::Instant::now()).is_err());
     }
 }

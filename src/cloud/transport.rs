@@ -12,12 +12,13 @@
 //! means (the verb modules) or how an error body reads (`error_body.rs`).
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::header::{ACCEPT, CONTENT_TYPE, HeaderValue, USER_AGENT};
 use http::{Method, StatusCode};
 use tokio::sync::{Mutex, RwLock, Semaphore};
+use tokio::time::Instant;
 use tracing::{debug, warn};
 use url::Url;
 
@@ -30,6 +31,7 @@ use super::http_clients::{self, HttpClient, NoAnswer};
 use super::proxy::Proxies;
 pub(crate) use super::request::{Reply, Request};
 use super::retry::{Failure, RetryPolicy, is_retryable};
+use crate::lock::Lock;
 use crate::metrics::{CloudOperationLabels, CloudRequestLabels, Metrics, ServiceLabels};
 
 /// Nova microversion for every compute call: tags filter (2.26), tags at create (2.52),
@@ -81,6 +83,10 @@ pub(crate) struct Transport {
     token: RwLock<Option<Arc<Token>>>,
     /// Serializes renewals; holds the generation of the last token fetched.
     renew: Mutex<u64>,
+    /// Once this instant passes, a token asked for before it is renewed: a renewed
+    /// token was refused, so a revocation fell in the last [`REVOCATION_SECOND`], and a
+    /// token another task asked for in that second would be refused too.
+    revocation_passes: Lock<Option<Instant>>,
     permits: Semaphore,
     budgets: Option<Arc<Budgets>>,
     metrics: Arc<Metrics>,
@@ -124,6 +130,7 @@ impl Transport {
             config,
             token: RwLock::new(None),
             renew: Mutex::new(0),
+            revocation_passes: Lock::default(),
             permits: Semaphore::new(options.max_concurrency.max(1)),
             budgets: options.budgets.clone(),
             metrics,
@@ -180,9 +187,10 @@ impl Transport {
                         // Revoked or expired early: renew, transparently. A renewed token
                         // refused too was issued in the second of a revocation (a password
                         // change): Keystone compares whole seconds, so the next second's
-                        // token is good.
+                        // token is good. Every task refused so waits for the latest such
+                        // second to pass, then one of them renews for all.
                         if renewals == 1 {
-                            tokio::time::sleep(REVOCATION_SECOND).await;
+                            self.wait_for_revocation_to_pass().await;
                         }
                         renewals += 1;
                         attempt -= 1;
@@ -316,27 +324,56 @@ impl Transport {
             .count_project_request(self.project.get().map(String::as_str), req.service.label());
     }
 
-    /// The current token, authenticating when there is none or it is about to expire.
+    /// The current token, authenticating when there is none, it is about to expire, or
+    /// it was asked for in a revocation's second that has passed.
     async fn token(&self) -> Result<Arc<Token>, ErrorKind> {
         if let Some(t) = self.token.read().await.as_ref()
-            && t.is_fresh(chrono::Utc::now())
+            && self.usable(t)
         {
             return Ok(t.clone());
         }
         let mut generation = self.renew.lock().await;
         // Someone else may have renewed while we waited for the lock.
         if let Some(t) = self.token.read().await.as_ref()
-            && t.is_fresh(chrono::Utc::now())
+            && self.usable(t)
         {
             return Ok(t.clone());
         }
-        let token = Arc::new(self.authenticate(*generation + 1).await?);
+        let requested = Instant::now();
+        let token = Arc::new(self.authenticate(*generation + 1, requested).await?);
         if let Some(project) = &token.project_id {
             let _ = self.project.set(project.clone());
         }
         *generation += 1;
         *self.token.write().await = Some(token.clone());
         Ok(token)
+    }
+
+    fn usable(&self, token: &Token) -> bool {
+        let passed = *self.revocation_passes.lock();
+        let asked_in_it =
+            passed.is_some_and(|passed| token.requested < passed && Instant::now() >= passed);
+        token.is_fresh(chrono::Utc::now()) && !asked_in_it
+    }
+
+    /// Marks a revocation as having fallen within the last [`REVOCATION_SECOND`] and
+    /// waits until the latest one so marked has passed.
+    async fn wait_for_revocation_to_pass(&self) {
+        let mut passes = {
+            let mut latest = self.revocation_passes.lock();
+            let this = Instant::now() + REVOCATION_SECOND;
+            let passes = latest.map_or(this, |known| known.max(this));
+            *latest = Some(passes);
+            passes
+        };
+        loop {
+            tokio::time::sleep_until(passes).await;
+            let latest = self.revocation_passes.lock().unwrap_or(passes);
+            if latest <= passes {
+                return;
+            }
+            passes = latest;
+        }
     }
 
     /// Forget `stale` unless another task already replaced it.
@@ -354,6 +391,7 @@ impl Transport {
     fn authenticate(
         &self,
         generation: u64,
+        requested: Instant,
     ) -> futures::future::BoxFuture<'_, Result<Token, ErrorKind>> {
         Box::pin(async move {
             let req = Request::new(Service::Identity, "issue_token", Method::POST, "")
@@ -364,7 +402,7 @@ impl Transport {
                 .headers
                 .get("x-subject-token")
                 .and_then(|v| v.to_str().ok());
-            Token::from_response(subject, &reply.body, generation)
+            Token::from_response(subject, &reply.body, generation, requested)
         })
     }
 

@@ -53,6 +53,38 @@ async fn a_token_renewed_in_the_second_of_a_revocation_is_renewed_again() {
     assert_eq!(h.counted("compute", "list_flavors", "200"), 2);
 }
 
+/// Two callers refused across one revocation: the second is refused with the token the
+/// first renewed, and renews again in the revocation's second while the first waits for
+/// the next one. Neither may come back with that token: both wait for the second to
+/// pass, and one renews for both.
+#[tokio::test]
+async fn callers_refused_across_a_revocation_wait_for_one_token_of_the_next_second() {
+    let h = harness(SimConfig::fast()).await;
+    h.client.list_flavors().await.unwrap();
+    // Early in a second, so that both renewals fall in the revocation's second.
+    while chrono::Utc::now().timestamp_subsec_millis() > 100 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    h.sim.revoke_tokens();
+    let first = h.client.list_flavors();
+    let second = async {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        h.client.list_flavors().await
+    };
+    let (first, second) = tokio::join!(first, second);
+    first.expect("the first caller gets its flavors");
+    second.expect("the second caller gets its flavors");
+    // On a loaded machine the second caller may start before the first renewed: then
+    // it renews nothing in the revocation's second.
+    let issued = h.calls("identity", "issue_token");
+    assert!(
+        (3..=4).contains(&issued),
+        "the first token, one renewal by each caller in the revocation's second, one \
+         after it for both: {issued}"
+    );
+    assert!(h.counted("compute", "list_flavors", "401") <= 4);
+}
+
 #[tokio::test]
 async fn short_lived_tokens_are_renewed_before_they_expire() {
     let h = harness(SimConfig {
