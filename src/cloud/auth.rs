@@ -383,7 +383,7 @@ mod tests {
             1,
             tokio::time::Instant::now(),
         )
-            .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_else(|e| panic!("{e}"))
     }
 
     #[test]

@@ -60,6 +60,9 @@ const RECREATE: &str =
     validation = immutable_spec_field("bootVolume", "a boot volume is made with its server; create a new VirtualMachine to boot another way")
 )]
 #[serde(rename_all = "camelCase")]
+// The fields most objects leave unset and that are larger than a pointer are boxed:
+// every VirtualMachine the watch cache holds, and every group's template, would
+// otherwise hold their room.
 pub struct VirtualMachineSpec {
     /// Image to boot from: a Glance image name or UUID. Immutable.
     #[schemars(length(min = 1, max = 255))]
@@ -98,7 +101,7 @@ pub struct VirtualMachineSpec {
         rename = "floatingIP",
         skip_serializing_if = "Option::is_none"
     )]
-    pub floating_ip: Option<FloatingIpSpec>,
+    pub floating_ip: Option<Box<FloatingIpSpec>>,
     /// Name of the Nova key pair injected into the server. Immutable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 255))]
@@ -133,11 +136,11 @@ pub struct VirtualMachineSpec {
     /// resized. Read when the object has no server; the ID cannot be changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[x_kube(validation = import_once())]
-    pub import: Option<Import>,
+    pub import: Option<Box<Import>>,
     /// Boot from a new Cinder volume made from `image` (deleted with the server).
     /// Immutable on a VirtualMachine; in a group's template a change rolls out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub boot_volume: Option<BootVolume>,
+    pub boot_volume: Option<Box<BootVolume>>,
     /// Data volumes, attached in this order (at most 16). They outlive the server: a
     /// replacement server gets the same volumes back. A group's replica `<group>-<n>`
     /// keeps its volumes per index, across scale-downs and template changes.
