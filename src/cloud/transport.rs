@@ -349,6 +349,7 @@ impl Transport {
         Ok(token)
     }
 
+    /// Fresh, and not asked for before a revocation's second that has passed since.
     fn usable(&self, token: &Token) -> bool {
         let passed = *self.revocation_passes.lock();
         let asked_in_it =
