@@ -83,9 +83,9 @@ pub(crate) struct Transport {
     token: RwLock<Option<Arc<Token>>>,
     /// Serializes renewals; holds the generation of the last token fetched.
     renew: Mutex<u64>,
-    /// Once this instant passes, a token asked for before it is renewed: a renewed
-    /// token was refused, so a revocation fell in the last [`REVOCATION_SECOND`], and a
-    /// token another task asked for in that second would be refused too.
+    /// When the latest revocation's second seen passes: a renewed token was refused, so
+    /// a revocation fell in the last [`REVOCATION_SECOND`], and a token another task
+    /// asked for in that second would be refused too.
     revocation_passes: Lock<Option<Instant>>,
     permits: Semaphore,
     budgets: Option<Arc<Budgets>>,
@@ -324,18 +324,17 @@ impl Transport {
             .count_project_request(self.project.get().map(String::as_str), req.service.label());
     }
 
-    /// The current token, authenticating when there is none, it is about to expire, or
-    /// it was asked for in a revocation's second that has passed.
+    /// The current token, authenticating when there is none or it is about to expire.
     async fn token(&self) -> Result<Arc<Token>, ErrorKind> {
         if let Some(t) = self.token.read().await.as_ref()
-            && self.usable(t)
+            && t.is_fresh(chrono::Utc::now())
         {
             return Ok(t.clone());
         }
         let mut generation = self.renew.lock().await;
         // Someone else may have renewed while we waited for the lock.
         if let Some(t) = self.token.read().await.as_ref()
-            && self.usable(t)
+            && t.is_fresh(chrono::Utc::now())
         {
             return Ok(t.clone());
         }
@@ -349,16 +348,9 @@ impl Transport {
         Ok(token)
     }
 
-    /// Fresh, and not asked for before a revocation's second that has passed since.
-    fn usable(&self, token: &Token) -> bool {
-        let passed = *self.revocation_passes.lock();
-        let asked_in_it =
-            passed.is_some_and(|passed| token.requested < passed && Instant::now() >= passed);
-        token.is_fresh(chrono::Utc::now()) && !asked_in_it
-    }
-
-    /// Marks a revocation as having fallen within the last [`REVOCATION_SECOND`] and
-    /// waits until the latest one so marked has passed.
+    /// Marks a revocation as having fallen within the last [`REVOCATION_SECOND`], waits
+    /// until the latest one so marked has passed, and forgets the current token if it
+    /// was asked for before then: the first task to wake renews for all.
     async fn wait_for_revocation_to_pass(&self) {
         let mut passes = {
             let mut latest = self.revocation_passes.lock();
@@ -371,9 +363,13 @@ impl Transport {
             tokio::time::sleep_until(passes).await;
             let latest = self.revocation_passes.lock().unwrap_or(passes);
             if latest <= passes {
-                return;
+                break;
             }
             passes = latest;
+        }
+        let mut current = self.token.write().await;
+        if current.as_ref().is_some_and(|t| t.requested < passes) {
+            *current = None;
         }
     }
 
