@@ -3,7 +3,8 @@
 //! servers serve them, with their NS and SOA record sets), listed by name, shown and
 //! deleted; A and AAAA record sets created, listed by name and type in `limit`/`marker`
 //! pages, updated and deleted. A change is `PENDING` for the simulator's `lb_delay`,
-//! then `ACTIVE`. Deliberately not here: other record types' syntax, shared zones,
+//! then `ACTIVE`; a record set's change leaves its zone `PENDING` `UPDATE` as long, and
+//! a zone deleted meanwhile ends `ERROR` `DELETE` until deleted again. Deliberately not here: other record types' syntax, shared zones,
 //! imports, exports, transfers, quotas.
 
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -113,11 +114,11 @@ fn pending_until(ready_at: Instant) -> &'static str {
 }
 
 fn zone_view(sim: &Sim, project: &str, z: &DnsZone) -> Value {
-    let status = pending_until(z.ready_at);
+    let status = z.status(Instant::now());
     json!({"id": z.id, "pool_id": "794ccc2c-d751-44fe-b57f-8894c9f5c842", "project_id": project,
         "name": z.name, "email": z.email, "description": z.description, "ttl": z.ttl,
         "serial": shown_serial(z, status), "shared": false, "status": status,
-        "action": if status == "PENDING" { z.action } else { "NONE" }, "version": z.version,
+        "action": if status == "ACTIVE" { "NONE" } else { z.action }, "version": z.version,
         "attributes": {}, "type": "PRIMARY", "masters": [], "created_at": z.created,
         "updated_at": z.updated, "transferred_at": null,
         "links": {"self": format!("{}{P}/zones/{}", sim.base, z.id)}})
@@ -313,6 +314,7 @@ fn new_zone(
         version: 1,
         action: "CREATE",
         ready_at,
+        delete_fails: false,
         seq,
     };
     let soa = format!(
@@ -445,7 +447,8 @@ async fn zone_nameservers(
 }
 
 /// Deletes the zone and every record set in it once the name servers dropped it: until
-/// then Designate still shows it, `PENDING` `DELETE`.
+/// then Designate still shows it, `PENDING` `DELETE`. A delete that races a change still
+/// being published ends in `ERROR` `DELETE` (see [`DnsZone::delete_fails`]).
 async fn delete_zone(
     State(sim): State<Sim>,
     Path(zone): Path<String>,
@@ -459,7 +462,7 @@ async fn delete_zone(
         .zones
         .get_mut(&zone)
         .ok_or_else(zone_not_found)?;
-    z.change("DELETE", ready_at);
+    z.delete(Instant::now(), ready_at);
     let view = zone_view(&sim, &project, z);
     w.schedule(ready_at);
     Ok(wire::respond(202, Some(JSON), &[], Some(&view)))
@@ -554,6 +557,7 @@ async fn create_record_set(
         text("description"),
         ready_at,
     );
+    publish_change(&mut w, &zone, ready_at);
     let view = record_set_view(&sim, &project, &zone_name, &set);
     let location = format!("{}{P}/zones/{zone}/recordsets/{}", sim.base, set.id);
     Ok(wire::respond(
@@ -562,6 +566,14 @@ async fn create_record_set(
         &[("location", location)],
         Some(&view),
     ))
+}
+
+/// A record set of `zone` was created, changed or deleted: the zone publishes it until
+/// `ready_at`.
+fn publish_change(w: &mut World, zone: &str, ready_at: Instant) {
+    if let Some(z) = w.designate.zones.get_mut(zone) {
+        z.record_set_changed(ready_at);
+    }
 }
 
 /// The zone's name, when `name` belongs in it and has no record set of `type_` yet;
@@ -640,6 +652,7 @@ async fn update_record_set(
     set.action = "UPDATE";
     set.ready_at = Instant::now() + delay;
     let view = record_set_view(&sim, &project, &zone_name, set);
+    publish_change(&mut w, &zone, Instant::now() + delay);
     Ok(wire::respond(202, Some(JSON), &[], Some(&view)))
 }
 
@@ -662,6 +675,8 @@ async fn delete_record_set(
     let mut view = record_set_view(&sim, &project, &zone_name, &set);
     view["status"] = json!("PENDING");
     view["action"] = json!("DELETE");
+    let ready_at = Instant::now() + w.lb_delay;
+    publish_change(&mut w, &zone, ready_at);
     Ok(wire::respond(202, Some(JSON), &[], Some(&view)))
 }
 

@@ -6,8 +6,13 @@
 
 pub mod command;
 
+use std::time::Duration;
+
+use tokio::time::Instant;
+
 use crate::cloud::CloudError;
 use crate::cloud::CloudServices;
+use crate::cloud::ids::DnsZoneId;
 use crate::cloud::model::dns::{DnsZone, RecordSet, held_in_zone};
 use crate::cloud::model::key_manager::StoredSecret;
 use crate::cloud::model::loadbalancing::LbFilter;
@@ -89,10 +94,17 @@ async fn designate(
     Ok((zones, sets))
 }
 
+/// How long a zone is waited for to publish its last change (Designate takes about
+/// 10 s) before its delete is given up.
+const PUBLISHED_WITHIN: Duration = Duration::from_secs(120);
+
 /// Deletes an orphaned zone only once it holds no record set but its NS and SOA:
-/// Designate would take any other (someone's data) with it.
+/// Designate would take any other (someone's data) with it. Not while a change is being
+/// published (its record sets deleted just before): the change can put the zone back
+/// on the name servers behind the delete, which Designate then gives up.
 async fn delete_zone(dns: &dyn Dns, id: &str, name: &str) -> Result<(), CloudError> {
     let zone = id.into();
+    published(dns, &zone, name).await?;
     let held = held_in_zone(name, &dns.list_zone_record_sets(&zone).await?);
     if !held.is_empty() {
         let message = format!(
@@ -106,6 +118,32 @@ async fn delete_zone(dns: &dyn Dns, id: &str, name: &str) -> Result<(), CloudErr
         return Err(CloudError::new(format!("delete DNS zone {name}"), kind));
     }
     dns.delete_zone(&zone).await
+}
+
+/// Waits until zone `name` is not `PENDING`, for [`PUBLISHED_WITHIN`] at most.
+async fn published(dns: &dyn Dns, zone: &DnsZoneId, name: &str) -> Result<(), CloudError> {
+    let deadline = Instant::now() + PUBLISHED_WITHIN;
+    let mut pause = Duration::from_millis(100);
+    loop {
+        let shown = dns.get_zone(zone).await?;
+        if !shown.is_pending() {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            let message = format!(
+                "Designate is still publishing its last change ({}) after {} s: delete it once it is ACTIVE",
+                shown.action.to_lowercase(),
+                PUBLISHED_WITHIN.as_secs()
+            );
+            let kind = ErrorKind::Conflict {
+                message,
+                immutable: false,
+            };
+            return Err(CloudError::new(format!("delete DNS zone {name}"), kind));
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_secs(2));
+    }
 }
 
 /// Deletes `orphans`: record sets, zones (only empty ones), floating IPs, load balancers (with everything under them), their

@@ -3,8 +3,9 @@
 //! sets are created (202, `PENDING`), listed by name and type in `limit`/`marker` pages
 //! with Designate's `links.next`, updated and deleted (gone from the API at once); a
 //! zone is patched (`PENDING` `UPDATE`), lists its name servers, and once deleted is
-//! shown `PENDING` `DELETE` until its name servers drop it; its name is unique across
-//! projects. Each refusal is the recorded one, word for word.
+//! shown `PENDING` `DELETE` until its name servers drop it (`ERROR` `DELETE` when the
+//! delete raced a record set's change, which leaves the zone `PENDING` `UPDATE`); its
+//! name is unique across projects. Each refusal is the recorded one, word for word.
 #![allow(clippy::unwrap_used)]
 
 use crate::sim_support;
@@ -252,6 +253,95 @@ async fn a_zone_is_patched_pending_its_serial_following_once_served() {
     );
 }
 
+/// What `GET path` answers once `done` holds of it (polled for 2 s at most).
+async fn shown_once(c: &Client, path: &str, done: impl Fn(u16, &Value) -> bool) -> Value {
+    for _ in 0..100 {
+        let (status, shown) = send(c, Method::GET, path, None).await;
+        if done(status, &shown) {
+            return shown;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    panic!("{path} never showed what was waited for");
+}
+
+/// The zone once its name servers serve what it holds.
+async fn served(c: &Client, path: &str) -> Value {
+    shown_once(c, path, |_, zone| zone["status"] == "ACTIVE").await
+}
+
+/// A served zone `wire.test.` with record set `www` just created in it: the zone's
+/// path, the serial it served before, and the record set's path.
+async fn served_with_www(c: &Client) -> (String, u64, String) {
+    let id = zone(c, "wire.test.").await;
+    let path = format!("{ZONES}/{id}");
+    let serial = served(c, &path).await["serial"].as_u64().unwrap();
+    let sets = format!("{path}/recordsets");
+    let www = Some(a("www.wire.test.", "192.0.2.10"));
+    let (status, made) = send(c, Method::POST, &sets, www).await;
+    assert_eq!(status, 202, "{made}");
+    let set = format!("{sets}/{}", made["id"].as_str().unwrap());
+    (path, serial, set)
+}
+
+/// Right after a change of one of its record sets (`what`), the zone at `path` is
+/// `PENDING` `UPDATE` and still shows `serial`; the next serial is shown once served.
+async fn publishes(c: &Client, path: &str, serial: u64, what: &str) -> u64 {
+    let (_, zone) = send(c, Method::GET, path, None).await;
+    assert_eq!(
+        (zone["status"].as_str(), zone["action"].as_str()),
+        (Some("PENDING"), Some("UPDATE")),
+        "right after {what}"
+    );
+    assert_eq!(zone["serial"], serial, "not served yet right after {what}");
+    let now = served(c, path).await["serial"].as_u64().unwrap();
+    assert!(now > serial, "the next serial is served after {what}");
+    now
+}
+
+/// As on the real Designate 23: creating, changing or deleting a record set leaves its
+/// zone `PENDING` `UPDATE` until the name servers serve the next serial.
+#[tokio::test]
+async fn a_record_set_change_leaves_its_zone_pending_update_until_served() {
+    let c = Client::fast().await;
+    let (path, serial, set) = served_with_www(&c).await;
+    let serial = publishes(&c, &path, serial, "a create").await;
+    let records = json!({"records": ["192.0.2.11"]});
+    let (status, _) = send(&c, Method::PUT, &set, Some(records)).await;
+    assert_eq!(status, 202);
+    let serial = publishes(&c, &path, serial, "an update").await;
+    let (status, _) = send(&c, Method::DELETE, &set, None).await;
+    assert_eq!(status, 202);
+    publishes(&c, &path, serial, "a delete").await;
+}
+
+/// Seen on the real Designate 23: a zone deleted while a record set's change was still
+/// being published was put back on the name servers by that change, and the delete
+/// ended in `ERROR` `DELETE` with the zone kept. A second delete takes it.
+#[tokio::test]
+async fn a_zone_deleted_while_a_change_is_published_ends_in_error_until_deleted_again() {
+    let c = Client::fast().await;
+    let (path, _, _) = served_with_www(&c).await;
+    let (status, deleted) = send(&c, Method::DELETE, &path, None).await;
+    assert_eq!((status, deleted["action"].as_str()), (202, Some("DELETE")));
+    let failed = shown_once(&c, &path, |_, zone| zone["status"] != "PENDING").await;
+    assert_eq!(
+        (failed["status"].as_str(), failed["action"].as_str()),
+        (Some("ERROR"), Some("DELETE")),
+        "{failed}"
+    );
+    let (status, again) = send(&c, Method::DELETE, &path, None).await;
+    assert_eq!(
+        (status, again["status"].as_str(), again["action"].as_str()),
+        (202, Some("PENDING"), Some("DELETE"))
+    );
+    let gone = shown_once(&c, &path, |status, _| status == 404).await;
+    assert_eq!(
+        gone["type"], "zone_not_found",
+        "a second delete takes the zone"
+    );
+}
+
 #[tokio::test]
 async fn a_deleted_zone_is_shown_pending_delete_until_its_name_servers_drop_it() {
     let c = Client::fast().await;
@@ -267,16 +357,7 @@ async fn a_deleted_zone_is_shown_pending_delete_until_its_name_servers_drop_it()
     assert_eq!((status, shown["action"].as_str()), (200, Some("DELETE")));
     let (_, listed) = send(&c, Method::GET, &format!("{ZONES}?name=wire.test."), None).await;
     assert_eq!(listed["zones"][0]["action"], "DELETE");
-    let mut gone = None;
-    for _ in 0..100 {
-        let (status, body) = send(&c, Method::GET, &path, None).await;
-        if status == 404 {
-            gone = Some(body);
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    let gone = gone.expect("gone once served");
+    let gone = shown_once(&c, &path, |status, _| status == 404).await;
     assert_eq!(gone["type"], "zone_not_found");
 }
 

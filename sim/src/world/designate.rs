@@ -17,10 +17,15 @@ pub(crate) struct DnsZone {
     /// The SOA serial: one up per change.
     pub serial: u64,
     pub version: u64,
-    /// What `PENDING` is about: `CREATE`, `UPDATE`.
+    /// What `PENDING` is about: `CREATE`, `UPDATE`, `DELETE`.
     pub action: &'static str,
     /// `PENDING` before this instant (the name servers are told), `ACTIVE` after.
     pub ready_at: Instant,
+    /// A delete that came while a change was still being published: the change can
+    /// reach the name servers after the delete and put the zone back, and Designate
+    /// gives up on the delete (`ERROR` `DELETE`, the zone kept). Seen on the real
+    /// Designate 23; the simulator always takes that turn. Another delete starts over.
+    pub delete_fails: bool,
     pub seq: u64,
 }
 
@@ -45,12 +50,38 @@ pub(crate) struct RecordSet {
 }
 
 impl DnsZone {
+    /// `PENDING` before `ready_at`, then `ACTIVE` (or `ERROR`, for a failed delete).
+    pub fn status(&self, now: Instant) -> &'static str {
+        match (now < self.ready_at, self.delete_fails) {
+            (true, _) => "PENDING",
+            (false, true) => "ERROR",
+            (false, false) => "ACTIVE",
+        }
+    }
+
+    /// Deleted by a request: the delete races a change still being published.
+    pub fn delete(&mut self, now: Instant, ready_at: Instant) {
+        self.delete_fails = self.action == "UPDATE" && now < self.ready_at;
+        self.change("DELETE", ready_at);
+    }
+
     /// A change Designate takes (`UPDATE`, `DELETE`): `PENDING` until `ready_at`.
     pub fn change(&mut self, action: &'static str, ready_at: Instant) {
         self.action = action;
         self.version += 1;
         self.updated = Some(crate::wire::ts_micro_naive(chrono::Utc::now()));
         self.ready_at = ready_at;
+    }
+
+    /// One of its record sets was created, changed or deleted: as Designate does, the
+    /// zone is `PENDING` `UPDATE` with the next serial until the name servers serve it
+    /// (a zone being deleted stays so).
+    pub fn record_set_changed(&mut self, ready_at: Instant) {
+        if self.action == "DELETE" {
+            return;
+        }
+        self.serial += 1;
+        self.change("UPDATE", ready_at.max(self.ready_at));
     }
 }
 
@@ -65,7 +96,7 @@ impl Designate {
     /// Drops the zones whose delete the name servers finished (with their record
     /// sets); the instants of those still to finish.
     pub fn settle(&mut self, now: Instant) -> Vec<Instant> {
-        let going = |z: &DnsZone| z.action == "DELETE";
+        let going = |z: &DnsZone| z.action == "DELETE" && !z.delete_fails;
         let later = self.zones.values().filter(|z| going(z) && z.ready_at > now);
         let later: Vec<Instant> = later.map(|z| z.ready_at).collect();
         let gone: Vec<String> = self

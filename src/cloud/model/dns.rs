@@ -38,6 +38,11 @@ impl DnsZone {
     pub fn is_going(&self) -> bool {
         self.action == "DELETE"
     }
+
+    /// Designate gave up on its last change.
+    pub fn is_failed(&self) -> bool {
+        self.status == "ERROR"
+    }
 }
 
 /// The record sets of `sets` that are not zone `zone_name`'s own NS and SOA (which

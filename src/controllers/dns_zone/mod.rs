@@ -310,7 +310,7 @@ fn ready(name: &str, outcome: &Outcome) -> (Status, &'static str, String) {
             PROVISIONING,
             format!("DNS zone {name} is being created"),
         ),
-        Some(zone) if zone.status == "ERROR" => (Status::False, ZONE_ERROR, error_message(name)),
+        Some(zone) if zone.is_failed() => (Status::False, ZONE_ERROR, error_message(name)),
         Some(zone) if zone.is_pending() || outcome.wrote.is_some() => (
             Status::False,
             PROVISIONING,

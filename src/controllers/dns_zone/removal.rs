@@ -54,30 +54,49 @@ pub async fn cleanup(
     if detach {
         return detached(dns.as_ref(), &zone, &ctx, &obj, &key).await;
     }
-    if zone.is_going() {
-        return Ok(Cleanup::Wait(ctx.timing.poll));
-    }
-    let others = held_names(dns.as_ref(), &zone, &key).await?;
-    if !others.is_empty() {
-        let note = format!(
-            "DNS zone {} still holds {}: it is deleted once they are gone (delete the objects whose dns names them, or the record sets by hand)",
-            zone.name,
-            others.join(", ")
-        );
-        publish(
-            &ctx.recorder,
-            &*obj,
-            EventType::Warning,
-            "ZoneNotEmpty",
-            note,
-            "Delete",
-        )
-        .await;
-        return Ok(Cleanup::Wait(ctx.timing.resync));
+    if let Some(wait) = held_back(dns.as_ref(), &zone, &ctx, &obj, &key).await? {
+        return Ok(wait);
     }
     ignore_not_found(dns.delete_zone(&zone.id).await)
         .map_err(ReconcileError::cloud("delete the DNS zone", &key))?;
     Ok(Cleanup::Wait(ctx.timing.poll))
+}
+
+/// How long the zone's delete waits, if it does: while Designate publishes a change of
+/// it, or while it holds record sets other than its own NS and SOA.
+async fn held_back(
+    dns: &dyn Dns,
+    zone: &DnsZone,
+    ctx: &Context,
+    obj: &DNSZone,
+    key: &str,
+) -> Result<Option<Cleanup>, ReconcileError> {
+    // Not while a change is being published (a record set the objects in the zone
+    // just took off): a delete races that change, which can put the zone back on the
+    // name servers behind it, and Designate gives the delete up (ERROR). A delete given
+    // up is sent again.
+    if zone.is_pending() {
+        return Ok(Some(Cleanup::Wait(ctx.timing.poll)));
+    }
+    let others = held_names(dns, zone, key).await?;
+    if others.is_empty() {
+        return Ok(None);
+    }
+    let note = format!(
+        "DNS zone {} still holds {}: it is deleted once they are gone (delete the objects whose dns names them, or the record sets by hand)",
+        zone.name,
+        others.join(", ")
+    );
+    publish(
+        &ctx.recorder,
+        obj,
+        EventType::Warning,
+        "ZoneNotEmpty",
+        note,
+        "Delete",
+    )
+    .await;
+    Ok(Some(Cleanup::Wait(ctx.timing.resync)))
 }
 
 /// `detach-on-delete`: the zone stays, without the owner record.
