@@ -4,8 +4,8 @@
 //! deleted; A and AAAA record sets created, listed by name and type in `limit`/`marker`
 //! pages, updated and deleted. A change is `PENDING` for the simulator's `lb_delay`,
 //! then `ACTIVE`; a record set's change leaves its zone `PENDING` `UPDATE` as long, and
-//! a zone deleted meanwhile ends `ERROR` `DELETE` until deleted again. Deliberately not here: other record types' syntax, shared zones,
-//! imports, exports, transfers, quotas.
+//! a zone deleted meanwhile ends `ERROR` `DELETE` until deleted again. Deliberately not
+//! here: other record types' syntax, shared zones, imports, exports, transfers, quotas.
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::time::Instant;
@@ -651,8 +651,9 @@ async fn update_record_set(
     set.updated = Some(wire::ts_micro_naive(Utc::now()));
     set.action = "UPDATE";
     set.ready_at = Instant::now() + delay;
+    let ready_at = set.ready_at;
     let view = record_set_view(&sim, &project, &zone_name, set);
-    publish_change(&mut w, &zone, Instant::now() + delay);
+    publish_change(&mut w, &zone, ready_at);
     Ok(wire::respond(202, Some(JSON), &[], Some(&view)))
 }
 

@@ -2,9 +2,9 @@
 //! owner record, reported Ready with its ID, serial and name servers, its TTL put back
 //! when edited; a LoadBalancer names it; deleting the DNSZone waits while the
 //! LoadBalancer's name is in it and deletes the zone once it is gone and Designate has
-//! published its removal. A zone made by
-//! hand is refused (`ZoneOwnedByAnother`) and taken over with `spec.import`; a crash
-//! after the create leaves one zone, found again by its owner record.
+//! published its removal. A zone made by hand is refused (`ZoneOwnedByAnother`) and
+//! taken over with `spec.import`; a crash after the create leaves one zone, found again
+//! by its owner record.
 
 use crate::support;
 
@@ -18,6 +18,7 @@ use support::e2e::{Env, eventually, sample, test_timing};
 use verda_api::conditions::{READY, find_condition, is_true};
 use verda_api::v1alpha1::{DNSZone, LoadBalancer};
 use verda_operator::cloud::model::dns::{CreateZone, DnsZone};
+use verda_operator::runtime::Timing;
 use verda_operator::sim::SimConfig;
 
 const LIMIT: Duration = Duration::from_secs(30);
@@ -129,7 +130,7 @@ async fn a_zone_is_deleted_once_the_removal_of_its_last_name_is_published() {
         lb_delay: Duration::from_millis(600),
         ..SimConfig::fast()
     };
-    let timing = verda_operator::runtime::Timing {
+    let timing = Timing {
         resync: Duration::from_millis(200),
         ..test_timing()
     };
