@@ -25,7 +25,12 @@ const CAP: Duration = Duration::from_secs(300);
 
 /// An object's key in the bookkeeping: `<controller>/<namespace>/<name>`.
 pub fn key_of<K: Managed>(obj: &K) -> String {
-    format!("{}/{}", K::CONTROLLER, object_key(obj))
+    key_named::<K>(&object_key(obj))
+}
+
+/// [`key_of`] the object whose `<namespace>/<name>` is `object`.
+pub fn key_named<K: Managed>(object: &str) -> String {
+    format!("{}/{object}", K::CONTROLLER)
 }
 
 /// The namespace a key of [`key_of`] names.

@@ -14,6 +14,8 @@ use serde_json::json;
 use verda_api::conditions::{NewCondition, READY, Status, set_condition};
 use verda_api::v1alpha1::ReconcilePolicy;
 
+use crate::caches::watch::index::Keyed;
+use crate::caches::watch::packed::Packed;
 use crate::cloud::write_log;
 use crate::metrics::{ControllerLabels, ReconcileLabels};
 use crate::runtime::backoff;
@@ -67,6 +69,29 @@ pub fn reconcile_in_task<K: Reconciler>(
         result
     })
 }
+
+/// [`reconcile_in_task`] of an object its store holds [`Packed`], decoded first.
+pub fn reconcile_packed<K: Reconciler + Keyed>(
+    packed: Arc<Packed<K>>,
+    ctx: Arc<Context>,
+) -> ReconcileTask<Result<Action, ReconcileError>> {
+    match packed.unpack() {
+        Ok(obj) => reconcile_in_task(Arc::new(obj), ctx),
+        Err(error) => {
+            // Only a defect leaves a store's copy unreadable; the next change of the
+            // object replaces it.
+            tracing::error!(
+                controller = K::CONTROLLER,
+                retry_in_ms = UNREADABLE_RETRY.as_millis() as u64,
+                "{error}; not reconciled until it changes or the retry"
+            );
+            ReconcileTask::spawn(async { Ok(Action::requeue(UNREADABLE_RETRY)) })
+        }
+    }
+}
+
+/// When an object whose stored copy did not decode is tried again.
+const UNREADABLE_RETRY: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Reconciles `obj`: [`converge`] while it lives, its kind's cleanup once it is being
 /// deleted, inside the finalizer protocol; records metrics and reports failures on the
@@ -165,13 +190,26 @@ fn count_reconcile(
 /// The controller's error policy: slow for terminal errors, jittered exponential
 /// backoff otherwise, never sooner than the cloud's Retry-After.
 pub fn error_policy<K: Managed>(obj: Arc<K>, error: &ReconcileError, ctx: Arc<Context>) -> Action {
-    let key = backoff::key_of(&*obj);
+    retry_after::<K>(&object_key(&*obj), error, &ctx)
+}
+
+/// [`error_policy`] of an object its store holds [`Packed`].
+pub fn packed_error_policy<K: Managed>(
+    packed: Arc<Packed<K>>,
+    error: &ReconcileError,
+    ctx: Arc<Context>,
+) -> Action {
+    retry_after::<K>(&object_key(&*packed), error, &ctx)
+}
+
+fn retry_after<K: Managed>(object: &str, error: &ReconcileError, ctx: &Context) -> Action {
+    let key = backoff::key_named::<K>(object);
     let delay = ctx
         .backoff
         .next(&key, error.is_terminal(), error.retry_after());
     tracing::warn!(
         controller = K::CONTROLLER,
-        object = %object_key(&*obj),
+        object,
         category = error.category(),
         retry_in_ms = delay.as_millis() as u64,
         "{error}"

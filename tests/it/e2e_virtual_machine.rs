@@ -146,7 +146,9 @@ async fn the_cache_keeps_no_copy_of_kubectl_s_last_applied_record_and_the_object
         .virtual_machines
         .store
         .get(&kube::runtime::reflector::ObjectRef::new("vm-sample").within(&env.ns))
-        .expect("in the cache");
+        .expect("in the cache")
+        .unpack()
+        .expect("the cached copy decodes");
     let annotations = cached.metadata.annotations.clone().unwrap_or_default();
     assert!(!annotations.contains_key(LAST_APPLIED), "{annotations:?}");
     assert_eq!(annotations.get("team").map(String::as_str), Some("web"));

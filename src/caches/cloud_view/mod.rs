@@ -57,6 +57,7 @@ pub use surroundings::Surroundings;
 pub use volumes::{VolumeOwner, VolumeView};
 pub use zones::ZoneView;
 
+use crate::caches::watch::packed::Packed;
 use crate::cloud::CloudServices;
 use crate::cloud::model::compute::Server;
 use crate::cloud::model::loadbalancing::LbFilter;
@@ -323,9 +324,9 @@ async fn list_once_since(tried: &Tried, since: Option<Instant>, listing: impl Fu
 /// The reconciles a refresh (or a changed credentials Secret) wakes.
 #[derive(Clone)]
 pub struct Wakers {
-    pub virtual_machines: mpsc::UnboundedSender<ObjectRef<VirtualMachine>>,
-    pub groups: mpsc::UnboundedSender<ObjectRef<VirtualMachineGroup>>,
-    pub load_balancers: mpsc::UnboundedSender<ObjectRef<LoadBalancer>>,
+    pub virtual_machines: mpsc::UnboundedSender<ObjectRef<Packed<VirtualMachine>>>,
+    pub groups: mpsc::UnboundedSender<ObjectRef<Packed<VirtualMachineGroup>>>,
+    pub load_balancers: mpsc::UnboundedSender<ObjectRef<Packed<LoadBalancer>>>,
     /// A changed credentials Secret only: a refresh has nothing to tell a DNSZone.
     pub dns_zones: mpsc::UnboundedSender<ObjectRef<DNSZone>>,
     /// A changed credentials Secret, or a VirtualMachine that may use the group.
@@ -334,9 +335,9 @@ pub struct Wakers {
 
 /// The streams the controllers take those wake-ups from.
 pub struct WakeUps {
-    pub virtual_machines: BoxStream<'static, ObjectRef<VirtualMachine>>,
-    pub groups: BoxStream<'static, ObjectRef<VirtualMachineGroup>>,
-    pub load_balancers: BoxStream<'static, ObjectRef<LoadBalancer>>,
+    pub virtual_machines: BoxStream<'static, ObjectRef<Packed<VirtualMachine>>>,
+    pub groups: BoxStream<'static, ObjectRef<Packed<VirtualMachineGroup>>>,
+    pub load_balancers: BoxStream<'static, ObjectRef<Packed<LoadBalancer>>>,
     pub dns_zones: BoxStream<'static, ObjectRef<DNSZone>>,
     pub security_groups: BoxStream<'static, ObjectRef<SecurityGroup>>,
 }

@@ -16,9 +16,13 @@
 //! the groups and VirtualMachines a LoadBalancer draws on), updated right after the store,
 //! so reconciles and watch mappers look up a group's members instead of scanning the
 //! namespace: with every object in one namespace that scan made convergence quadratic.
+//!
+//! The kinds a fleet has thousands of (VirtualMachines, groups, LoadBalancers) are
+//! stored [`packed`]: deflated, decoded where read.
 
 pub mod index;
 pub mod namespaced;
+pub mod packed;
 mod stream;
 
 pub use stream::owns_spec_replicas;
@@ -40,6 +44,7 @@ use verda_api::v1alpha1::{
 
 use self::index::{KeyIndex, Keyed};
 use self::namespaced::{Namespaced, Watches};
+use self::packed::Packed;
 use self::stream::{Listed, Passed, by_reference, in_store, watch};
 use crate::caches::Reach;
 use crate::leases::assignment::{Assignment, Coverage, OwnedNamespaces};
@@ -140,18 +145,18 @@ where
 /// The stores every reconcile reads: one per kind, filled by one watch each.
 #[derive(Clone)]
 pub struct WatchCaches {
-    pub virtual_machines: Cache<VirtualMachine>,
-    pub groups: Cache<VirtualMachineGroup>,
-    pub load_balancers: Cache<LoadBalancer>,
+    pub virtual_machines: Cache<Packed<VirtualMachine>>,
+    pub groups: Cache<Packed<VirtualMachineGroup>>,
+    pub load_balancers: Cache<Packed<LoadBalancer>>,
     pub dns_zones: Cache<DNSZone>,
     pub security_groups: Cache<SecurityGroup>,
 }
 
 /// The write ends of [`WatchCaches`], taken by the watches that fill them.
 pub struct Writers {
-    virtual_machines: CacheWriter<VirtualMachine>,
-    groups: CacheWriter<VirtualMachineGroup>,
-    load_balancers: CacheWriter<LoadBalancer>,
+    virtual_machines: CacheWriter<Packed<VirtualMachine>>,
+    groups: CacheWriter<Packed<VirtualMachineGroup>>,
+    load_balancers: CacheWriter<Packed<LoadBalancer>>,
     dns_zones: CacheWriter<DNSZone>,
     security_groups: CacheWriter<SecurityGroup>,
 }
@@ -361,12 +366,33 @@ where
     }
 }
 
+impl<K> Feed<Packed<K>>
+where
+    K: Resource<DynamicType = ()>
+        + Keyed
+        + serde::Serialize
+        + DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+{
+    /// Every change of the kind, as [`Feed::subscribe`], each object decoded: for
+    /// mappers that read more than an object's name and keys.
+    pub fn unpacked(&mut self) -> Changes<K> {
+        self.subscribe()
+            .filter_map(|packed| {
+                futures::future::ready(packed::unpacked(std::slice::from_ref(&packed)).pop())
+            })
+            .boxed()
+    }
+}
+
 /// The kinds' feeds; controllers subscribe before [`Feeds::run`] starts them.
 #[derive(Default)]
 pub struct Feeds {
-    pub virtual_machines: Feed<VirtualMachine>,
-    pub groups: Feed<VirtualMachineGroup>,
-    pub load_balancers: Feed<LoadBalancer>,
+    pub virtual_machines: Feed<Packed<VirtualMachine>>,
+    pub groups: Feed<Packed<VirtualMachineGroup>>,
+    pub load_balancers: Feed<Packed<LoadBalancer>>,
     pub dns_zones: Feed<DNSZone>,
     pub security_groups: Feed<SecurityGroup>,
 }

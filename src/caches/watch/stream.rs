@@ -42,10 +42,13 @@ where
 {
     watcher(api, watcher::Config::default().any_semantic())
         .default_backoff()
-        .modify(|obj| {
-            keep_replicas_owner(obj.managed_fields_mut());
-            drop_last_applied(&mut obj.meta_mut().annotations);
-        })
+        .modify(trim)
+}
+
+/// Drops from `obj` what no decision reads (see [`watch`]).
+pub(super) fn trim<K: Resource>(obj: &mut K) {
+    keep_replicas_owner(obj.managed_fields_mut());
+    drop_last_applied(&mut obj.meta_mut().annotations);
 }
 
 /// The annotation `kubectl apply` records the applied object in.

@@ -39,12 +39,13 @@ use verda_api::v1alpha1::{
 
 use crate::caches::cloud_view::ProjectView;
 use crate::caches::watch::index::{Keyed, group_key, vm_key};
+use crate::caches::watch::packed::{Packed, unpacked};
 use crate::caches::watch::{Cache, Feeds};
 use crate::cloud::ids::LoadBalancerId;
 use crate::cloud::owner::port_record;
 use crate::cloud::{CloudError, Dns, LoadBalancing, Network};
 use crate::controllers::dns_records;
-use crate::runtime::driver::{error_policy, reconcile_in_task};
+use crate::runtime::driver::{packed_error_policy, reconcile_packed};
 use crate::runtime::events::reconcile_event;
 use crate::runtime::lifecycle::Removal;
 use crate::runtime::object::{managed_kind, object_key, object_labels};
@@ -59,7 +60,7 @@ managed_kind!(LoadBalancer, "loadbalancer", finalizers::LOAD_BALANCER);
 pub fn run(
     ctx: Arc<Context>,
     feeds: &mut Feeds,
-    refreshed: BoxStream<'static, ObjectRef<LoadBalancer>>,
+    refreshed: BoxStream<'static, ObjectRef<Packed<LoadBalancer>>>,
 ) -> impl Future<Output = ()> + use<> {
     let lbs = ctx.caches.current().load_balancers;
     let by_vm = lbs.clone();
@@ -69,7 +70,7 @@ pub fn run(
     feeds
         .load_balancers
         .controller(lbs.store)
-        .watches_shared_stream(feeds.virtual_machines.subscribe(), move |vm| {
+        .watches_shared_stream(feeds.virtual_machines.unpacked(), move |vm| {
             if !membership_changed(&seen, &vm) {
                 return Vec::new();
             }
@@ -78,7 +79,7 @@ pub fn run(
             keys.push(vm_key(&vm.name_any()));
             drawing_on(&by_vm, &*vm, &keys, |rs| real_servers::draws_from(rs, &vm))
         })
-        .watches_shared_stream(feeds.groups.subscribe(), move |group| {
+        .watches_shared_stream(feeds.groups.unpacked(), move |group| {
             // Only a group's coming and going matters here; its members wake the
             // LoadBalancers through the VirtualMachine watch.
             let key = object_key(&*group);
@@ -99,7 +100,7 @@ pub fn run(
             })
         })
         .reconcile_on(refreshed)
-        .run(reconcile_in_task::<LoadBalancer>, error_policy, ctx)
+        .run(reconcile_packed, packed_error_policy, ctx)
         .for_each(|_| futures::future::ready(()))
 }
 
@@ -133,17 +134,20 @@ fn membership_changed(seen: &Mutex<HashMap<String, Membership>>, vm: &VirtualMac
 /// The LoadBalancers of `obj`'s namespace related to one of `keys` with a port whose
 /// real servers satisfy `draws`.
 fn drawing_on(
-    cache: &Cache<LoadBalancer>,
+    cache: &Cache<Packed<LoadBalancer>>,
     obj: &impl kube::Resource,
     keys: &[String],
     draws: impl Fn(&verda_api::v1alpha1::RealServers) -> bool,
-) -> Vec<ObjectRef<LoadBalancer>> {
+) -> Vec<ObjectRef<Packed<LoadBalancer>>> {
     let namespace = obj.meta().namespace.clone().unwrap_or_default();
-    let mut lbs: Vec<ObjectRef<LoadBalancer>> = keys
+    let related: Vec<_> = keys
         .iter()
         .flat_map(|key| cache.with_key_now(&namespace, key))
+        .collect();
+    let mut lbs: Vec<ObjectRef<Packed<LoadBalancer>>> = unpacked(&related)
+        .iter()
         .filter(|lb| lb.spec.ports.iter().any(|p| draws(&p.real_servers)))
-        .map(|lb| ObjectRef::from_obj(&*lb))
+        .map(|lb| ObjectRef::new(&lb.name_any()).within(&namespace))
         .collect();
     lbs.sort_by(|a, b| a.name.cmp(&b.name));
     lbs.dedup();

@@ -12,7 +12,8 @@ use verda_api::v1alpha1::{
 };
 
 use crate::caches::watch::index::{DrawnOn, drawn_on, group_key};
-use crate::caches::watch::{WatchCaches, in_namespace, named, with_key};
+use crate::caches::watch::packed::unpacked;
+use crate::caches::watch::{WatchCaches, named, with_key};
 use crate::controllers::load_balancer::desired::Backend;
 use crate::runtime::progress::PROVISIONING;
 
@@ -32,9 +33,9 @@ pub const STARTING_HOLD: std::time::Duration = std::time::Duration::from_secs(60
 /// The VirtualMachines (and groups) the ports draw on, from the watch caches.
 pub async fn backends(caches: &WatchCaches, lb: &LoadBalancer, project: &str) -> Backends {
     let ns = lb.namespace().unwrap_or_default();
-    // Only the VirtualMachines some port draws on, shared with the cache, not copied,
-    // and never one whose server is in another project (one recorded before projects
-    // were, has not recorded one yet, and is taken as this one's).
+    // Only the VirtualMachines some port draws on, and never one whose server is in
+    // another project (one recorded before projects were, has not recorded one yet,
+    // and is taken as this one's).
     let drawn = |vm: &VirtualMachine| {
         in_project(vm, project)
             && lb
@@ -47,10 +48,12 @@ pub async fn backends(caches: &WatchCaches, lb: &LoadBalancer, project: &str) ->
     for drawn in drawn_on(lb) {
         match drawn {
             DrawnOn::Group(group) => {
-                vms.extend(with_key(&caches.virtual_machines, &ns, &group_key(group)).await)
+                let members = with_key(&caches.virtual_machines, &ns, &group_key(group)).await;
+                vms.extend(unpacked(&members))
             }
             DrawnOn::VirtualMachine(name) => {
-                vms.extend(named(&caches.virtual_machines, &ns, name).await)
+                let named = named(&caches.virtual_machines, &ns, name).await;
+                vms.extend(unpacked(named.as_slice()))
             }
         }
     }
@@ -64,7 +67,8 @@ pub async fn backends(caches: &WatchCaches, lb: &LoadBalancer, project: &str) ->
         let rs = &port.real_servers;
         let mut unborn = 0;
         for group in rs.group_names() {
-            match named(&caches.groups, &ns, group).await {
+            let named = named(&caches.groups, &ns, group).await;
+            match unpacked(named.as_slice()).pop() {
                 Some(group) => unborn += unborn_replicas(&group, &vms, now),
                 None if !result.missing_groups.iter().any(|g| g == group) => {
                     result.missing_groups.push(group.to_owned());
@@ -218,8 +222,14 @@ pub async fn health_watched(caches: &WatchCaches, lb: &LoadBalancer) -> bool {
         return false;
     }
     let ns = lb.namespace().unwrap_or_default();
-    in_namespace(&caches.groups, &ns)
-        .await
-        .iter()
-        .any(|g| refs.contains(&g.name_any().as_str()) && g.spec.auto_healing.is_some())
+    for name in refs {
+        let group = named(&caches.groups, &ns, name).await;
+        if unpacked(group.as_slice())
+            .iter()
+            .any(|g| g.spec.auto_healing.is_some())
+        {
+            return true;
+        }
+    }
+    false
 }

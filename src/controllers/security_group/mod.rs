@@ -68,7 +68,7 @@ pub fn run(
     feeds
         .security_groups
         .controller(groups.store)
-        .watches_shared_stream(feeds.virtual_machines.subscribe(), move |vm| {
+        .watches_shared_stream(feeds.virtual_machines.unpacked(), move |vm| {
             if !addresses_changed(&seen, &vm) {
                 return Vec::new();
             }

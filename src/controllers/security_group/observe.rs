@@ -15,6 +15,7 @@ use verda_api::v1alpha1::{SecurityGroup, VirtualMachine};
 use super::Services;
 use super::plan::{Held, Seen, address_group_name, carries};
 use super::rules::Peers;
+use crate::caches::watch::packed::unpacked;
 use crate::caches::watch::{self, WatchCaches, index::group_key};
 use crate::cloud::ErrorKind;
 use crate::cloud::ids::LoadBalancerId;
@@ -36,6 +37,7 @@ pub async fn seen(
     let mut addresses = BTreeMap::new();
     for group in referenced_groups(obj) {
         let vms = watch::with_key(&caches.virtual_machines, &namespace, &group_key(&group)).await;
+        let vms = unpacked(&vms);
         addresses.insert(group, replica_addresses(vms.iter().map(|vm| &**vm)));
     }
     let held = held(services, obj, &addresses, record, key).await?;
@@ -251,7 +253,7 @@ async fn vip_subnet(
     name: &str,
 ) -> Result<String, String> {
     let lb = watch::named(&caches.load_balancers, namespace, name).await;
-    let Some(lb) = lb else {
+    let Some(lb) = unpacked(lb.as_slice()).pop() else {
         return Err(format!("the namespace has no LoadBalancer {name}"));
     };
     let id = lb.status.as_ref().and_then(|s| s.load_balancer_id.clone());

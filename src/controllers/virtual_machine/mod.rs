@@ -32,10 +32,11 @@ use verda_api::v1alpha1::{RunStrategy, VirtualMachine, VirtualMachineStatus, fin
 
 use crate::caches::cloud_view::ProjectView;
 use crate::caches::watch::Feeds;
+use crate::caches::watch::packed::Packed;
 use crate::cloud::ids::{NetworkId, ServerId};
 use crate::cloud::{BlockStorage, Compute, Dns, Network};
 use crate::controllers::dns_records;
-use crate::runtime::driver::{error_policy, reconcile_in_task};
+use crate::runtime::driver::{packed_error_policy, reconcile_packed};
 use crate::runtime::events::reconcile_event;
 use crate::runtime::lifecycle::Removal;
 use crate::runtime::object::managed_kind;
@@ -54,7 +55,7 @@ managed_kind!(
 pub fn run(
     ctx: Arc<Context>,
     feeds: &mut Feeds,
-    refreshed: BoxStream<'static, ObjectRef<VirtualMachine>>,
+    refreshed: BoxStream<'static, ObjectRef<Packed<VirtualMachine>>>,
 ) -> impl Future<Output = ()> + use<> {
     let vms = ctx.caches.current().virtual_machines;
     let seen = std::sync::Mutex::new(std::collections::HashMap::new());
@@ -66,7 +67,7 @@ pub fn run(
             security_groups::waiting_on(&seen, &naming, &group)
         })
         .reconcile_on(refreshed)
-        .run(reconcile_in_task::<VirtualMachine>, error_policy, ctx)
+        .run(reconcile_packed, packed_error_policy, ctx)
         .for_each(|_| futures::future::ready(()))
 }
 

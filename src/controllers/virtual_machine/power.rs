@@ -10,6 +10,7 @@ use verda_api::conditions::{READY, find_condition};
 use verda_api::v1alpha1::{RunStrategy, VirtualMachine, labels};
 
 use crate::caches::watch::index::{group_key, vm_key};
+use crate::caches::watch::packed::unpacked;
 use crate::caches::watch::{WatchCaches, with_key};
 use crate::cloud::ids::ServerId;
 use crate::cloud::model::compute::{Server, ServerStatus};
@@ -87,7 +88,8 @@ pub async fn in_pools(caches: &WatchCaches, vm: &VirtualMachine) -> bool {
     if let Some(group) = vm.labels().get(labels::GROUP) {
         lbs.extend(with_key(&caches.load_balancers, &ns, &group_key(group)).await);
     }
-    lbs.iter()
+    unpacked(&lbs)
+        .iter()
         .filter_map(|lb| lb.status.as_ref())
         .flat_map(|s| s.ports.iter())
         .any(|p| p.members.iter().any(|m| m.name == name))

@@ -11,6 +11,7 @@ use kube::runtime::reflector::ObjectRef;
 use verda_api::conditions::{READY, is_true};
 use verda_api::v1alpha1::{SecurityGroup, VirtualMachine};
 
+use crate::caches::watch::packed::Packed;
 use crate::caches::watch::{self, Cache, index::security_group_key};
 use crate::runtime::object::object_key;
 use crate::runtime::problem::Problem;
@@ -59,9 +60,9 @@ pub fn ready_id(group: &SecurityGroup) -> Option<String> {
 /// last seen (`seen`): what the VirtualMachine controller wakes on.
 pub fn waiting_on(
     seen: &Mutex<HashMap<String, Option<String>>>,
-    vms: &Cache<VirtualMachine>,
+    vms: &Cache<Packed<VirtualMachine>>,
     group: &SecurityGroup,
-) -> Vec<ObjectRef<VirtualMachine>> {
+) -> Vec<ObjectRef<Packed<VirtualMachine>>> {
     let now = ready_id(group);
     let key = object_key(group);
     let changed = {

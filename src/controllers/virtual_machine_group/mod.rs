@@ -35,6 +35,7 @@ use verda_api::v1alpha1::{
 
 use crate::caches::cloud_view::{ProjectView, VolumeOwner};
 use crate::caches::watch::Feeds;
+use crate::caches::watch::packed::Packed;
 use crate::cloud::ids::ServerGroupId;
 use crate::cloud::model::volume::Volume;
 use crate::cloud::owner::{Owner, is_server_group_of};
@@ -42,7 +43,7 @@ use crate::cloud::{BlockStorage, CloudError, Compute, Dns};
 use crate::controllers::dns_records;
 use crate::controllers::virtual_machine::volumes::removal as volume_removal;
 use crate::metrics::ReasonLabels;
-use crate::runtime::driver::{error_policy, reconcile_in_task};
+use crate::runtime::driver::{packed_error_policy, reconcile_packed};
 use crate::runtime::events::event;
 use crate::runtime::lifecycle::Removal;
 use crate::runtime::object::{Managed, managed_kind, object_key, object_labels, replica_index};
@@ -65,15 +66,15 @@ managed_kind!(
 pub fn run(
     ctx: Arc<Context>,
     feeds: &mut Feeds,
-    woken: BoxStream<'static, ObjectRef<VirtualMachineGroup>>,
+    woken: BoxStream<'static, ObjectRef<Packed<VirtualMachineGroup>>>,
 ) -> impl Future<Output = ()> + use<> {
     let caches = ctx.caches.current();
     feeds
         .groups
         .controller(caches.groups.store)
         .reconcile_on(woken)
-        .owns_shared_stream(feeds.virtual_machines.subscribe())
-        .watches_shared_stream(feeds.load_balancers.subscribe(), |lb| {
+        .owns_shared_stream(feeds.virtual_machines.unpacked())
+        .watches_shared_stream(feeds.load_balancers.unpacked(), |lb| {
             let ns = lb.namespace().unwrap_or_default();
             lb.spec
                 .ports
@@ -82,7 +83,7 @@ pub fn run(
                 .map(|name| ObjectRef::new(name).within(&ns))
                 .collect::<Vec<_>>()
         })
-        .run(reconcile_in_task::<VirtualMachineGroup>, error_policy, ctx)
+        .run(reconcile_packed, packed_error_policy, ctx)
         .for_each(|_| futures::future::ready(()))
 }
 

@@ -3,6 +3,7 @@
 //! on it.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
@@ -13,6 +14,7 @@ use verda_api::v1alpha1::{
 
 use crate::caches::cloud_view::{KnownServerGroup, ProjectView};
 use crate::caches::watch::index::group_key;
+use crate::caches::watch::packed::unpacked;
 use crate::caches::watch::{WatchCaches, with_key};
 use crate::cloud::Compute;
 use crate::cloud::ids::ServerGroupId;
@@ -108,15 +110,15 @@ pub async fn owned_vms(caches: &WatchCaches, group: &VirtualMachineGroup) -> Vec
     let ns = group.namespace().unwrap_or_default();
     let uid = group.uid();
     let name = group.name_any();
-    with_key(&caches.virtual_machines, &ns, &group_key(&name))
-        .await
+    let members = with_key(&caches.virtual_machines, &ns, &group_key(&name)).await;
+    unpacked(&members)
         .into_iter()
         .filter(|vm| {
             vm.owner_references()
                 .iter()
                 .any(|o| o.controller == Some(true) && Some(&o.uid) == uid.as_ref())
         })
-        .map(|vm| (*vm).clone())
+        .map(Arc::unwrap_or_clone)
         .collect()
 }
 
@@ -127,10 +129,10 @@ pub async fn referencing_lbs(
 ) -> Vec<LoadBalancer> {
     let ns = group.namespace().unwrap_or_default();
     let name = group.name_any();
-    with_key(&caches.load_balancers, &ns, &group_key(&name))
-        .await
+    let lbs = with_key(&caches.load_balancers, &ns, &group_key(&name)).await;
+    unpacked(&lbs)
         .into_iter()
-        .map(|lb| (*lb).clone())
+        .map(Arc::unwrap_or_clone)
         .collect()
 }
 
