@@ -3,8 +3,9 @@
 //!
 //! A VirtualMachine as kube decodes it takes about 4 KB of heap in some fifty
 //! allocations (a map node each for its labels and annotations, a string per field);
-//! its JSON deflated takes about 800 bytes. Reads are few beside what a fleet holds: a
-//! reconcile decodes its object once, a group or LoadBalancer its members.
+//! its JSON deflated takes about 800 bytes. Each read decodes: a reconcile its object, a
+//! group or LoadBalancer its members. That is the price, in CPU, of the memory
+//! (docs/src/development/fleet-size.md).
 //!
 //! [`Packed`] is a kind of its own to kube: the watch decodes each object straight into
 //! it (the object is trimmed as every store's is, then deflated), the reflector stores
@@ -98,7 +99,7 @@ where
             UnpackError::Inflate {
                 kind: kind(),
                 key: key(),
-                reason: format!("{status:?}"),
+                reason: damage(status).to_owned(),
             }
         })?;
         serde_json::from_slice(&json).map_err(|source| UnpackError::Decode {
@@ -115,8 +116,8 @@ where
 }
 
 thread_local! {
-    /// A decompressor per thread, reset for each object: a new one is 10 KB to zero,
-    /// more than inflating a VirtualMachine costs.
+    /// A decompressor per thread, reset for each object: a new one would be 10 KB to
+    /// allocate and zero for every read.
     static INFLATER: RefCell<Box<DecompressorOxide>> = RefCell::new(Box::default());
 }
 
@@ -138,6 +139,15 @@ fn inflate(deflated: &[u8], len: usize) -> Result<Vec<u8>, TINFLStatus> {
             other => Err(other),
         }
     })
+}
+
+/// What is wrong with deflated data `inflate` refused.
+fn damage(status: TINFLStatus) -> &'static str {
+    match status {
+        TINFLStatus::Done | TINFLStatus::HasMoreOutput => "its length is not the one recorded",
+        TINFLStatus::NeedsMoreInput | TINFLStatus::FailedCannotMakeProgress => "it ends early",
+        _ => "it is not deflate data",
+    }
 }
 
 /// Each of `packed` unpacked; one that does not unpack is logged and left out (the
@@ -289,6 +299,16 @@ mod tests {
         let error = packed.unpack().expect_err("damaged");
         assert!(
             error.to_string().contains("VirtualMachine team-a/web-0"),
+            "{error}"
+        );
+
+        let mut packed = Packed::pack(&vm()).expect("packed");
+        packed.json_len -= 1;
+        let error = packed.unpack().expect_err("a length not the recorded one");
+        assert!(
+            error
+                .to_string()
+                .ends_with("its length is not the one recorded"),
             "{error}"
         );
     }
