@@ -20,13 +20,14 @@ import os
 import re
 import shlex
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 import urllib.request
+
+from free_port import free_port
 
 TARGET = os.environ.get("CARGO_TARGET_DIR", "target")
 OPERATOR = os.path.join(TARGET, "release", "verda-operator")
@@ -83,12 +84,6 @@ def kubectl(env, *args):
     if done.returncode != 0:
         raise SystemExit(f"kubectl {' '.join(args)} failed: {done.stderr.strip()}")
     return done.stdout
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_for(what, check, limit, every=0.5):

@@ -136,15 +136,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 free_port() {
-    local p i
-    for i in $(seq 1 50); do
-        p=$((20000 + RANDOM % 20000))
-        if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-            echo "$p"
-            return 0
-        fi
-    done
-    die "no free port found on 127.0.0.1"
+    python3 "$REPO/hack/free_port.py" || die "no free port found on 127.0.0.1"
 }
 
 # --- the host's binaries: test API server, simulator -----------------------------------------------------
@@ -184,8 +176,8 @@ start_apiserver() {
 CLOUD_ENV=(-e OS_CLIENT_CONFIG_FILE=/clouds.yaml -e OS_CLOUD=verda-sim)
 start_cloud() {
     local port i
-    port=$(free_port)
-    timeout 600 "$RUN_DIR/verda-sim" simulate --listen "127.0.0.1:$port" >"$RUN_DIR/clouds.yaml" 2>"$RUN_DIR/sim.log" &
+    # port 0: the simulator binds a port itself and writes it into the clouds.yaml
+    timeout 600 "$RUN_DIR/verda-sim" simulate --listen 127.0.0.1:0 >"$RUN_DIR/clouds.yaml" 2>"$RUN_DIR/sim.log" &
     SIM_PID=$!
     for i in $(seq 1 100); do
         grep -q 'verda-sim:' "$RUN_DIR/clouds.yaml" 2>/dev/null && break
@@ -194,7 +186,8 @@ start_cloud() {
     done
     grep -q 'verda-sim:' "$RUN_DIR/clouds.yaml" || die "the host simulator printed no clouds.yaml within 10s"
     chmod 644 "$RUN_DIR/clouds.yaml"
-    log "the image's cloud: the simulator on 127.0.0.1:$port ($SIM_BIN)"
+    port=$(grep -o 'http://127.0.0.1:[0-9]*' "$RUN_DIR/clouds.yaml" | head -1)
+    log "the image's cloud: the simulator on ${port#http://} ($SIM_BIN)"
 }
 
 # Waits for URL to answer 200 while the check command ($2...) succeeds; prints the body.

@@ -68,7 +68,7 @@ start_operator() {
   kubectl -n $NS get secret "$secret" -o jsonpath='{.data.clouds\.yaml}' | base64 -d >"$dir/clouds.yaml"
   chmod 600 "$dir/clouds.yaml"
   cloud=$(kubectl -n $NS get deploy verda-operator -o jsonpath='{.spec.template.spec.containers[0].env[?(@.name=="OS_CLOUD")].value}')
-  operator_port=$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  operator_port=$("$PYTHON" "$ROOT/hack/free_port.py")
   local args=()
   mapfile -t args < <(kubectl -n $NS get deploy verda-operator -o jsonpath='{.spec.template.spec.containers[0].args}' |
     "$PYTHON" -c 'import json, sys

@@ -12,8 +12,8 @@ cd "$(dirname "$0")/.."
 BIN=${VERDA_BIN:-target/debug/verda-operator}
 OSC=${VERDA_OPENSTACK_CLI:-/opt/osharness/venv/bin/openstack}
 work=$(mktemp -d)
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"$BIN" simulate --listen "127.0.0.1:$port" --delay 1s >"$work/clouds.yaml" 2>"$work/simulator.log" &
+# port 0: the simulator binds a port itself and writes it into the clouds.yaml
+"$BIN" simulate --listen 127.0.0.1:0 --delay 1s >"$work/clouds.yaml" 2>"$work/simulator.log" &
 sim=$!
 trap 'status=$?; kill $sim 2>/dev/null || true; [[ $status == 0 ]] || grep -m3 -A4 panicked "$work/simulator.log" >&2; rm -rf "$work"' EXIT
 for _ in $(seq 100); do

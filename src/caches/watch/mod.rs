@@ -380,9 +380,7 @@ where
     /// mappers that read more than an object's name and keys.
     pub fn unpacked(&mut self) -> Changes<K> {
         self.subscribe()
-            .filter_map(|packed| {
-                futures::future::ready(packed::unpacked(std::slice::from_ref(&packed)).pop())
-            })
+            .filter_map(|packed| futures::future::ready(packed::unpacked_one(&packed)))
             .boxed()
     }
 }

@@ -135,7 +135,7 @@ fn inflate(deflated: &[u8], len: usize) -> Result<Vec<u8>, TINFLStatus> {
         );
         match status {
             TINFLStatus::Done if written == len => Ok(out),
-            TINFLStatus::Done => Err(TINFLStatus::Failed),
+            // `Done` short of `len` as well: `damage` says the length is wrong
             other => Err(other),
         }
     })
@@ -150,22 +150,27 @@ fn damage(status: TINFLStatus) -> &'static str {
     }
 }
 
-/// Each of `packed` unpacked; one that does not unpack is logged and left out (the
-/// store holds only what [`Packed::pack`] wrote, so it would be a defect, not a state).
+/// Each of `packed` unpacked, as [`unpacked_one`] does it.
 pub fn unpacked<K>(packed: &[Arc<Packed<K>>]) -> Vec<Arc<K>>
 where
     K: Resource<DynamicType = ()> + Serialize + DeserializeOwned + Keyed,
 {
-    packed
-        .iter()
-        .filter_map(|p| match p.unpack() {
-            Ok(obj) => Some(Arc::new(obj)),
-            Err(error) => {
-                tracing::error!(%error, "a cached object is left out of a read");
-                None
-            }
-        })
-        .collect()
+    packed.iter().filter_map(|p| unpacked_one(p)).collect()
+}
+
+/// `packed` unpacked; one that does not unpack is logged and read as absent (the store
+/// holds only what [`Packed::pack`] wrote, so it would be a defect, not a state).
+pub fn unpacked_one<K>(packed: &Packed<K>) -> Option<Arc<K>>
+where
+    K: Resource<DynamicType = ()> + Serialize + DeserializeOwned + Keyed,
+{
+    match packed.unpack() {
+        Ok(obj) => Some(Arc::new(obj)),
+        Err(error) => {
+            tracing::error!(%error, "a cached object is left out of a read");
+            None
+        }
+    }
 }
 
 /// Decodes `K` as the API server sends it, trims it as every store does, and packs it.
@@ -302,14 +307,17 @@ mod tests {
             "{error}"
         );
 
-        let mut packed = Packed::pack(&vm()).expect("packed");
-        packed.json_len -= 1;
-        let error = packed.unpack().expect_err("a length not the recorded one");
-        assert!(
-            error
-                .to_string()
-                .ends_with("its length is not the one recorded"),
-            "{error}"
-        );
+        // shorter (the data goes on) and longer (the data ends first) than recorded
+        for wrong in [-1, 1] {
+            let mut packed = Packed::pack(&vm()).expect("packed");
+            packed.json_len = packed.json_len.checked_add_signed(wrong).expect("a length");
+            let error = packed.unpack().expect_err("a length not the recorded one");
+            assert!(
+                error
+                    .to_string()
+                    .ends_with("its length is not the one recorded"),
+                "{wrong}: {error}"
+            );
+        }
     }
 }

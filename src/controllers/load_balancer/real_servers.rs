@@ -12,7 +12,7 @@ use verda_api::v1alpha1::{
 };
 
 use crate::caches::watch::index::{DrawnOn, drawn_on, group_key};
-use crate::caches::watch::packed::unpacked;
+use crate::caches::watch::packed::{unpacked, unpacked_one};
 use crate::caches::watch::{WatchCaches, named, with_key};
 use crate::controllers::load_balancer::desired::Backend;
 use crate::runtime::progress::PROVISIONING;
@@ -53,7 +53,7 @@ pub async fn backends(caches: &WatchCaches, lb: &LoadBalancer, project: &str) ->
             }
             DrawnOn::VirtualMachine(name) => {
                 let named = named(&caches.virtual_machines, &ns, name).await;
-                vms.extend(unpacked(named.as_slice()))
+                vms.extend(named.as_deref().and_then(unpacked_one))
             }
         }
     }
@@ -68,7 +68,7 @@ pub async fn backends(caches: &WatchCaches, lb: &LoadBalancer, project: &str) ->
         let mut unborn = 0;
         for group in rs.group_names() {
             let named = named(&caches.groups, &ns, group).await;
-            match unpacked(named.as_slice()).pop() {
+            match named.as_deref().and_then(unpacked_one) {
                 Some(group) => unborn += unborn_replicas(&group, &vms, now),
                 None if !result.missing_groups.iter().any(|g| g == group) => {
                     result.missing_groups.push(group.to_owned());
@@ -224,9 +224,8 @@ pub async fn health_watched(caches: &WatchCaches, lb: &LoadBalancer) -> bool {
     let ns = lb.namespace().unwrap_or_default();
     for name in refs {
         let group = named(&caches.groups, &ns, name).await;
-        if unpacked(group.as_slice())
-            .iter()
-            .any(|g| g.spec.auto_healing.is_some())
+        if let Some(group) = group.as_deref().and_then(unpacked_one)
+            && group.spec.auto_healing.is_some()
         {
             return true;
         }

@@ -15,7 +15,7 @@ use verda_api::v1alpha1::{SecurityGroup, VirtualMachine};
 use super::Services;
 use super::plan::{Held, Seen, address_group_name, carries};
 use super::rules::Peers;
-use crate::caches::watch::packed::unpacked;
+use crate::caches::watch::packed::{unpacked, unpacked_one};
 use crate::caches::watch::{self, WatchCaches, index::group_key};
 use crate::cloud::ErrorKind;
 use crate::cloud::ids::LoadBalancerId;
@@ -253,7 +253,7 @@ async fn vip_subnet(
     name: &str,
 ) -> Result<String, String> {
     let lb = watch::named(&caches.load_balancers, namespace, name).await;
-    let Some(lb) = unpacked(lb.as_slice()).pop() else {
+    let Some(lb) = lb.as_deref().and_then(unpacked_one) else {
         return Err(format!("the namespace has no LoadBalancer {name}"));
     };
     let id = lb.status.as_ref().and_then(|s| s.load_balancer_id.clone());

@@ -386,12 +386,27 @@ pub fn event_notes(real: &Real, ns: &Namespace, reason: &str, object: Option<&st
         .collect()
 }
 
-/// A port on 127.0.0.1 nothing listens on now.
+/// A port on 127.0.0.1 nothing listens on now, for a process started next to listen on.
+///
+/// It lies below the kernel's ephemeral range: a port from that range (what binding port 0
+/// gives) can be taken by any outgoing connection's local end before the process binds it.
+/// Each call in this process tries the next port, so two calls never hand out the same one.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    const LOWEST: u32 = 10_000;
+    let ephemeral_low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse::<u32>().ok())
+        .unwrap_or(32_768);
+    let span = ephemeral_low.saturating_sub(LOWEST).max(1_000);
+    // test binaries run one after another: start each process somewhere else in the span
+    let start = std::process::id().wrapping_mul(7_919) % span;
+    (0..span)
+        .map(|_| LOWEST + (start + NEXT.fetch_add(1, Ordering::Relaxed)) % span)
+        .find(|&port| std::net::TcpListener::bind(("127.0.0.1", port as u16)).is_ok())
+        .map(|port| port as u16)
+        .expect("a free port below the ephemeral range")
 }
 
 fn run(mut cmd: Command, input: Option<&str>, what: &str) -> String {
