@@ -108,11 +108,6 @@ where
             source,
         })
     }
-
-    /// The deflated object's size in bytes.
-    pub fn deflated_len(&self) -> usize {
-        self.deflated.len()
-    }
 }
 
 thread_local! {
@@ -278,7 +273,7 @@ mod tests {
         );
         let annotations = back.metadata.annotations.expect("annotations");
         assert_eq!(annotations.keys().collect::<Vec<_>>(), ["note"]);
-        assert!(packed.deflated_len() < sent.len());
+        assert!(packed.deflated.len() < sent.len());
     }
 
     #[test]
