@@ -53,6 +53,16 @@ pub enum ReconcileError {
     },
 }
 
+/// The categories of the errors that are never terminal (see `is_terminal`).
+const TRANSIENT_CATEGORIES: &[&str] = &[
+    "KubernetesApiError",
+    "FinalizerError",
+    "Conflict",
+    "RateLimited",
+    "CloudUnavailable",
+    "CredentialsUnreadable",
+];
+
 impl ReconcileError {
     pub fn cloud<'a>(
         action: &'static str,
@@ -107,6 +117,12 @@ impl ReconcileError {
         }
     }
 
+    /// Whether `reason`, a Ready reason, is the category of an error that heals by
+    /// itself (`!is_terminal()`): the object is held up, not failed.
+    pub fn heals_by_itself(reason: &str) -> bool {
+        TRANSIENT_CATEGORIES.contains(&reason)
+    }
+
     /// The server's Retry-After, when it gave one.
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
@@ -146,6 +162,90 @@ mod tests {
             (conflict.category(), conflict.is_terminal()),
             ("KubernetesApiError", false)
         );
+    }
+
+    #[test]
+    fn the_transient_categories_are_those_of_the_errors_that_are_not_terminal() {
+        use crate::cloud::ErrorKind as K;
+        let message = || "m".to_owned();
+        let resource = crate::cloud::Resource::Image;
+        let kinds = [
+            K::NotFound { message: message() },
+            K::Conflict {
+                message: message(),
+                immutable: true,
+            },
+            K::RateLimited {
+                retry_after: None,
+                message: message(),
+            },
+            K::QuotaExceeded { message: message() },
+            K::BadRequest { message: message() },
+            K::Unauthorized { message: message() },
+            K::Forbidden { message: message() },
+            K::Unavailable {
+                status: Some(503),
+                retry_after: None,
+                message: message(),
+            },
+            K::LookupNotFound {
+                resource,
+                name: message(),
+            },
+            K::AmbiguousName {
+                resource,
+                name: message(),
+                candidates: vec![],
+            },
+            K::Config { message: message() },
+            K::InvalidResponse { message: message() },
+        ];
+        let mut errors: Vec<ReconcileError> = kinds
+            .into_iter()
+            .map(|kind| {
+                ReconcileError::cloud("create server", "team/web")(CloudError::new(
+                    "create server",
+                    kind,
+                ))
+            })
+            .collect();
+        errors.extend([403, 409, 422, 500].map(kube_error));
+        errors.push(ReconcileError::Finalizer {
+            object: "team/web".into(),
+            message: message(),
+        });
+        let secret = crate::tenancy::SecretKey {
+            namespace: "team".into(),
+            name: "cloud".into(),
+        };
+        for source in [
+            CredentialsError::Unreadable {
+                secret: secret.clone(),
+                reason: message(),
+            },
+            CredentialsError::Forbidden { secret },
+        ] {
+            errors.push(ReconcileError::Credentials {
+                object: "team/web".into(),
+                source,
+                deleting: false,
+            });
+        }
+        for error in &errors {
+            assert_eq!(
+                ReconcileError::heals_by_itself(error.category()),
+                !error.is_terminal(),
+                "{}",
+                error.category()
+            );
+        }
+        let transient: std::collections::BTreeSet<&str> = errors
+            .iter()
+            .filter(|e| !e.is_terminal())
+            .map(ReconcileError::category)
+            .collect();
+        assert_eq!(transient.len(), TRANSIENT_CATEGORIES.len(), "{transient:?}");
+        assert!(!ReconcileError::heals_by_itself("Provisioning"));
     }
 
     #[test]

@@ -7,9 +7,11 @@ use crate::support;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Event;
+use kube::ResourceExt;
 use kube::api::ListParams;
 use support::e2e::{Env, eventually, sample, test_timing};
-use verda_api::v1alpha1::{LoadBalancer, VirtualMachineGroup};
+use verda_api::conditions::{READY, find_condition};
+use verda_api::v1alpha1::{LoadBalancer, VirtualMachine, VirtualMachineGroup};
 use verda_operator::sim::SimConfig;
 
 const LIMIT: Duration = Duration::from_secs(60);
@@ -62,6 +64,36 @@ async fn until_described(
     .await
 }
 
+/// Each replica's creation time and Ready condition (status, reason, message, when).
+async fn replicas_ready(env: &Env) -> Vec<String> {
+    let vms = env
+        .api::<VirtualMachine>()
+        .list(&ListParams::default())
+        .await
+        .expect("virtual machines")
+        .items;
+    vms.iter()
+        .map(|vm| {
+            let ready = vm
+                .status
+                .as_ref()
+                .and_then(|s| find_condition(&s.conditions, READY))
+                .map(|c| {
+                    format!(
+                        "{} {} {:?} since {}",
+                        c.status, c.reason, c.message, c.last_transition_time.0
+                    )
+                });
+            format!(
+                "{} created {:?}: Ready {}",
+                vm.name_any(),
+                vm.metadata.creation_timestamp.as_ref().map(|t| t.0),
+                ready.unwrap_or_else(|| "not set".to_owned())
+            )
+        })
+        .collect()
+}
+
 fn members(n: usize) -> String {
     let names: Vec<String> = (0..n).map(|i| format!("{GROUP}-{i}")).collect();
     let noun = if n == 1 { "member" } else { "members" };
@@ -78,19 +110,30 @@ async fn every_event_tells_the_latest_truth_through_a_scale_up_and_down() {
     let first = format!("created VirtualMachines {GROUP}-0, {GROUP}-1");
     until_described(&env, "VirtualMachineGroup", GROUP, "Created", &first).await;
     // The load balancer waits for the replicas, and its create carries them.
-    eventually(
-        "the load balancer's create names its members",
+    let two = format!("(port 80: {}; port 443: {})", members(2), members(2));
+    let create_named_both = tokio::time::timeout(
         LIMIT,
-        || async {
-            let events = described(&env, "LoadBalancer", LB).await;
-            let two = format!("(port 80: {}; port 443: {})", members(2), members(2));
-            events
-                .iter()
-                .any(|(r, m, _)| r == "Created" && m.ends_with(&two))
-                .then_some(())
-        },
+        eventually(
+            "the load balancer's create names its members",
+            2 * LIMIT,
+            || async {
+                let events = described(&env, "LoadBalancer", LB).await;
+                events
+                    .iter()
+                    .any(|(r, m, _)| r == "Created" && m.ends_with(&two))
+                    .then_some(())
+            },
+        ),
     )
     .await;
+    if create_named_both.is_err() {
+        panic!(
+            "the load balancer's create did not name both members within {LIMIT:?}; its events: \
+             {:#?}; the replicas: {:#?}",
+            described(&env, "LoadBalancer", LB).await,
+            replicas_ready(&env).await
+        );
+    }
 
     env.scale(GROUP, 3).await;
     let second = format!("created VirtualMachines {GROUP}-2");

@@ -13,8 +13,8 @@ use kube::api::{DeleteParams, Patch, PatchParams};
 use serde_json::json;
 use support::e2e::{Env, eventually, sample, test_timing, watch_only_timing};
 use verda_api::conditions::{READY, find_condition, is_true};
-use verda_api::v1alpha1::{LoadBalancer, VirtualMachineGroup};
-use verda_operator::sim::{SimConfig, SimLoadBalancer};
+use verda_api::v1alpha1::{LoadBalancer, VirtualMachine, VirtualMachineGroup};
+use verda_operator::sim::{Fault, FaultKind, SimConfig, SimLoadBalancer};
 
 const LIMIT: Duration = Duration::from_secs(30);
 const LB: &str = "loadbalancer-sample";
@@ -305,4 +305,56 @@ async fn a_load_balancer_for_a_ready_group_is_built_with_one_octavia_write() {
         [("create_load_balancer".to_owned(), 1)],
         "listeners, pools, monitors and members come with the create"
     );
+}
+
+#[tokio::test]
+async fn a_load_balancer_waits_for_replicas_an_outage_holds_up_and_is_created_with_them() {
+    let env = Env::start(SimConfig::fast(), test_timing()).await;
+    // Nova answers every create 503: both replicas retry, Ready=False CloudUnavailable.
+    env.sim.inject(Fault::new(
+        "compute",
+        Some("create_server"),
+        FaultKind::Status(503),
+    ));
+    let _: VirtualMachineGroup = env
+        .create_from_yaml(&sample("virtualmachinegroup.yaml"))
+        .await;
+    let vms = env.api::<VirtualMachine>();
+    for name in [format!("{GROUP}-0"), format!("{GROUP}-1")] {
+        eventually(&format!("{name} reports the outage"), LIMIT, || async {
+            let status = vms.get_opt(&name).await.ok()??.status?;
+            let ready = find_condition(&status.conditions, READY)?;
+            (ready.reason == "CloudUnavailable").then_some(())
+        })
+        .await;
+    }
+    let _: LoadBalancer = env.create_from_yaml(&sample("loadbalancer.yaml")).await;
+    let lbs = env.api::<LoadBalancer>();
+    eventually("the load balancer holds its create", LIMIT, || async {
+        let status = lbs.get(LB).await.ok()?.status?;
+        let ready = find_condition(&status.conditions, READY)?;
+        ready
+            .message
+            .starts_with("2 VirtualMachines of the group are still starting")
+            .then_some(())
+    })
+    .await;
+    assert!(
+        the_lb(&env).is_none(),
+        "no load balancer is created while its replicas are only held up"
+    );
+
+    env.sim.clear_faults();
+    wait_members(&env, &[&format!("{GROUP}-0"), &format!("{GROUP}-1")]).await;
+    let member_writes: u64 = env
+        .sim
+        .request_counts()
+        .into_iter()
+        .filter(|((service, op), _)| {
+            service == "load-balancer"
+                && ["create_member", "delete_member", "replace_members"].contains(&op.as_str())
+        })
+        .map(|(_, n)| n)
+        .sum();
+    assert_eq!(member_writes, 0, "both replicas came with the create");
 }

@@ -15,6 +15,7 @@ use crate::caches::watch::index::{DrawnOn, drawn_on, group_key};
 use crate::caches::watch::packed::{unpacked, unpacked_one};
 use crate::caches::watch::{WatchCaches, named, with_key};
 use crate::controllers::load_balancer::desired::Backend;
+use crate::runtime::ReconcileError;
 use crate::runtime::progress::PROVISIONING;
 
 /// The backends of every port, in spec order, and the groups that do not exist.
@@ -135,15 +136,23 @@ pub fn starting(rs: &RealServers, vms: &[Arc<VirtualMachine>], now: Timestamp) -
                 .as_ref()
                 .is_some_and(|t| now.duration_since(t.0).unsigned_abs() < STARTING_HOLD)
         })
-        .filter(|vm| {
-            let reason = vm
-                .status
-                .as_ref()
-                .and_then(|s| find_condition(&s.conditions, READY))
-                .map(|c| c.reason.as_str());
-            reason.is_none_or(|r| r == PROVISIONING)
-        })
+        .filter(|vm| on_its_way(vm))
         .count()
+}
+
+/// Whether `vm` is still on its way to Ready: provisioning, or held up by an error
+/// that heals by itself (an API server or a cloud busy for a moment). One whose server
+/// went to ERROR, or that waits for the user, has failed: the pools do not wait for it.
+fn on_its_way(vm: &VirtualMachine) -> bool {
+    let Some(status) = vm.status.as_ref() else {
+        return true;
+    };
+    if status.last_failure.is_some() {
+        return false;
+    }
+    find_condition(&status.conditions, READY).is_none_or(|ready| {
+        ready.reason == PROVISIONING || ReconcileError::heals_by_itself(&ready.reason)
+    })
 }
 
 /// Whether `vm` is one of the real servers `rs` names: a member of its group, or one
@@ -231,4 +240,87 @@ pub async fn health_watched(caches: &WatchCaches, lb: &LoadBalancer) -> bool {
         }
     }
     false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+    use verda_api::conditions::{NewCondition, Status, set_condition};
+    use verda_api::v1alpha1::{ServerFailure, VirtualMachineStatus};
+
+    fn group_port() -> RealServers {
+        serde_json::from_value(serde_json::json!({
+            "protocol": "http", "port": 80, "virtualMachineGroupRef": "web"
+        }))
+        .expect("realServers")
+    }
+
+    /// A replica of group `web` created `age_secs` ago, Ready `ready` for `reason`.
+    fn replica(age_secs: i64, ready: Option<(Status, &str)>) -> Arc<VirtualMachine> {
+        let now = Timestamp::now();
+        let mut vm = VirtualMachine::new("web-0", Default::default());
+        vm.metadata.labels = Some([(labels::GROUP.to_owned(), "web".to_owned())].into());
+        vm.metadata.creation_timestamp = Some(Time(
+            now - k8s_openapi::jiff::SignedDuration::from_secs(age_secs),
+        ));
+        let mut status = VirtualMachineStatus::default();
+        if let Some((ready, reason)) = ready {
+            let condition = NewCondition {
+                type_: READY,
+                status: ready,
+                reason,
+                message: String::new(),
+            };
+            set_condition(&mut status.conditions, condition, None, now);
+        }
+        vm.status = Some(status);
+        Arc::new(vm)
+    }
+
+    fn is_starting(vm: Arc<VirtualMachine>) -> bool {
+        starting(&group_port(), &[vm], Timestamp::now()) == 1
+    }
+
+    #[test]
+    fn a_young_replica_provisioning_or_held_up_by_a_passing_error_is_starting() {
+        assert!(is_starting(replica(1, None)));
+        assert!(is_starting(replica(1, Some((Status::False, PROVISIONING)))));
+        // Its last reconcile met a busy API server or cloud: it is still on its way.
+        for reason in ["KubernetesApiError", "CloudUnavailable", "RateLimited"] {
+            assert!(
+                is_starting(replica(1, Some((Status::False, reason)))),
+                "{reason}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_failed_old_or_stopped_replica_is_not_starting() {
+        // Waits for the user, or its create was refused for good.
+        for reason in ["SecurityGroupNotReady", "QuotaExceeded", "ServerError"] {
+            assert!(
+                !is_starting(replica(1, Some((Status::False, reason)))),
+                "{reason}"
+            );
+        }
+        assert!(!is_starting(replica(1, Some((Status::True, "Stopped")))));
+        assert!(!is_starting(replica(
+            STARTING_HOLD.as_secs() as i64 + 1,
+            Some((Status::False, PROVISIONING))
+        )));
+        // Its server went to ERROR before: a passing error since does not make it new.
+        let mut vm = Arc::unwrap_or_clone(replica(1, Some((Status::False, "CloudUnavailable"))));
+        if let Some(status) = vm.status.as_mut() {
+            status.last_failure = Some(Box::new(ServerFailure {
+                server_id: "s-1".into(),
+                reason: "ServerError".into(),
+                message: "boom".into(),
+                since: Time(Timestamp::now()),
+                count: 1,
+            }));
+        }
+        assert!(!is_starting(Arc::new(vm)));
+    }
 }
