@@ -9,7 +9,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Event;
 use kube::ResourceExt;
 use kube::api::ListParams;
-use support::e2e::{Env, eventually, sample, test_timing};
+use support::e2e::{Env, eventually, sample, test_timing, within};
 use verda_api::conditions::{READY, find_condition};
 use verda_api::v1alpha1::{LoadBalancer, VirtualMachine, VirtualMachineGroup};
 use verda_operator::sim::SimConfig;
@@ -111,22 +111,15 @@ async fn every_event_tells_the_latest_truth_through_a_scale_up_and_down() {
     until_described(&env, "VirtualMachineGroup", GROUP, "Created", &first).await;
     // The load balancer waits for the replicas, and its create carries them.
     let two = format!("(port 80: {}; port 443: {})", members(2), members(2));
-    let create_named_both = tokio::time::timeout(
-        LIMIT,
-        eventually(
-            "the load balancer's create names its members",
-            2 * LIMIT,
-            || async {
-                let events = described(&env, "LoadBalancer", LB).await;
-                events
-                    .iter()
-                    .any(|(r, m, _)| r == "Created" && m.ends_with(&two))
-                    .then_some(())
-            },
-        ),
-    )
+    let create_named_both = within(LIMIT, || async {
+        let events = described(&env, "LoadBalancer", LB).await;
+        events
+            .iter()
+            .any(|(r, m, _)| r == "Created" && m.ends_with(&two))
+            .then_some(())
+    })
     .await;
-    if create_named_both.is_err() {
+    if create_named_both.is_none() {
         panic!(
             "the load balancer's create did not name both members within {LIMIT:?}; its events: \
              {:#?}; the replicas: {:#?}",

@@ -320,7 +320,19 @@ async fn context_with(
 }
 
 /// Polls `check` every 50 ms until it gives `Some`, for at most `limit`.
-pub async fn eventually<T, F, Fut>(what: &str, limit: Duration, mut check: F) -> T
+pub async fn eventually<T, F, Fut>(what: &str, limit: Duration, check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    match within(limit, check).await {
+        Some(value) => value,
+        None => panic!("timed out after {limit:?} waiting until {what}"),
+    }
+}
+
+/// As [`eventually`], `None` past `limit`: for a caller that says more when it fails.
+pub async fn within<T, F, Fut>(limit: Duration, mut check: F) -> Option<T>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Option<T>>,
@@ -328,10 +340,10 @@ where
     let deadline = tokio::time::Instant::now() + limit;
     loop {
         if let Some(value) = check().await {
-            return value;
+            return Some(value);
         }
         if tokio::time::Instant::now() > deadline {
-            panic!("timed out after {limit:?} waiting until {what}");
+            return None;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
