@@ -12,9 +12,15 @@ use verda_test_apiserver::ApiServer;
 use crate::support::{NS, fixtures};
 
 fn kubectl(kubeconfig: &std::path::Path, args: &[&str]) -> (bool, String) {
+    // Discovery is cached beside the kubeconfig: kubectl's own cache is keyed by host and
+    // port, and a test server on a port an earlier one used (with other CRDs) would be
+    // read from it ("the server doesn't have a resource type").
+    let cache = kubeconfig.with_file_name("cache");
     let out = Command::new("kubectl")
         .arg("--kubeconfig")
         .arg(kubeconfig)
+        .arg("--cache-dir")
+        .arg(cache)
         .args(args)
         .output()
         .expect("kubectl runs");
